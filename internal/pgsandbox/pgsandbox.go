@@ -1,0 +1,458 @@
+// Package pgsandbox starts a throwaway PostgreSQL cluster for tests, the demo
+// command and benchmarks.
+//
+// The cluster lives entirely in a fresh temporary directory: the data
+// directory, the server log and the unix socket. The server does not listen on
+// TCP (listen_addresses is empty), so several sandboxes can run side by side and none
+// of them interferes with a PostgreSQL already installed on the machine. Stop
+// shuts the server down and removes the directory.
+//
+// PostgreSQL refuses to run as root, so when the caller is root the server
+// and every client program started through a Cluster (psql, pgbench) run as
+// the "postgres" system user; otherwise they run as the current user.
+// Clients connect over the socket with trust authentication.
+package pgsandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNotInstalled is returned (wrapped) by Start when no PostgreSQL server
+// binaries can be found, so tests and benchmarks can skip rather than fail.
+var ErrNotInstalled = errors.New("PostgreSQL server binaries (initdb) not found; install them, e.g. `apt-get install postgresql postgresql-contrib`")
+
+// Options configures Start. The zero value is usable.
+type Options struct {
+	// Dir is the parent directory for the cluster; "" = os.TempDir().
+	// Benchmarks put it on the storage under test. When running as root it
+	// must be traversable by the postgres user (t.TempDir() is not: it is
+	// mode 0700).
+	Dir string
+	// BinDir holds initdb, postgres, pg_ctl, psql and pgbench; "" = the
+	// newest /usr/lib/postgresql/*/bin, else the directory of initdb on PATH.
+	BinDir string
+	// Settings are extra postgresql.conf settings that override the
+	// defaults, e.g. "shared_buffers": "16MB". Values are written quoted, so
+	// pass them without quotes. unix_socket_directories is always the
+	// cluster directory (SocketDir and Env depend on it); "port" only
+	// renames the socket file and is reflected by Port.
+	Settings map[string]string
+	// Log receives progress messages, initdb/pg_ctl output and, at Stop, the
+	// server log; nil = discard. The server log is always also kept in the
+	// cluster directory while it runs, and its tail is included in Start
+	// errors.
+	Log io.Writer
+}
+
+// defaultSettings are chosen for repeatable I/O measurements: small shared
+// buffers so reads reach the kernel, no parallel workers or autovacuum
+// adding I/O from processes other than the backend under test (tests turn
+// autovacuum on when they need it), durable commits so WAL flushes are real,
+// and pg_stat_statements to compare our numbers with PostgreSQL's own.
+var defaultSettings = map[string]string{
+	"listen_addresses":                "",
+	"port":                            "5432",
+	"shared_buffers":                  "16MB",
+	"max_connections":                 "50",
+	"track_io_timing":                 "on",
+	"shared_preload_libraries":        "pg_stat_statements",
+	"pg_stat_statements.track":        "all",
+	"max_parallel_workers_per_gather": "0",
+	"fsync":                           "on",
+	"synchronous_commit":              "on",
+	"autovacuum":                      "off",
+	"logging_collector":               "off",
+}
+
+// Cluster is a running sandbox cluster. Its methods are safe for concurrent
+// use.
+type Cluster struct {
+	root    string // private directory: socket, log, data/
+	dataDir string
+	logFile string
+	binDir  string
+	port    int
+	user    string              // database superuser (= OS user running the server)
+	cred    *syscall.Credential // nil unless we are root
+	log     io.Writer
+	pid     int
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start creates, configures and starts a new cluster, and creates the
+// pg_stat_statements extension in database postgres. If anything fails,
+// whatever was started or created is stopped and removed again.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	binDir, err := findBinDir(opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{binDir: binDir, log: opts.Log}
+	if c.log == nil {
+		c.log = io.Discard
+	}
+
+	uid, gid := -1, -1
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("pgsandbox: running as root, but PostgreSQL refuses root and there is no postgres system user to run it as: %w", err)
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		c.user = "postgres"
+		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	} else {
+		u, err := user.Current()
+		if err != nil {
+			return nil, fmt.Errorf("pgsandbox: current user: %w", err)
+		}
+		c.user = u.Username
+	}
+
+	parent := opts.Dir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if parent, err = filepath.Abs(parent); err != nil {
+		return nil, fmt.Errorf("pgsandbox: %w", err)
+	}
+	if c.cred != nil {
+		if err := checkTraversable(parent, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+
+	settings := map[string]string{}
+	for k, v := range defaultSettings {
+		settings[k] = v
+	}
+	for k, v := range opts.Settings {
+		settings[k] = v
+	}
+	if c.port, err = strconv.Atoi(settings["port"]); err != nil {
+		return nil, fmt.Errorf("pgsandbox: bad port setting %q", settings["port"])
+	}
+
+	c.root, err = os.MkdirTemp(parent, "pgsandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("pgsandbox: %w", err)
+	}
+	c.dataDir = filepath.Join(c.root, "data")
+	c.logFile = filepath.Join(c.root, "server.log")
+	settings["unix_socket_directories"] = c.root
+	// The socket path must fit in sockaddr_un.sun_path (107 bytes + NUL).
+	if sock := c.socketPath(); len(sock) > 107 {
+		os.RemoveAll(c.root)
+		return nil, fmt.Errorf("pgsandbox: socket path %s is longer than 107 bytes; use a shorter Dir", sock)
+	}
+
+	if err := c.start(ctx, settings); err != nil {
+		if tail := c.logTail(20); tail != "" {
+			err = fmt.Errorf("%w\nserver log tail:\n%s", err, tail)
+			if strings.Contains(tail, "pg_stat_statements") {
+				err = fmt.Errorf("%w\n(is postgresql-contrib installed?)", err)
+			}
+		}
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context, settings map[string]string) error {
+	if c.cred != nil {
+		if err := os.Chown(c.root, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			return fmt.Errorf("pgsandbox: %w", err)
+		}
+	}
+	if err := os.Chmod(c.root, 0o700); err != nil {
+		return fmt.Errorf("pgsandbox: %w", err)
+	}
+
+	fmt.Fprintf(c.log, "pgsandbox: initdb %s (binaries %s, user %s)\n", c.dataDir, c.binDir, c.user)
+	if _, err := c.run(ctx, "initdb", "-D", c.dataDir, "-U", c.user, "--auth=trust",
+		"-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+		return err
+	}
+
+	// Later lines in postgresql.conf override earlier ones, so appending is
+	// enough.
+	var conf strings.Builder
+	conf.WriteString("\n# pgsandbox\n")
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&conf, "%s = '%s'\n", k, strings.ReplaceAll(settings[k], "'", "''"))
+	}
+	f, err := os.OpenFile(filepath.Join(c.dataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("pgsandbox: %w", err)
+	}
+	_, err = f.WriteString(conf.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pgsandbox: %w", err)
+	}
+
+	if _, err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.dataDir, "-l", c.logFile); err != nil {
+		return err
+	}
+	if c.pid, err = readPostmasterPID(c.dataDir); err != nil {
+		return fmt.Errorf("pgsandbox: %w", err)
+	}
+	fmt.Fprintf(c.log, "pgsandbox: postmaster pid %d, socket %s\n", c.pid, c.socketPath())
+
+	if strings.Contains(settings["shared_preload_libraries"], "pg_stat_statements") {
+		if _, err := c.Psql(ctx, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop shuts the server down (pg_ctl stop -m fast, falling back to -m
+// immediate) and removes the cluster directory. Calling it again returns the
+// first result, so it can be both deferred/registered with t.Cleanup and
+// called explicitly.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var errs []error
+		if _, err := os.Stat(filepath.Join(c.dataDir, "postmaster.pid")); err == nil {
+			if _, err := c.run(ctx, "pg_ctl", "stop", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir); err != nil {
+				errs = append(errs, err)
+				if _, err := c.run(ctx, "pg_ctl", "stop", "-w", "-t", "30", "-m", "immediate", "-D", c.dataDir); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if c.log != io.Discard {
+			if f, err := os.Open(c.logFile); err == nil {
+				fmt.Fprintf(c.log, "pgsandbox: server log %s:\n", c.logFile)
+				io.Copy(c.log, f)
+				f.Close()
+			}
+		}
+		if err := os.RemoveAll(c.root); err != nil {
+			errs = append(errs, fmt.Errorf("pgsandbox: %w", err))
+		}
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+// PostmasterPID returns the postmaster's PID as read from postmaster.pid at
+// start, so callers can find the server's processes (backends are its
+// children).
+func (c *Cluster) PostmasterPID() int { return c.pid }
+
+// DataDir returns the data directory (PGDATA).
+func (c *Cluster) DataDir() string { return c.dataDir }
+
+// SocketDir returns the directory holding the server's unix socket (PGHOST).
+func (c *Cluster) SocketDir() string { return c.root }
+
+// Port returns the port number, which only names the socket file
+// (.s.PGSQL.<port>); the socket directory is private, so the fixed default
+// 5432 cannot collide with another server.
+func (c *Cluster) Port() int { return c.port }
+
+// BinDir returns the directory of the PostgreSQL binaries in use.
+func (c *Cluster) BinDir() string { return c.binDir }
+
+// Env returns PGHOST, PGPORT, PGUSER and PGDATABASE (as "K=V") for psql,
+// pgbench or other libpq clients started by others; append it to
+// os.Environ(). When running as root such clients must run as the postgres
+// user too (see PsqlCmd) or as root connecting with PGUSER=postgres.
+func (c *Cluster) Env() []string {
+	return []string{
+		"PGHOST=" + c.root,
+		"PGPORT=" + strconv.Itoa(c.port),
+		"PGUSER=" + c.user,
+		"PGDATABASE=postgres",
+	}
+}
+
+// Psql runs SQL through psql -X -q -A -t -v ON_ERROR_STOP=1 on database db
+// ("" = "postgres") and returns stdout trimmed; on error the error includes
+// psql's stderr. The SQL is fed on stdin, so it may hold several statements
+// (each its own transaction, which CREATE DATABASE or VACUUM need).
+func (c *Cluster) Psql(ctx context.Context, db, sql string) (string, error) {
+	cmd := c.PsqlCmd(ctx, db, "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-f", "-")
+	cmd.Stdin = strings.NewReader(sql)
+	out, err := runCmd(cmd, nil)
+	return strings.TrimSpace(out), err
+}
+
+// PsqlCmd returns an *exec.Cmd ready to run psql -X with the given extra args
+// on database db ("" = "postgres"), for callers that need a long-running
+// session (e.g. holding a lock) or to know the backend PID. It runs as the
+// server's user; if you set SysProcAttr, keep its Credential.
+func (c *Cluster) PsqlCmd(ctx context.Context, db string, args ...string) *exec.Cmd {
+	return c.command(ctx, db, "psql", append([]string{"-X"}, args...)...)
+}
+
+// Pgbench runs pgbench with args against database db ("" = "postgres") and
+// returns its stdout (the report ParsePgbench reads); on error the error
+// includes pgbench's stderr.
+func (c *Cluster) Pgbench(ctx context.Context, db string, args ...string) (string, error) {
+	return runCmd(c.command(ctx, db, "pgbench", args...), nil)
+}
+
+// CreateDatabase creates a database, so tests and benchmarks can keep their
+// tables (and pg_stat_statements entries) apart.
+func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
+	_, err := c.Psql(ctx, "postgres", `CREATE DATABASE "`+strings.ReplaceAll(name, `"`, `""`)+`"`)
+	return err
+}
+
+// command builds a command for one of the PostgreSQL binaries, run as the
+// server's user in the cluster directory with the sandbox's libpq
+// environment (any PG* variables of ours are dropped so they cannot point
+// the client elsewhere).
+func (c *Cluster) command(ctx context.Context, db, name string, args ...string) *exec.Cmd {
+	if db == "" {
+		db = "postgres"
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...)
+	cmd.Dir = c.root
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, c.Env()...)
+	cmd.Env = append(cmd.Env, "PGDATABASE="+db) // last one wins
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	}
+	return cmd
+}
+
+// run runs a server-side program (initdb, pg_ctl), copying its output to the
+// log.
+func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
+	return runCmd(c.command(ctx, "", name, args...), c.log)
+}
+
+// runCmd runs cmd and returns its stdout; the error names the command and
+// includes its stderr. If log is non-nil, stdout and stderr are also copied
+// there.
+func runCmd(cmd *exec.Cmd, log io.Writer) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if log != nil {
+		cmd.Stdout = io.MultiWriter(&stdout, log)
+		cmd.Stderr = io.MultiWriter(&stderr, log)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = strings.TrimSpace(stdout.String())
+		}
+		err = fmt.Errorf("pgsandbox: %s %s: %w: %s", filepath.Base(cmd.Path), strings.Join(cmd.Args[1:], " "), err, msg)
+	}
+	return stdout.String(), err
+}
+
+func (c *Cluster) socketPath() string {
+	return filepath.Join(c.root, ".s.PGSQL."+strconv.Itoa(c.port))
+}
+
+func (c *Cluster) logTail(n int) string {
+	b, err := os.ReadFile(c.logFile)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func readPostmasterPID(dataDir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0, fmt.Errorf("postmaster.pid: %w", err)
+	}
+	return pid, nil
+}
+
+// findBinDir returns dir if given, else the newest /usr/lib/postgresql/*/bin
+// with an initdb (Debian/Ubuntu layout), else the directory of initdb on
+// PATH.
+func findBinDir(dir string) (string, error) {
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
+			return "", fmt.Errorf("pgsandbox: BinDir %s: %w", dir, ErrNotInstalled)
+		}
+		return dir, nil
+	}
+	best, bestVer := "", -1.0
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	for _, m := range matches {
+		bin := filepath.Dir(m)
+		ver, err := strconv.ParseFloat(filepath.Base(filepath.Dir(bin)), 64) // "15", "9.6"
+		if err == nil && ver > bestVer {
+			best, bestVer = bin, ver
+		}
+	}
+	if best != "" {
+		return best, nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", fmt.Errorf("pgsandbox: %w", ErrNotInstalled)
+}
+
+// checkTraversable reports a clear error when uid/gid (with no supplementary
+// groups, as we start the server) cannot reach dir, instead of a puzzling
+// initdb "permission denied".
+func checkTraversable(dir string, uid, gid int) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("pgsandbox: %w", err)
+		}
+		m := fi.Mode().Perm()
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if ok && m&0o001 == 0 && !(int(st.Uid) == uid && m&0o100 != 0) && !(int(st.Gid) == gid && m&0o010 != 0) {
+			return fmt.Errorf("pgsandbox: the postgres user cannot enter %s (mode %v), which is on the path to %s; use a Dir it can reach, e.g. under /tmp", d, m, dir)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}

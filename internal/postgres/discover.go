@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Instance is one running PostgreSQL server: a postmaster and its children.
+type Instance struct {
+	PID     int    // the postmaster
+	DataDir string // its working directory is the data directory
+	Binary  string // path to the running executable, valid across mount namespaces
+}
+
+// USDT names of the probes that mark a query in PostgreSQL builds with
+// --enable-dtrace.
+const (
+	Provider   = "postgresql"
+	QueryStart = "query__start"
+	QueryDone  = "query__done"
+)
+
+// procRoot is /proc; tests do not change it, but naming it keeps paths plain.
+const procRoot = "/proc"
+
+// Title reads a process title (its cmdline as PostgreSQL rewrote it).
+func Title(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cmdline", procRoot, pid))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " "), nil
+}
+
+// Describe says what a PostgreSQL process does.
+func Describe(pid int) (Process, error) {
+	t, err := Title(pid)
+	if err != nil {
+		return Process{}, err
+	}
+	return ParseTitle(t), nil
+}
+
+func isPostgresExe(pid int) bool {
+	exe, err := os.Readlink(fmt.Sprintf("%s/%d/exe", procRoot, pid))
+	if err != nil {
+		return false
+	}
+	base := filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+	return base == "postgres" || base == "postmaster"
+}
+
+func ppid(pid int) (int, error) {
+	f, err := os.Open(fmt.Sprintf("%s/%d/status", procRoot, pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "PPid:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, fmt.Errorf("no PPid in /proc/%d/status", pid)
+}
+
+func instanceOf(postmaster int) Instance {
+	dir, _ := os.Readlink(fmt.Sprintf("%s/%d/cwd", procRoot, postmaster))
+	return Instance{
+		PID:     postmaster,
+		DataDir: dir,
+		Binary:  fmt.Sprintf("%s/%d/exe", procRoot, postmaster),
+	}
+}
+
+// ByPID finds the instance a process belongs to: the postmaster itself or
+// any of its children.
+func ByPID(pid int) (Instance, error) {
+	if _, err := os.Stat(fmt.Sprintf("%s/%d", procRoot, pid)); err != nil {
+		return Instance{}, fmt.Errorf("no process has PID %d: check the PID (pgrep -a postgres lists PostgreSQL processes)", pid)
+	}
+	if !isPostgresExe(pid) {
+		comm, _ := os.ReadFile(fmt.Sprintf("%s/%d/comm", procRoot, pid))
+		return Instance{}, fmt.Errorf("process %d (%s) is not PostgreSQL: give the PID of a postgres process, or use --pgdata", pid, strings.TrimSpace(string(comm)))
+	}
+	// Walk up while the parent is a postgres process too: the top one is
+	// the postmaster.
+	for {
+		p, err := ppid(pid)
+		if err != nil || p <= 1 || !isPostgresExe(p) {
+			return instanceOf(pid), nil
+		}
+		pid = p
+	}
+}
+
+// ByDataDir finds the instance serving a data directory, from the first
+// line of its postmaster.pid.
+func ByDataDir(dir string) (Instance, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if errors.Is(err, os.ErrNotExist) {
+		return Instance{}, fmt.Errorf("no PostgreSQL is running on %s (it has no postmaster.pid): start the server or check the path", dir)
+	}
+	if err != nil {
+		return Instance{}, fmt.Errorf("reading %s: %w", filepath.Join(dir, "postmaster.pid"), err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return Instance{}, fmt.Errorf("%s/postmaster.pid does not start with a PID: is this a PostgreSQL data directory?", dir)
+	}
+	inst, err := ByPID(pid)
+	if err != nil {
+		return Instance{}, fmt.Errorf("%s/postmaster.pid names PID %d, which is not running PostgreSQL (a stale file?)", dir, pid)
+	}
+	return inst, nil
+}
+
+// Discover finds every PostgreSQL instance on the host.
+func Discover() ([]Instance, error) {
+	pids, err := allPIDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []Instance
+	for _, pid := range pids {
+		if !isPostgresExe(pid) {
+			continue
+		}
+		if p, err := ppid(pid); err == nil && p > 1 && isPostgresExe(p) {
+			continue // a child: found through its postmaster
+		}
+		out = append(out, instanceOf(pid))
+	}
+	return out, nil
+}
+
+// Processes lists the postmaster and all its live children.
+func (in Instance) Processes() ([]int, error) {
+	pids, err := allPIDs()
+	if err != nil {
+		return nil, err
+	}
+	out := []int{in.PID}
+	for _, pid := range pids {
+		if p, err := ppid(pid); err == nil && p == in.PID {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+func allPIDs() ([]int, error) {
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}

@@ -1,0 +1,94 @@
+package postgres
+
+import "strings"
+
+// Role is what a PostgreSQL process does, from its process title.
+type Role string
+
+// The roles of PostgreSQL 13-18 processes, as named in their titles.
+const (
+	Postmaster       Role = "postmaster"
+	ClientBackend    Role = "client backend"
+	AutovacuumWorker Role = "autovacuum worker"
+	AutovacuumLaunch Role = "autovacuum launcher"
+	Checkpointer     Role = "checkpointer"
+	BackgroundWriter Role = "background writer"
+	WalWriter        Role = "walwriter"
+	WalSender        Role = "walsender"
+	WalReceiver      Role = "walreceiver"
+	ParallelWorker   Role = "parallel worker"
+	LogicalLauncher  Role = "logical replication launcher"
+	LogicalWorker    Role = "logical replication worker"
+	Archiver         Role = "archiver"
+	Startup          Role = "startup"
+	StatsCollector   Role = "stats collector"
+	IOWorker         Role = "io worker"
+	WalSummarizer    Role = "walsummarizer"
+	BackgroundWorker Role = "background worker"
+	Unknown          Role = "unknown"
+)
+
+// Background roles in the order their title starts with them. Longer
+// names first where one is a prefix of another.
+var titled = []Role{
+	AutovacuumWorker, AutovacuumLaunch, Checkpointer, BackgroundWriter, WalWriter,
+	WalSender, WalReceiver, ParallelWorker, LogicalLauncher, LogicalWorker,
+	Archiver, Startup, StatsCollector, IOWorker, WalSummarizer,
+}
+
+// Process is what a process title tells.
+type Process struct {
+	Role     Role
+	Database string // client backends and walsenders
+	User     string
+}
+
+// ParseTitle reads a process title as PostgreSQL sets it:
+// "postgres: [cluster_name: ]checkpointer" for background processes and
+// "postgres: [cluster_name: ]user database host activity" for backends.
+// A title that does not start with "postgres: " is the postmaster's
+// command line (or a process that has just forked and not yet set it).
+func ParseTitle(title string) Process {
+	title = strings.TrimRight(strings.ReplaceAll(title, "\x00", " "), " ")
+	rest, ok := strings.CutPrefix(title, "postgres: ")
+	if !ok {
+		return Process{Role: Postmaster}
+	}
+	if p, ok := background(rest); ok {
+		return p
+	}
+	// cluster_name is printed before the title, ended by ": ".
+	if i := strings.Index(rest, ": "); i >= 0 {
+		if p, ok := background(rest[i+2:]); ok {
+			return p
+		}
+		if f := strings.Fields(rest[:i]); len(f) == 1 {
+			rest = rest[i+2:]
+		}
+	}
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		return Process{Role: Unknown}
+	}
+	return Process{Role: ClientBackend, User: f[0], Database: f[1]}
+}
+
+func background(s string) (Process, bool) {
+	for _, r := range titled {
+		if !strings.HasPrefix(s, string(r)) {
+			continue
+		}
+		p := Process{Role: r}
+		if r == WalSender { // "walsender user host activity"
+			if f := strings.Fields(s[len(r):]); len(f) > 0 {
+				p.User = f[0]
+			}
+		}
+		return p, true
+	}
+	// Extensions' workers carry their own names ("TimescaleDB Background Worker…").
+	if strings.Contains(strings.ToLower(s), "worker") && !strings.Contains(s, "[") {
+		return Process{Role: BackgroundWorker}, true
+	}
+	return Process{}, false
+}

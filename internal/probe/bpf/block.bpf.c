@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which block requests did a process cause, and how long did they take?
+ * block_io_start runs in the submitter's context (checked on this kernel:
+ * dd's requests show dd), so ownership is taken there and the request is
+ * followed by its pointer, never by the PID current at completion, which is
+ * an interrupt or a kworker.
+ */
+
+#define REQ_OP_MASK 0xff
+
+static __always_inline __u8 blk_op_of(struct request *rq)
+{
+	__u32 op = rq->cmd_flags & REQ_OP_MASK;
+
+	if (op == REQ_OP_READ)
+		return BLK_READ;
+	if (op == REQ_OP_WRITE)
+		return BLK_WRITE;
+	return BLK_OTHER;
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(blk_start, struct request *rq)
+{
+	__u64 id = bpf_get_current_pid_tgid(), key = (__u64)rq;
+	__u32 tid = (__u32)id, tgid = id >> 32;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct gendisk *disk = rq->q->disk;
+	struct thread_state *ts;
+	struct inflight in = {};
+
+	in.start_ns = bpf_ktime_get_ns();
+	in.op = blk_op_of(rq);
+	in.bytes = rq->__data_len;
+	if (disk)
+		in.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+	if (traced_tgid(tgid)) {
+		in.owner = OWNER_TRACED;
+		in.tid = tid;
+		in.tgid = tgid;
+		ts = bpf_map_lookup_elem(&threads, &tid);
+		if (ts && ts->query_start_ns) {
+			in.query_seq = ts->query_seq;
+			if (__sync_fetch_and_add(&ts->blk_inflight, 1) == 0)
+				ts->blk_busy_since = in.start_ns;
+		}
+	} else if (task->flags & PF_KTHREAD) {
+		in.owner = OWNER_KERNEL;
+	} else {
+		in.owner = OWNER_OTHER;
+	}
+	if (bpf_map_update_elem(&inflight, &key, &in, BPF_ANY))
+		stat_inc(STAT_INFLIGHT_FULL);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(blk_issue, struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
+
+	if (in) /* a requeued request is issued again: device time counts from the last issue */
+		in->issue_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/block_io_done")
+int BPF_PROG(blk_done, struct request *rq)
+{
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), ns, queue_ns = 0, device_ns;
+	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
+	struct thread_state *ts;
+	struct blk_key bk = {};
+	struct blk_io *b;
+	__u32 op;
+
+	if (!in) /* started before we attached */
+		return 0;
+	ns = now - in->start_ns;
+	if (in->issue_ns && in->issue_ns >= in->start_ns) {
+		queue_ns = in->issue_ns - in->start_ns;
+		device_ns = now - in->issue_ns;
+	} else {
+		device_ns = ns;
+	}
+
+	bk.dev = in->dev;
+	bk.tgid = in->tgid;
+	bk.op = in->op;
+	bk.owner = in->owner;
+	b = bpf_map_lookup_elem(&blk_totals, &bk);
+	if (!b) {
+		static const struct blk_io zero;
+
+		bpf_map_update_elem(&blk_totals, &bk, &zero, BPF_NOEXIST);
+		b = bpf_map_lookup_elem(&blk_totals, &bk);
+	}
+	if (b) {
+		acct_add(&b->io, in->bytes, ns);
+		__sync_fetch_and_add(&b->queue_ns, queue_ns);
+		__sync_fetch_and_add(&b->device_ns, device_ns);
+	} else {
+		stat_inc(STAT_BLK_IO_FULL);
+	}
+
+	op = in->op;
+	if (in->owner == OWNER_TRACED && op < BLK_OPS) {
+		hist_add(HIST_BLK_READ + op, ns);
+		if (in->query_seq) {
+			ts = bpf_map_lookup_elem(&threads, &in->tid);
+			/* Busy time: wall time with any request of the query in flight. */
+			if (ts && __sync_fetch_and_add(&ts->blk_inflight, -1) == 1 &&
+			    ts->query_start_ns && ts->blk_busy_since)
+				__sync_fetch_and_add(&ts->acct.blk_busy_ns, now - ts->blk_busy_since);
+			if (ts && ts->query_start_ns && ts->query_seq == in->query_seq) {
+				acct_add(&ts->acct.blk[op], in->bytes, ns);
+				__sync_fetch_and_add(&ts->acct.blk_queue_ns, queue_ns);
+				__sync_fetch_and_add(&ts->acct.blk_device_ns, device_ns);
+			} else {
+				stat_inc(STAT_BLK_LATE);
+			}
+		}
+	}
+	bpf_map_delete_elem(&inflight, &key);
+	return 0;
+}

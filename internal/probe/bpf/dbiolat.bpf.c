@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One object, one file per question. The families share the per-thread
+ * state (maps.bpf.h), so they are compiled together; Go attaches only the
+ * families a command needs.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "maps.bpf.h"
+#include "usdt.bpf.h"
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
+#define PF_KTHREAD 0x00200000
+
+#include "proc.bpf.c"
+#include "query.bpf.c"
+#include "fsio.bpf.c"
+#include "block.bpf.c"
+#include "sched.bpf.c"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Types shared by the kernel programs and Go: the one definition of each.
+ * bpf2go turns the types named in gen.go into Go structs, so a field added
+ * here reaches both sides by `make generate`.
+ */
+#ifndef DBIOLAT_H
+#define DBIOLAT_H
+
+#define QUERY_TEXT_MAX 4096 /* bytes of query text copied per query (power of 2) */
+#define HIST_SLOTS 64       /* log2 slots, see bits.bpf.h and internal/hist */
+#define USDT_MAX_ARGS 12    /* the most arguments a USDT site may have */
+
+/* File system operations, as seen at the syscall boundary. */
+enum fs_op {
+	FS_READ = 0,  /* read, pread64, readv, preadv, preadv2 */
+	FS_WRITE = 1, /* write, pwrite64, writev, pwritev, pwritev2 */
+	FS_SYNC = 2,  /* fsync, fdatasync, sync_file_range */
+	FS_OPS = 3,
+};
+
+/* Block request operations. */
+enum blk_op {
+	BLK_READ = 0,
+	BLK_WRITE = 1,
+	BLK_OTHER = 2, /* flush, discard, write zeroes: device time without data */
+	BLK_OPS = 3,
+};
+
+/* Who submitted a block request. */
+enum blk_owner {
+	OWNER_TRACED = 0,  /* a process of a traced database instance */
+	OWNER_KERNEL = 1,  /* a kernel thread: writeback, kworkers, jbd2 */
+	OWNER_OTHER = 2,   /* any other user process (a dd beside the database) */
+	OWNER_KINDS = 3,
+};
+
+/* In-kernel histograms (log2 of nanoseconds). */
+enum hist_id {
+	HIST_FS_READ = 0, /* traced processes, from syscall entry to exit */
+	HIST_FS_WRITE = 1,
+	HIST_FS_SYNC = 2,
+	HIST_BLK_READ = 3, /* block requests of traced processes, io_start to io_done */
+	HIST_BLK_WRITE = 4,
+	HIST_BLK_OTHER = 5,
+	HIST_IDS = 6,
+};
+
+/* Counters of things that did not go as planned; every output shows them. */
+enum stat_id {
+	STAT_RINGBUF_FULL = 0,     /* a query record could not be delivered */
+	STAT_THREADS_FULL = 1,     /* the per-thread map was full: that thread is not traced */
+	STAT_INFLIGHT_FULL = 2,    /* the in-flight block request map was full */
+	STAT_PROC_IO_FULL = 3,     /* per-process counters could not be created */
+	STAT_BLK_IO_FULL = 4,      /* per-device counters could not be created */
+	STAT_QUERY_UNFINISHED = 5, /* query__start again without query__done: the first was dropped */
+	STAT_QUERY_TEXT_FAULT = 6, /* the query text could not be read from the process */
+	STAT_BLK_LATE = 7,         /* block request completed after its query ended */
+	STAT_USDT_ARG_FAULT = 8,   /* a USDT argument could not be decoded */
+	STAT_IDS = 9,
+};
+
+struct io_acct {
+	__u64 count;
+	__u64 bytes;
+	__u64 ns;
+};
+
+/* Everything one query accumulates while it runs. */
+struct query_acct {
+	struct io_acct fs[FS_OPS];
+	struct io_acct blk[BLK_OPS];
+	__u64 blk_busy_ns;   /* wall time with at least one of the query's requests in flight */
+	__u64 blk_queue_ns;  /* inserted -> issued, summed over the query's requests */
+	__u64 blk_device_ns; /* issued -> completed, summed */
+	__u64 cpu_ns;        /* on-CPU time of the backend thread during the query */
+};
+
+/* One finished query, sent through the ring buffer at query__done. */
+struct query_event {
+	__u64 start_ns; /* CLOCK_MONOTONIC */
+	__u64 end_ns;
+	__u32 pid; /* thread id (a PostgreSQL backend is single-threaded) */
+	__u32 tgid;
+	struct query_acct acct;
+	__u32 text_len; /* bytes of text that follow, without the NUL */
+	__u32 text_truncated;
+	char text[QUERY_TEXT_MAX];
+};
+
+/* Per process I/O counters, read by Go for rates by role. */
+struct proc_io {
+	struct io_acct fs[FS_OPS];
+};
+
+struct blk_key {
+	__u32 dev; /* kernel dev_t of the whole disk: major << 20 | minor */
+	__u32 tgid; /* submitting process when traced, else 0 */
+	enum blk_op op;
+	enum blk_owner owner;
+};
+
+struct blk_io {
+	struct io_acct io;
+	__u64 queue_ns;
+	__u64 device_ns;
+};
+
+struct hist {
+	__u64 slots[HIST_SLOTS];
+	__u64 sum_ns;
+};
+
+/* Which process belongs to which traced instance (keyed by tgid). */
+struct proc_info {
+	__u32 instance; /* postmaster pid */
+};
+
+/* Where one USDT argument lives; filled by Go from the note's spec. */
+enum usdt_arg_kind {
+	USDT_ARG_CONST = 0,
+	USDT_ARG_REG = 1,
+	USDT_ARG_REG_DEREF = 2,
+};
+
+struct usdt_arg {
+	__s64 val_off;  /* constant, or offset added to the register for deref */
+	__u16 reg_off;  /* offset of the register in struct pt_regs */
+	__u8 kind;      /* enum usdt_arg_kind */
+	__u8 bitshift;  /* 64 - 8*size: to cut a sub-register or narrow load */
+	__u8 is_signed;
+	__u8 pad[3];
+};
+
+/* Argument locations of one USDT site, indexed by the uprobe's cookie. */
+struct usdt_spec {
+	struct usdt_arg args[USDT_MAX_ARGS];
+	__u32 nargs;
+	__u32 pad;
+};
+
+#endif /* DBIOLAT_H */

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * How long did file system calls take? Entry and exit tracepoints of the
+ * file I/O syscalls only (never raw_syscalls: that would run on every
+ * syscall). Time from entry to exit is what the database waited, the same
+ * interval PostgreSQL's track_io_timing measures around pread/pwrite.
+ */
+
+/* read/write/readv/writev also serve pipes and sockets: count regular files and block devices only. */
+static __always_inline int is_file(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file **fds, *f;
+	unsigned int max;
+	umode_t mode;
+
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if (fd < 0 || (unsigned int)fd >= max)
+		return 0;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	mode = BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT;
+	return mode == S_IFREG || mode == S_IFBLK;
+}
+
+static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct thread_state *ts;
+
+	if (!traced_tgid(id >> 32))
+		return 0;
+	if (check_fd && !is_file(fd))
+		return 0;
+	ts = thread_get_or_create((__u32)id);
+	if (!ts)
+		return 0;
+	ts->sys_op = op;
+	ts->sys_start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32, op;
+	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+	struct proc_io *pio;
+	__u64 ns, bytes;
+
+	if (!ts || !ts->sys_start_ns)
+		return 0;
+	ns = bpf_ktime_get_ns() - ts->sys_start_ns;
+	ts->sys_start_ns = 0;
+	op = ts->sys_op;
+	if (op >= FS_OPS)
+		return 0;
+	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
+
+	hist_add(HIST_FS_READ + op, ns);
+	pio = bpf_map_lookup_elem(&proc_totals, &tgid);
+	if (!pio) {
+		static const struct proc_io zero;
+
+		bpf_map_update_elem(&proc_totals, &tgid, &zero, BPF_NOEXIST);
+		pio = bpf_map_lookup_elem(&proc_totals, &tgid);
+		if (!pio)
+			stat_inc(STAT_PROC_IO_FULL);
+	}
+	if (pio)
+		acct_add(&pio->fs[op], bytes, ns);
+	if (ts->query_start_ns)
+		acct_add(&ts->acct.fs[op], bytes, ns);
+	return 0;
+}
+
+#define FS_SYSCALL(name, op, check_fd)                                  \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                     \
+	int fs_enter_##name(struct syscall_trace_enter *ctx)            \
+	{                                                               \
+		return fs_enter(op, (int)ctx->args[0], check_fd);       \
+	}                                                               \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                      \
+	int fs_exit_##name(struct syscall_trace_exit *ctx)              \
+	{                                                               \
+		return fs_exit(ctx);                                    \
+	}
+
+FS_SYSCALL(read, FS_READ, 1)
+FS_SYSCALL(readv, FS_READ, 1)
+FS_SYSCALL(pread64, FS_READ, 0)
+FS_SYSCALL(preadv, FS_READ, 0)
+FS_SYSCALL(preadv2, FS_READ, 0)
+FS_SYSCALL(write, FS_WRITE, 1)
+FS_SYSCALL(writev, FS_WRITE, 1)
+FS_SYSCALL(pwrite64, FS_WRITE, 0)
+FS_SYSCALL(pwritev, FS_WRITE, 0)
+FS_SYSCALL(pwritev2, FS_WRITE, 0)
+FS_SYSCALL(fsync, FS_SYNC, 0)
+FS_SYSCALL(fdatasync, FS_SYNC, 0)
+FS_SYSCALL(sync_file_range, FS_SYNC, 0)

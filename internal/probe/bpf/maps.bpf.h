@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Maps and helpers shared by the program families. Every map is
+ * preallocated and sized; a failed insert is counted, never silent.
+ */
+#ifndef MAPS_BPF_H
+#define MAPS_BPF_H
+
+#include "dbiolat.h"
+#include "bits.bpf.h"
+
+#define MAX_PROCS 16384
+#define MAX_THREADS 16384
+#define MAX_INFLIGHT 8192
+#define MAX_BLK_KEYS 4096
+
+/* The state of one traced thread. Only the kernel side sees it. */
+struct thread_state {
+	__u64 query_start_ns; /* 0 when not in a query */
+	__u64 query_seq;      /* increments per query: tags block requests */
+	__u64 oncpu_since_ns; /* while in a query and on CPU */
+	__u64 sys_start_ns;   /* in a file system syscall since */
+	enum fs_op sys_op;    /* the kind of that syscall */
+	__u32 blk_inflight;   /* block requests of this thread in flight */
+	__u64 blk_busy_since; /* when blk_inflight went from 0 to 1 */
+	struct query_acct acct;
+};
+
+/* A block request from io_start to io_done. */
+struct inflight {
+	__u64 start_ns;
+	__u64 issue_ns;
+	__u64 query_seq;
+	__u32 tid;
+	__u32 tgid; /* 0 when the owner is not traced */
+	__u32 dev;
+	__u32 bytes;
+	__u8 op;
+	__u8 owner;
+	__u8 pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct proc_info);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_INFLIGHT);
+	__type(key, __u64);
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct proc_io);
+} proc_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_BLK_KEYS);
+	__type(key, struct blk_key);
+	__type(value, struct blk_io);
+} blk_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HIST_IDS);
+	__type(key, enum hist_id);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_IDS);
+	__type(key, enum stat_id);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Query records. Go sizes it before load; producers never wake the reader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+static __always_inline void stat_inc(enum stat_id id)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &id);
+
+	if (v)
+		*v += 1; /* per-CPU: no atomics needed */
+}
+
+static __always_inline void hist_add(enum hist_id id, __u64 ns)
+{
+	struct hist *h = bpf_map_lookup_elem(&hists, &id);
+	__u32 slot = log2_slot(ns);
+
+	if (!h)
+		return;
+	if (slot >= HIST_SLOTS)
+		slot = HIST_SLOTS - 1;
+	h->slots[slot] += 1;
+	h->sum_ns += ns;
+}
+
+static __always_inline void acct_add(struct io_acct *a, __u64 bytes, __u64 ns)
+{
+	__sync_fetch_and_add(&a->count, 1);
+	__sync_fetch_and_add(&a->bytes, bytes);
+	__sync_fetch_and_add(&a->ns, ns);
+}
+
+static __always_inline int traced_tgid(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
+}
+
+/* The state of the current thread, created on first use. */
+static __always_inline struct thread_state *thread_get_or_create(__u32 tid)
+{
+	static const struct thread_state zero;
+	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+
+	if (ts)
+		return ts;
+	/* NOEXIST: an interrupt may have created it meanwhile; then we reuse it. */
+	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (!ts)
+		stat_inc(STAT_THREADS_FULL);
+	return ts;
+}
+
+#endif /* MAPS_BPF_H */

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * How long did a query take, and what did it accumulate? USDT
+ * query__start/query__done in the backend: one uprobe hit each per query.
+ * The record goes out at query__done with everything the other families
+ * added to the thread's query_acct meanwhile.
+ */
+
+/* One record per CPU to assemble the event before a variable-size output. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct query_event);
+} query_scratch SEC(".maps");
+
+SEC("uprobe")
+int query_start(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct thread_state *ts;
+	__u64 now;
+
+	if (!traced_tgid(id >> 32))
+		return 0;
+	ts = thread_get_or_create(tid);
+	if (!ts)
+		return 0;
+	if (ts->query_start_ns)
+		stat_inc(STAT_QUERY_UNFINISHED);
+	now = bpf_ktime_get_ns();
+	__builtin_memset(&ts->acct, 0, sizeof(ts->acct));
+	ts->query_seq++;
+	ts->oncpu_since_ns = now; /* the backend runs the probe, so it is on CPU */
+	ts->blk_busy_since = now; /* requests still in flight count from here */
+	ts->query_start_ns = now;
+	return 0;
+}
+
+SEC("uprobe")
+int query_done(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
+	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+	struct query_event *e;
+	__s64 text = 0;
+	long n;
+	__u64 now;
+
+	if (!ts || !ts->query_start_ns) /* started before we attached */
+		return 0;
+	e = bpf_map_lookup_elem(&query_scratch, &zero);
+	if (!e)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (ts->oncpu_since_ns)
+		ts->acct.cpu_ns += now - ts->oncpu_since_ns;
+	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
+		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
+	e->start_ns = ts->query_start_ns;
+	e->end_ns = now;
+	e->pid = tid;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->acct = ts->acct;
+	ts->query_start_ns = 0;
+	ts->oncpu_since_ns = 0;
+
+	n = 0;
+	if (usdt_arg(ctx, 0, &text) == 0)
+		n = bpf_probe_read_user_str(e->text, sizeof(e->text), (void *)text);
+	else
+		stat_inc(STAT_USDT_ARG_FAULT);
+	if (n <= 0) {
+		stat_inc(STAT_QUERY_TEXT_FAULT);
+		n = 1;
+		e->text[0] = 0;
+	}
+	e->text_len = n - 1;
+	e->text_truncated = n == sizeof(e->text);
+	/*
+	 * Send only the text's bytes. No wakeup: Go drains on a timer, so a
+	 * busy database does not pay a reader wakeup per query.
+	 */
+	if (n > QUERY_TEXT_MAX)
+		n = QUERY_TEXT_MAX;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct query_event, text) + n,
+			       BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_RINGBUF_FULL);
+	return 0;
+}

@@ -1,0 +1,339 @@
+// Package probe loads the kernel programs, attaches them and reads what they
+// collected. It knows nothing about databases: callers say which processes
+// to track and which USDT sites mark a query.
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/dbiolat/dbiolat/internal/usdt"
+)
+
+// Families selects which questions the tracer answers. Process tracking is
+// always on: every other family filters on it.
+type Families struct {
+	Query bool // per-query records (USDT query__start/done)
+	FS    bool // file system syscalls
+	Block bool // block requests
+	Sched bool // on-CPU time of queries
+}
+
+// All is every family.
+var All = Families{Query: true, FS: true, Block: true, Sched: true}
+
+// Types shared with the kernel side, generated from bpf/dbiolat.h.
+type (
+	QueryEvent = dbiolatQueryEvent
+	QueryAcct  = dbiolatQueryAcct
+	IOAcct     = dbiolatIoAcct
+	ProcIO     = dbiolatProcIo
+	BlkKey     = dbiolatBlkKey
+	BlkIO      = dbiolatBlkIo
+	Hist       = dbiolatHist
+	HistID     = dbiolatHistId
+	StatID     = dbiolatStatId
+)
+
+// Tracer owns the loaded objects and every link; Close undoes all of it.
+type Tracer struct {
+	objs     dbiolatObjects
+	links    []link.Link
+	events   *ringbuf.Reader
+	specs    uint32                 // USDT specs written so far (cookie of the next site)
+	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose query probes are attached
+}
+
+// RingBytes is the size of the query record ring buffer.
+const RingBytes = 16 << 20
+
+// Open loads the programs and attaches the kernel tracepoints of the chosen
+// families. USDT sites are attached per binary with AttachQueryProbes.
+func Open(f Families) (*Tracer, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("lifting the memlock limit: %w", err)
+	}
+	spec, err := loadDbiolat()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
+	}
+	t := &Tracer{binaries: map[[2]uint64]struct{}{}}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("the kernel rejected a BPF program: %+v", verr)
+		}
+		return nil, fmt.Errorf("loading BPF programs: %w", err)
+	}
+	o := &t.objs
+	type btfTP struct {
+		on   bool
+		prog *ebpf.Program
+	}
+	for _, p := range []btfTP{
+		{true, o.ProcFork}, {true, o.ProcExit},
+		{f.Block, o.BlkStart}, {f.Block, o.BlkIssue}, {f.Block, o.BlkDone},
+		{f.Sched, o.SchedSwitch},
+	} {
+		if !p.on {
+			continue
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: p.prog})
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("attaching %s: %w", p.prog, err)
+		}
+		t.links = append(t.links, l)
+	}
+	if f.FS {
+		if err := t.attachSyscalls(); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	if t.events, err = ringbuf.NewReader(o.Events); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+	}
+	return t, nil
+}
+
+func (t *Tracer) attachSyscalls() error {
+	o := &t.objs
+	progs := map[string][2]*ebpf.Program{
+		"read": {o.FsEnterRead, o.FsExitRead}, "readv": {o.FsEnterReadv, o.FsExitReadv},
+		"pread64": {o.FsEnterPread64, o.FsExitPread64}, "preadv": {o.FsEnterPreadv, o.FsExitPreadv},
+		"preadv2": {o.FsEnterPreadv2, o.FsExitPreadv2},
+		"write":   {o.FsEnterWrite, o.FsExitWrite}, "writev": {o.FsEnterWritev, o.FsExitWritev},
+		"pwrite64": {o.FsEnterPwrite64, o.FsExitPwrite64}, "pwritev": {o.FsEnterPwritev, o.FsExitPwritev},
+		"pwritev2": {o.FsEnterPwritev2, o.FsExitPwritev2},
+		"fsync":    {o.FsEnterFsync, o.FsExitFsync}, "fdatasync": {o.FsEnterFdatasync, o.FsExitFdatasync},
+		"sync_file_range": {o.FsEnterSyncFileRange, o.FsExitSyncFileRange},
+	}
+	for name, p := range progs {
+		for i, dir := range []string{"sys_enter_", "sys_exit_"} {
+			l, err := link.Tracepoint("syscalls", dir+name, p[i], nil)
+			if err != nil {
+				return fmt.Errorf("attaching tracepoint syscalls:%s%s: %w", dir, name, err)
+			}
+			t.links = append(t.links, l)
+		}
+	}
+	return nil
+}
+
+// Track makes the kernel side trace process tgid (and every child it forks)
+// as part of the instance identified by its postmaster pid.
+func (t *Tracer) Track(tgid, instance int) error {
+	info := dbiolatProcInfo{Instance: uint32(instance)}
+	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("tracking pid %d: %w", tgid, err)
+	}
+	return nil
+}
+
+// AttachQueryProbes attaches query__start/query__done at every site in the
+// binary. The kernel attaches by inode, so all processes running the binary,
+// now and later, are covered; a binary already attached is skipped.
+// It returns the number of sites attached.
+func (t *Tracer) AttachQueryProbes(binary, provider, start, done string) (int, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(binary, &st); err != nil {
+		return 0, fmt.Errorf("opening %s: %w", binary, err)
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	if _, ok := t.binaries[key]; ok {
+		return 0, nil
+	}
+	probes, err := usdt.Open(binary)
+	if err != nil {
+		return 0, err
+	}
+	ex, err := link.OpenExecutable(binary)
+	if err != nil {
+		return 0, fmt.Errorf("opening %s: %w", binary, err)
+	}
+	n := 0
+	for _, p := range []struct {
+		name string
+		prog *ebpf.Program
+	}{{start, t.objs.QueryStart}, {done, t.objs.QueryDone}} {
+		sites := usdt.Find(probes, provider, p.name)
+		if len(sites) == 0 {
+			return n, fmt.Errorf("%s has no USDT probe %s:%s: %w", binary, provider, p.name, ErrNoProbe)
+		}
+		for _, site := range sites {
+			if err := t.attachSite(ex, site, p.prog); err != nil {
+				return n, fmt.Errorf("attaching USDT %s:%s in %s: %w", provider, p.name, binary, err)
+			}
+			n++
+		}
+	}
+	t.binaries[key] = struct{}{}
+	return n, nil
+}
+
+// ErrNoProbe says a binary lacks a USDT probe we need.
+var ErrNoProbe = errors.New("probe missing")
+
+func (t *Tracer) attachSite(ex *link.Executable, site usdt.Probe, prog *ebpf.Program) error {
+	spec, err := specOf(site.Args)
+	if err != nil {
+		return err
+	}
+	cookie := t.specs
+	if err := t.objs.UsdtSpecs.Update(cookie, spec, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("storing the argument spec (too many sites?): %w", err)
+	}
+	t.specs++
+	l, err := ex.Uprobe("", prog, &link.UprobeOptions{
+		Address:      site.Location,
+		RefCtrOffset: site.Semaphore,
+		Cookie:       uint64(cookie),
+	})
+	if err != nil {
+		return err
+	}
+	t.links = append(t.links, l)
+	return nil
+}
+
+// specOf turns decoded USDT arguments into what usdt.bpf.h reads.
+func specOf(args []usdt.Arg) (dbiolatUsdtSpec, error) {
+	var s dbiolatUsdtSpec
+	if len(args) > len(s.Args) {
+		return s, fmt.Errorf("%d arguments, at most %d supported", len(args), len(s.Args))
+	}
+	for i, a := range args {
+		b := &s.Args[i]
+		switch a.Kind {
+		case usdt.ArgConst:
+			b.Kind = 0
+		case usdt.ArgReg:
+			b.Kind = 1
+		case usdt.ArgRegDeref:
+			b.Kind = 2
+		}
+		b.ValOff = a.Value
+		b.RegOff = uint16(a.RegOffset)
+		b.Bitshift = uint8(64 - 8*a.Size)
+		if a.Signed {
+			b.IsSigned = 1
+		}
+	}
+	s.Nargs = uint32(len(args))
+	return s, nil
+}
+
+// ReadQueries drains the ring buffer until it is empty or the deadline
+// passes, calling fn for each record. The kernel side never wakes us, so
+// the caller calls this on a timer.
+func (t *Tracer) ReadQueries(deadline time.Time, fn func(e *QueryEvent, text []byte)) error {
+	t.events.SetDeadline(deadline)
+	var rec ringbuf.Record
+	var e QueryEvent
+	const hdr = int(unsafe.Offsetof(e.Text))
+	for {
+		if err := t.events.ReadInto(&rec); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+				return nil
+			}
+			return fmt.Errorf("reading query records: %w", err)
+		}
+		if len(rec.RawSample) < hdr {
+			continue
+		}
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&e)), hdr), rec.RawSample[:hdr])
+		text := rec.RawSample[hdr:]
+		if int(e.TextLen) < len(text) {
+			text = text[:e.TextLen]
+		}
+		fn(&e, text)
+	}
+}
+
+// Hists returns the in-kernel histograms, summed over CPUs.
+func (t *Tracer) Hists() ([]Hist, error) {
+	out := make([]Hist, dbiolatHistIdHIST_IDS)
+	for id := range out {
+		var perCPU []Hist
+		if err := t.objs.Hists.Lookup(uint32(id), &perCPU); err != nil {
+			return nil, fmt.Errorf("reading histogram %d: %w", id, err)
+		}
+		for _, h := range perCPU {
+			for i, v := range h.Slots {
+				out[id].Slots[i] += v
+			}
+			out[id].SumNs += h.SumNs
+		}
+	}
+	return out, nil
+}
+
+// Stats returns the drop and anomaly counters, summed over CPUs.
+func (t *Tracer) Stats() ([]uint64, error) {
+	out := make([]uint64, dbiolatStatIdSTAT_IDS)
+	for id := range out {
+		var perCPU []uint64
+		if err := t.objs.Stats.Lookup(uint32(id), &perCPU); err != nil {
+			return nil, fmt.Errorf("reading counter %d: %w", id, err)
+		}
+		for _, v := range perCPU {
+			out[id] += v
+		}
+	}
+	return out, nil
+}
+
+// ProcTotals returns cumulative file system counters per process.
+func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
+	out := map[uint32]ProcIO{}
+	var k uint32
+	var v ProcIO
+	it := t.objs.ProcTotals.Iterate()
+	for it.Next(&k, &v) {
+		out[k] = v
+	}
+	return out, it.Err()
+}
+
+// ForgetProc drops the totals of a process that has exited, once read.
+func (t *Tracer) ForgetProc(tgid uint32) {
+	_ = t.objs.ProcTotals.Delete(tgid)
+}
+
+// BlkTotals returns cumulative block counters per device, owner and op.
+func (t *Tracer) BlkTotals() (map[BlkKey]BlkIO, error) {
+	out := map[BlkKey]BlkIO{}
+	var k BlkKey
+	var v BlkIO
+	it := t.objs.BlkTotals.Iterate()
+	for it.Next(&k, &v) {
+		out[k] = v
+	}
+	return out, it.Err()
+}
+
+// Close detaches everything. Safe to call more than once.
+func (t *Tracer) Close() error {
+	var errs []error
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	if t.events != nil {
+		errs = append(errs, t.events.Close())
+		t.events = nil
+	}
+	errs = append(errs, t.objs.Close())
+	return errors.Join(errs...)
+}
