@@ -42,6 +42,7 @@ type (
 	Hist       = dbiolatHist
 	HistID     = dbiolatHistId
 	StatID     = dbiolatStatId
+	FSOp       = dbiolatFsOp
 )
 
 // Tracer owns the loaded objects and every link; Close undoes all of it.
@@ -306,6 +307,11 @@ func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 	return out, it.Err()
 }
 
+// ForgetBlk drops the block totals of a process that has exited, once read.
+func (t *Tracer) ForgetBlk(k BlkKey) {
+	_ = t.objs.BlkTotals.Delete(k)
+}
+
 // ForgetProc drops the totals of a process that has exited, once read.
 func (t *Tracer) ForgetProc(tgid uint32) {
 	_ = t.objs.ProcTotals.Delete(tgid)
@@ -337,3 +343,34 @@ func (t *Tracer) Close() error {
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)
 }
+
+// Names for the generated enum values, so callers read plainly.
+const (
+	FSRead   = dbiolatFsOpFS_READ
+	FSWrite  = dbiolatFsOpFS_WRITE
+	FSSync   = dbiolatFsOpFS_SYNC
+	BlkRead  = dbiolatBlkOpBLK_READ
+	BlkWrite = dbiolatBlkOpBLK_WRITE
+	BlkOther = dbiolatBlkOpBLK_OTHER
+
+	OwnerTraced = dbiolatBlkOwnerOWNER_TRACED
+	OwnerKernel = dbiolatBlkOwnerOWNER_KERNEL
+	OwnerOther  = dbiolatBlkOwnerOWNER_OTHER
+
+	HistFSRead   = dbiolatHistIdHIST_FS_READ
+	HistFSWrite  = dbiolatHistIdHIST_FS_WRITE
+	HistFSSync   = dbiolatHistIdHIST_FS_SYNC
+	HistBlkRead  = dbiolatHistIdHIST_BLK_READ
+	HistBlkWrite = dbiolatHistIdHIST_BLK_WRITE
+	HistBlkOther = dbiolatHistIdHIST_BLK_OTHER
+
+	StatRingbufFull     = dbiolatStatIdSTAT_RINGBUF_FULL
+	StatThreadsFull     = dbiolatStatIdSTAT_THREADS_FULL
+	StatInflightFull    = dbiolatStatIdSTAT_INFLIGHT_FULL
+	StatProcIOFull      = dbiolatStatIdSTAT_PROC_IO_FULL
+	StatBlkIOFull       = dbiolatStatIdSTAT_BLK_IO_FULL
+	StatQueryUnfinished = dbiolatStatIdSTAT_QUERY_UNFINISHED
+	StatQueryTextFault  = dbiolatStatIdSTAT_QUERY_TEXT_FAULT
+	StatBlkLate         = dbiolatStatIdSTAT_BLK_LATE
+	StatUSDTArgFault    = dbiolatStatIdSTAT_USDT_ARG_FAULT
+)

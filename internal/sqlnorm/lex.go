@@ -25,7 +25,7 @@ const (
 	kNumber              // any numeric constant, possibly with a folded unary minus
 	kParam               // $n parameter written by the client
 	kOp                  // operator: + - * / < > = ~ ! @ # % ^ & | ` ? and runs of them
-	kPunct               // ( ) [ ] , ; . : :: :=
+	kPunct               // ( ) [ ] , ; . .. : :: :=
 	kOther               // any other single byte, including a lone $ and NUL
 )
 
@@ -81,6 +81,7 @@ func lex(s string) []token {
 	toks := make([]token, 0, len(s)/3+1)
 	n := len(s)
 	i := 0
+	signsEnd := 0 // see scanOperator
 	for i < n {
 		start := i
 		c := s[i]
@@ -125,7 +126,11 @@ func lex(s string) []token {
 			k, i = scanWord(s, i)
 		case isOpChar(c):
 			k = kOp
-			i = scanOperator(s, i)
+			if i < signsEnd {
+				i++ // a '+' or '-' given back by the previous operator
+			} else {
+				i, signsEnd = scanOperator(s, i)
+			}
 		case c == ':':
 			k = kPunct
 			i++
@@ -135,6 +140,9 @@ func lex(s string) []token {
 		case c == '(' || c == ')' || c == '[' || c == ']' || c == ',' || c == ';' || c == '.':
 			k = kPunct
 			i++
+			if c == '.' && next == '.' {
+				i++
+			}
 		default:
 			k = kOther
 			i++
@@ -223,12 +231,19 @@ func scanString(s string, i int, backslash bool) int {
 // continued by another '...' segment, and if so returns the index just after
 // that segment's opening quote. The separator is PostgreSQL's
 // whitespace_with_newline: horizontal whitespace, a newline, then any
-// whitespace and -- comments each followed by a newline.
+// whitespace and -- comments each followed by a newline, where -- comments
+// count as horizontal whitespace.
 func continuation(s string, i int) (int, bool) {
 	n := len(s)
 	j := i
-	for j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\f') {
-		j++
+	for j < n {
+		if s[j] == ' ' || s[j] == '\t' || s[j] == '\f' {
+			j++
+		} else if s[j] == '-' && j+1 < n && s[j+1] == '-' {
+			j = skipLineComment(s, j)
+		} else {
+			break
+		}
 	}
 	if j >= n || s[j] != '\n' && s[j] != '\r' {
 		return i, false
@@ -378,8 +393,11 @@ func scanWord(s string, i int) (kind, int) {
 // longest run of operator characters, cut before an embedded comment start
 // ("--" or "/*"), and with trailing '+' and '-' given back when the operator
 // has no character outside SQL's own operators, so that "=-5" lexes as "="
-// followed by "-5".
-func scanOperator(s string, i int) int {
+// followed by "-5". It returns the end of the operator and the end of the
+// run: the signs given back are each an operator of their own (lexing the rest
+// of the run again would give back all but its first sign again), which the
+// caller must know to stay linear on inputs like "+-+-+-...".
+func scanOperator(s string, i int) (end, runEnd int) {
 	n := len(s)
 	j := i + 1
 	for j < n && isOpChar(s[j]) {
@@ -388,18 +406,19 @@ func scanOperator(s string, i int) int {
 		}
 		j++
 	}
+	runEnd = j
 	if j-i > 1 && (s[j-1] == '+' || s[j-1] == '-') {
 		for k := i; k < j; k++ {
 			switch s[k] {
 			case '~', '!', '@', '#', '^', '&', '|', '`', '?', '%':
-				return j
+				return j, j
 			}
 		}
 		for j-i > 1 && (s[j-1] == '+' || s[j-1] == '-') {
 			j--
 		}
 	}
-	return j
+	return j, runEnd
 }
 
 // unaryContext reports whether a minus sign following toks is a unary minus:

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/output"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/probe"
+)
+
+type demoOptions struct {
+	Dir   string
+	Scale int
+	Secs  int
+}
+
+func runDemoCmd(ctx context.Context, args []string) error {
+	var o demoOptions
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.StringVar(&o.Dir, "dir", "", "where to create the throwaway PostgreSQL (default: the temp directory)")
+	fs.IntVar(&o.Scale, "scale", 8, "pgbench scale: 8 gives a 120 MB table, 8x shared_buffers")
+	fs.IntVar(&o.Secs, "seconds", 5, "seconds per pgbench run")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	return runDemo(ctx, o)
+}
+
+// runDemo shows the whole tool on a throwaway PostgreSQL: a cold and a warm
+// full scan, pgbench select-only and TPC-B-like, traced; then the slow log,
+// the histograms and what was dropped.
+func runDemo(ctx context.Context, o demoOptions) error {
+	step := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "==> "+f+"\n", a...) }
+	step("starting a throwaway PostgreSQL (shared_buffers 16MB)")
+	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Dir: o.Dir})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	step("loading data: pgbench -i -s %d", o.Scale)
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.Scale)); err != nil {
+		return err
+	}
+
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	defer stopTrace()
+	workErr := make(chan error, 1)
+	go func() {
+		defer stopTrace()
+		workErr <- demoWorkload(traceCtx, c, o, step)
+	}()
+
+	slow := slowlogOptions{MinQuery: 50 * time.Millisecond, MinIO: time.Millisecond}
+	var reported uint64
+	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, onQuery: func(q *model.Query) error {
+		if slow.report(q) {
+			reported++
+			fmt.Println(output.SlowLine(q))
+		}
+		return nil
+	}}
+	s, err := t.run(traceCtx)
+	if s == nil {
+		return err
+	}
+	defer s.Close()
+	if err == nil {
+		err = <-workErr
+	}
+	sum, serr := summary(s, reported, true)
+	if serr != nil {
+		return serr
+	}
+	if herr := output.Hists(os.Stdout, sum.Hists); herr != nil {
+		return herr
+	}
+	output.Summary(os.Stdout, sum)
+	return err
+}
+
+func demoWorkload(ctx context.Context, c *pgsandbox.Cluster, o demoOptions, step func(string, ...any)) error {
+	time.Sleep(300 * time.Millisecond) // let the tracer attach
+	scan := "SELECT count(*) FROM pgbench_accounts WHERE abalance >= 0"
+	step("cold-cache full scan (page cache dropped)")
+	if _, err := c.Psql(ctx, "postgres", "CHECKPOINT"); err != nil {
+		return err
+	}
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		return fmt.Errorf("dropping the page cache: %w", err)
+	}
+	if _, err := c.Psql(ctx, "postgres", scan); err != nil {
+		return err
+	}
+	step("the same scan, warm")
+	if _, err := c.Psql(ctx, "postgres", scan); err != nil {
+		return err
+	}
+	secs := fmt.Sprint(o.Secs)
+	step("pgbench select-only, 2 clients, %ss", secs)
+	if _, err := c.Pgbench(ctx, "postgres", "-S", "-c", "2", "-T", secs); err != nil {
+		return err
+	}
+	step("pgbench TPC-B-like, 2 clients, %ss", secs)
+	if _, err := c.Pgbench(ctx, "postgres", "-c", "2", "-T", secs); err != nil {
+		return err
+	}
+	time.Sleep(200 * time.Millisecond) // the last records reach the ring buffer
+	return nil
+}

@@ -1,0 +1,62 @@
+// Command dbiolat tells, for every PostgreSQL query, where its time went:
+// file system, block device, CPU. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string) error
+}
+
+var commands = []command{
+	{"slowlog", "one line per query with its file system, block and CPU time", runSlowlogCmd},
+	{"hist", "log2 latency histograms per layer: query, fs read/write/sync, block", runHistCmd},
+	{"iops", "I/O per second by process role and device, per interval", runIOPSCmd},
+	{"doctor", "check privileges, kernel features and the PostgreSQL instances", runDoctorCmd},
+	{"demo", "start a throwaway PostgreSQL, run a workload, trace it and show the result", runDemoCmd},
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "dbiolat: per-query I/O latency for PostgreSQL, with eBPF\n\nusage: dbiolat COMMAND [options]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(os.Stderr, "\n'dbiolat COMMAND -h' lists a command's options.\n")
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	for _, c := range commands {
+		if c.name != os.Args[1] {
+			continue
+		}
+		// Ctrl-C and SIGTERM end the trace; the command prints its summary.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := c.run(ctx, os.Args[2:])
+		stop()
+		if errors.Is(err, errHelp) {
+			return
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dbiolat %s: %v\n", c.name, err)
+			os.Exit(1)
+		}
+		return
+	}
+	fmt.Fprintf(os.Stderr, "dbiolat: unknown command %q: run dbiolat -h for the list\n", os.Args[1])
+	os.Exit(2)
+}

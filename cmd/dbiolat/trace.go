@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/session"
+)
+
+// drainEvery is how often query records are read from the ring buffer;
+// the kernel side never wakes us (GUIDE §4), so this is the only reader.
+const drainEvery = 100 * time.Millisecond
+
+// tracer is the loop every tracing command shares: attach, drain records,
+// call tick every interval, stop on Ctrl-C, --duration or after count ticks.
+type tracer struct {
+	opts     targetOptions
+	families probe.Families
+	interval time.Duration // 0: no ticks
+	count    int           // ticks before stopping; 0 = no limit
+	onQuery  func(*model.Query) error
+	onTick   func(s *session.Session) error
+}
+
+func (t *tracer) run(ctx context.Context) (*session.Session, error) {
+	s, err := session.Open(session.Config{
+		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families,
+		Warn: func(m string) { fmt.Fprintln(os.Stderr, "dbiolat: warning:", m) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !t.opts.JSON {
+		fmt.Fprintf(os.Stderr, "Tracing %s... Hit Ctrl-C to end.\n", describeInstances(s))
+	}
+	if t.opts.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.opts.Duration)
+		defer cancel()
+	}
+	nextTick, ticks := time.Now().Add(t.interval), 0
+	for {
+		deadline := time.Now().Add(drainEvery)
+		if t.interval > 0 && nextTick.Before(deadline) {
+			deadline = nextTick
+		}
+		var qerr error
+		if err := s.Poll(deadline, func(q *model.Query) {
+			if t.onQuery != nil && qerr == nil {
+				qerr = t.onQuery(q)
+			}
+		}); err != nil {
+			return s, err
+		}
+		if qerr != nil {
+			return s, qerr
+		}
+		if ctx.Err() != nil {
+			// One last drain so records finished before the stop are shown.
+			return s, s.Poll(time.Now().Add(10*time.Millisecond), func(q *model.Query) {
+				if t.onQuery != nil {
+					_ = t.onQuery(q)
+				}
+			})
+		}
+		if t.interval > 0 && !time.Now().Before(nextTick) {
+			if err := t.onTick(s); err != nil {
+				return s, err
+			}
+			ticks++
+			if t.count > 0 && ticks >= t.count {
+				return s, nil
+			}
+			nextTick = nextTick.Add(t.interval)
+		}
+	}
+}
+
+func describeInstances(s *session.Session) string {
+	if len(s.Instances) == 1 {
+		in := s.Instances[0]
+		return fmt.Sprintf("PostgreSQL pid %d (%s)", in.PID, in.DataDir)
+	}
+	return fmt.Sprintf("%d PostgreSQL instances", len(s.Instances))
+}
+
+// summary builds the closing record of a session.
+func summary(s *session.Session, reported uint64, withHists bool) (*model.Summary, error) {
+	drops, err := s.Drops()
+	if err != nil {
+		return nil, err
+	}
+	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: s.Queries(), Reported: reported, Drops: drops}
+	for _, in := range s.Instances {
+		sum.Instances = append(sum.Instances, in.PID)
+	}
+	if withHists {
+		if sum.Hists, err = s.Hists(); err != nil {
+			return nil, err
+		}
+	}
+	return sum, nil
+}

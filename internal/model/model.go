@@ -1,0 +1,127 @@
+// Package model holds the user-facing records every output reads. Their
+// JSON field names are a documented interface (README, "JSON output"):
+// add fields, never rename them.
+package model
+
+import (
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+)
+
+// Query is one finished query and what it spent, from the kernel's view.
+type Query struct {
+	Type        string    `json:"type"` // "query"
+	TS          time.Time `json:"ts"`   // when the query started
+	PID         int       `json:"pid"`
+	Instance    int       `json:"instance"` // postmaster PID
+	Role        string    `json:"role"`
+	Database    string    `json:"database"`
+	User        string    `json:"user"`
+	Fingerprint string    `json:"fingerprint"` // 16 hex digits, stable across runs
+	Query       string    `json:"query"`       // normalized unless --raw-sql
+	Truncated   bool      `json:"query_truncated,omitempty"`
+
+	QueryNs uint64 `json:"query_ns"`
+
+	FSReadCount  uint64 `json:"fs_read_count"`
+	FSReadBytes  uint64 `json:"fs_read_bytes"`
+	FSReadNs     uint64 `json:"fs_read_ns"`
+	FSWriteCount uint64 `json:"fs_write_count"`
+	FSWriteBytes uint64 `json:"fs_write_bytes"`
+	FSWriteNs    uint64 `json:"fs_write_ns"`
+	FSSyncCount  uint64 `json:"fs_sync_count"`
+	FSSyncNs     uint64 `json:"fs_sync_ns"`
+
+	BlkCount      uint64 `json:"blk_count"`
+	BlkBytes      uint64 `json:"blk_bytes"`
+	BlkNs         uint64 `json:"blk_ns"` // wall time with at least one request in flight
+	BlkReadCount  uint64 `json:"blk_read_count"`
+	BlkWriteCount uint64 `json:"blk_write_count"`
+	BlkQueueNs    uint64 `json:"blk_queue_ns"`  // summed over requests
+	BlkDeviceNs   uint64 `json:"blk_device_ns"` // summed over requests
+
+	CPUNs uint64 `json:"cpu_ns"`
+}
+
+// FSNs is the query's time in file system calls of any kind.
+func (q *Query) FSNs() uint64 { return q.FSReadNs + q.FSWriteNs + q.FSSyncNs }
+
+// FSCount is the number of file system calls.
+func (q *Query) FSCount() uint64 { return q.FSReadCount + q.FSWriteCount + q.FSSyncCount }
+
+// DidIO says whether the query touched the file system or the block device.
+func (q *Query) DidIO() bool { return q.FSCount() > 0 || q.BlkCount > 0 }
+
+// Drops counts what the kernel side could not deliver or attribute. Every
+// command prints it; a non-zero value is never hidden.
+type Drops struct {
+	RingbufFull     uint64 `json:"ringbuf_full"`     // query records lost: ring buffer full
+	ThreadsFull     uint64 `json:"threads_full"`     // threads not traced: map full
+	InflightFull    uint64 `json:"inflight_full"`    // block requests not followed: map full
+	ProcTotalsFull  uint64 `json:"proc_totals_full"` // per-process counters not created
+	BlkTotalsFull   uint64 `json:"blk_totals_full"`  // per-device counters not created
+	QueryUnfinished uint64 `json:"query_unfinished"` // query__start without query__done
+	QueryTextFault  uint64 `json:"query_text_fault"` // query text unreadable
+	BlkLate         uint64 `json:"blk_late"`         // block requests that completed after their query
+	USDTArgFault    uint64 `json:"usdt_arg_fault"`   // USDT arguments not decodable
+}
+
+// Lost is the number of records or events that are missing from the output.
+func (d Drops) Lost() uint64 {
+	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault + d.USDTArgFault
+}
+
+// Histogram names, one per layer and operation.
+const (
+	HistQuery    = "query"
+	HistFSRead   = "fs_read"
+	HistFSWrite  = "fs_write"
+	HistFSSync   = "fs_sync"
+	HistBlkRead  = "blk_read"
+	HistBlkWrite = "blk_write"
+	HistBlkOther = "blk_other"
+)
+
+// HistOrder is the order outputs show histograms in: down the stack.
+var HistOrder = []string{HistQuery, HistFSRead, HistFSWrite, HistFSSync, HistBlkRead, HistBlkWrite, HistBlkOther}
+
+// Hists is one set of latency histograms (nanoseconds).
+type Hists map[string]*hist.Hist
+
+// Rate is one row of an interval: I/O per second of one role on one layer
+// and device.
+type Rate struct {
+	Layer      string  `json:"layer"`  // "fs" or "blk"
+	Role       string  `json:"role"`   // a PostgreSQL role, or "kernel" / "other process" for block I/O not ours
+	Device     string  `json:"device"` // block device name; "" for fs
+	ReadOps    float64 `json:"read_ops"`
+	ReadBytes  float64 `json:"read_bytes"`
+	WriteOps   float64 `json:"write_ops"`
+	WriteBytes float64 `json:"write_bytes"`
+	SyncOps    float64 `json:"sync_ops,omitempty"`  // fs only
+	OtherOps   float64 `json:"other_ops,omitempty"` // blk only: flushes, discards
+	AvgNs      float64 `json:"avg_ns"`              // mean latency of the interval's operations
+}
+
+// Interval is what one reporting interval saw.
+type Interval struct {
+	Type    string    `json:"type"` // "interval"
+	TS      time.Time `json:"ts"`   // end of the interval
+	Seconds float64   `json:"seconds"`
+	Rates   []Rate    `json:"rates,omitempty"`
+	Hists   Hists     `json:"hists,omitempty"`
+	Queries uint64    `json:"queries"`
+	Drops   Drops     `json:"drops"`
+}
+
+// Summary closes every command's output.
+type Summary struct {
+	Type      string  `json:"type"` // "summary"
+	Seconds   float64 `json:"seconds"`
+	Instances []int   `json:"instances"` // postmaster PIDs traced
+	Queries   uint64  `json:"queries"`   // queries seen
+	Reported  uint64  `json:"reported"`  // queries printed (slowlog)
+	Hists     Hists   `json:"hists,omitempty"`
+	Drops     Drops   `json:"drops"`
+}

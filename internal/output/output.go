@@ -1,0 +1,159 @@
+// Package output renders model records as text and JSON lines. It reads
+// only the model, so every command and later the recordings and the
+// exporter print the same numbers the same way.
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+var dur = hist.FormatDuration
+
+// SlowLine is one slow-log line in the spirit of Gregg's mysqld slow-query
+// logger: "query 538ms, fs 509ms (83 I/O, 3.1MiB), blk 490ms (80 req), cpu 21ms : SELECT …".
+func SlowLine(q *model.Query) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s pid %d %s", q.TS.Format("15:04:05.000"), q.PID, who(q))
+	fmt.Fprintf(&b, " query %s, fs %s (%d I/O, %s)", dur(q.QueryNs), dur(q.FSNs()), q.FSCount(), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes))
+	if q.FSSyncCount > 0 {
+		fmt.Fprintf(&b, " incl. %d sync %s", q.FSSyncCount, dur(q.FSSyncNs))
+	}
+	fmt.Fprintf(&b, ", blk %s (%d req, %s), cpu %s : %s", dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes), dur(q.CPUNs), oneLine(q.Query))
+	return b.String()
+}
+
+func who(q *model.Query) string {
+	if q.User == "" && q.Database == "" {
+		return q.Role
+	}
+	return q.User + "@" + q.Database
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Hists prints each non-empty histogram down the stack with its count,
+// mean and percentiles, then the bars.
+func Hists(w io.Writer, hs model.Hists) error {
+	titles := map[string]string{
+		model.HistQuery:    "query latency (query__start to query__done)",
+		model.HistFSRead:   "file system read latency (read/pread syscalls)",
+		model.HistFSWrite:  "file system write latency (write/pwrite syscalls)",
+		model.HistFSSync:   "file system sync latency (fsync/fdatasync/sync_file_range)",
+		model.HistBlkRead:  "block device read latency (request start to completion)",
+		model.HistBlkWrite: "block device write latency",
+		model.HistBlkOther: "block device flush/discard latency",
+	}
+	shown := 0
+	for _, name := range model.HistOrder {
+		h := hs[name]
+		if h == nil || h.Count == 0 {
+			continue
+		}
+		shown++
+		fmt.Fprintf(w, "\n%s: count %d, mean %s, p50 %s, p99 %s\n", titles[name], h.Count,
+			dur(uint64(h.Mean())), dur(h.Quantile(0.5)), dur(h.Quantile(0.99)))
+		if err := h.Render(w, hist.Time); err != nil {
+			return err
+		}
+	}
+	if shown == 0 {
+		_, err := fmt.Fprintln(w, "\nno I/O or queries seen")
+		return err
+	}
+	return nil
+}
+
+// Rates prints one interval as a table, iostat style.
+func Rates(w io.Writer, iv *model.Interval) {
+	fmt.Fprintf(w, "\n%s  %d queries\n", iv.TS.Format("15:04:05"), iv.Queries)
+	fmt.Fprintf(w, "%-5s %-28s %-8s %9s %10s %9s %10s %8s %9s\n", "layer", "role", "device", "r/s", "rKiB/s", "w/s", "wKiB/s", "sync/s", "avg")
+	for _, r := range iv.Rates {
+		dev := r.Device
+		if dev == "" {
+			dev = "-"
+		}
+		sync := r.SyncOps + r.OtherOps
+		fmt.Fprintf(w, "%-5s %-28s %-8s %9.1f %10.1f %9.1f %10.1f %8.1f %9s\n", r.Layer, r.Role, dev,
+			r.ReadOps, r.ReadBytes/1024, r.WriteOps, r.WriteBytes/1024, sync, dur(uint64(r.AvgNs)))
+	}
+	if len(iv.Rates) == 0 {
+		fmt.Fprintln(w, "(no I/O)")
+	}
+}
+
+// Summary is the closing line of every text output: what was traced and
+// everything that was lost.
+func Summary(w io.Writer, s *model.Summary) {
+	fmt.Fprintf(w, "\ntraced %.1fs, PostgreSQL %s, %d queries", s.Seconds, pids(s.Instances), s.Queries)
+	if s.Reported > 0 || s.Queries > 0 {
+		fmt.Fprintf(w, ", %d reported", s.Reported)
+	}
+	fmt.Fprintf(w, "; %s\n", DropsText(s.Drops))
+}
+
+func pids(ps []int) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("pid %d", p))
+	}
+	return strings.Join(out, ", ")
+}
+
+// DropsText names every non-zero counter: first what was lost, then what
+// was seen but not charged to a query; or says nothing was dropped.
+func DropsText(d model.Drops) string {
+	lost := []struct {
+		name string
+		n    uint64
+	}{
+		{"query records (ring buffer full)", d.RingbufFull},
+		{"threads not traced (map full)", d.ThreadsFull},
+		{"block requests not followed (map full)", d.InflightFull},
+		{"per-process counters (map full)", d.ProcTotalsFull},
+		{"per-device counters (map full)", d.BlkTotalsFull},
+		{"query texts unreadable", d.QueryTextFault},
+		{"USDT arguments undecodable", d.USDTArgFault},
+	}
+	var parts []string
+	for _, l := range lost {
+		if l.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", l.n, l.name))
+		}
+	}
+	text := "nothing dropped"
+	if len(parts) > 0 {
+		text = "DROPPED: " + strings.Join(parts, ", ")
+	}
+	var notes []string
+	if d.QueryUnfinished > 0 {
+		notes = append(notes, fmt.Sprintf("%d queries started again before finishing", d.QueryUnfinished))
+	}
+	if d.BlkLate > 0 {
+		notes = append(notes, fmt.Sprintf("%d block requests completed after their query ended (charged to the process, not the query)", d.BlkLate))
+	}
+	if len(notes) > 0 {
+		text += "; " + strings.Join(notes, ", ")
+	}
+	return text
+}
+
+// JSON writes one object per line.
+type JSON struct{ enc *json.Encoder }
+
+// NewJSON writes JSON lines to w.
+func NewJSON(w io.Writer) *JSON {
+	e := json.NewEncoder(w)
+	e.SetEscapeHTML(false)
+	return &JSON{enc: e}
+}
+
+// Write writes one record.
+func (j *JSON) Write(v any) error { return j.enc.Encode(v) }

@@ -1,0 +1,261 @@
+// Package session runs one trace: it finds the PostgreSQL instances, loads
+// and attaches the probes, and turns what the kernel collected into model
+// records. Commands read only what it returns.
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/postgres"
+	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/sqlnorm"
+	"github.com/dbiolat/dbiolat/internal/usdt"
+)
+
+// Config says what to trace and how.
+type Config struct {
+	PID      int    // any process of the instance; 0 = not given
+	PGData   string // data directory; "" = not given
+	RawSQL   bool   // keep literals in query text
+	Families probe.Families
+	Warn     func(string) // non-fatal problems; nil = discard
+}
+
+// Session is one attached trace.
+type Session struct {
+	cfg       Config
+	tracer    *probe.Tracer
+	Instances []postgres.Instance
+	procs     map[uint32]postgres.Process
+	wallOff   time.Duration // wall clock minus CLOCK_MONOTONIC
+	queryHist hist.Hist
+	queries   uint64
+	start     time.Time
+
+	prevTotals totals // for Rates
+}
+
+// Open finds the instances and attaches to them.
+func Open(cfg Config) (*Session, error) {
+	if cfg.Warn == nil {
+		cfg.Warn = func(string) {}
+	}
+	instances, err := findInstances(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPrivileges(); err != nil {
+		return nil, err
+	}
+	if err := CheckBTF(); err != nil {
+		return nil, err
+	}
+	if cfg.Families.FS {
+		if _, err := EnsureTracefs(); err != nil {
+			return nil, err
+		}
+	}
+	t, err := probe.Open(cfg.Families)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, tracer: t, Instances: instances, procs: map[uint32]postgres.Process{}, start: time.Now()}
+	s.wallOff = wallOffset()
+	for _, in := range instances {
+		if err := s.attach(in); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func findInstances(cfg Config) ([]postgres.Instance, error) {
+	switch {
+	case cfg.PID != 0:
+		in, err := postgres.ByPID(cfg.PID)
+		return []postgres.Instance{in}, err
+	case cfg.PGData != "":
+		in, err := postgres.ByDataDir(cfg.PGData)
+		return []postgres.Instance{in}, err
+	}
+	ins, err := postgres.Discover()
+	if err != nil {
+		return nil, err
+	}
+	if len(ins) == 0 {
+		return nil, errors.New("no running PostgreSQL found: start one, or point at it with --pid or --pgdata")
+	}
+	return ins, nil
+}
+
+func (s *Session) attach(in postgres.Instance) error {
+	// Track first: children forked from here on inherit it in the kernel.
+	if err := s.tracer.Track(in.PID, in.PID); err != nil {
+		return err
+	}
+	pids, err := in.Processes()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		if err := s.tracer.Track(pid, in.PID); err != nil {
+			return err
+		}
+		s.describe(uint32(pid))
+	}
+	if !s.cfg.Families.Query {
+		return nil
+	}
+	_, err = s.tracer.AttachQueryProbes(in.Binary, postgres.Provider, postgres.QueryStart, postgres.QueryDone)
+	if errors.Is(err, usdt.ErrNoProbes) || errors.Is(err, probe.ErrNoProbe) {
+		exe, _ := os.Readlink(in.Binary)
+		return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT query probes (it was built without --enable-dtrace): per-query records need a build with them, such as Debian's or PGDG's packages", in.PID, exe)
+	}
+	return err
+}
+
+// describe caches what a process is; a process that is gone keeps the
+// role its queries imply.
+func (s *Session) describe(pid uint32) postgres.Process {
+	if p, ok := s.procs[pid]; ok && p.Role != postgres.Postmaster {
+		return p
+	}
+	p, err := postgres.Describe(int(pid))
+	if err != nil {
+		p = postgres.Process{Role: postgres.Unknown}
+	}
+	s.procs[pid] = p
+	return p
+}
+
+func wallOffset() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(time.Now().UnixNano() - ts.Nano())
+}
+
+// Poll delivers the finished queries that arrived, until the deadline.
+func (s *Session) Poll(deadline time.Time, fn func(*model.Query)) error {
+	return s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
+		q := s.query(e, text)
+		s.queries++
+		s.queryHist.Add(q.QueryNs)
+		fn(q)
+	})
+}
+
+func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
+	p := s.describe(e.Tgid)
+	if p.Role == postgres.Postmaster || p.Role == postgres.Unknown {
+		// Only backends run query__start; the title was not set yet.
+		p.Role = postgres.ClientBackend
+	}
+	raw := strings.ToValidUTF8(string(text), "\uFFFD")
+	norm, fp := sqlnorm.Of(raw)
+	if s.cfg.RawSQL {
+		norm = raw
+	}
+	a := &e.Acct
+	inst := 0
+	if in, ok := s.instanceOf(e.Tgid); ok {
+		inst = in
+	}
+	return &model.Query{
+		Type:          "query",
+		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
+		PID:           int(e.Tgid),
+		Instance:      inst,
+		Role:          string(p.Role),
+		Database:      p.Database,
+		User:          p.User,
+		Fingerprint:   fmt.Sprintf("%016x", fp),
+		Query:         norm,
+		Truncated:     e.TextTruncated != 0,
+		QueryNs:       e.EndNs - e.StartNs,
+		FSReadCount:   a.Fs[probe.FSRead].Count,
+		FSReadBytes:   a.Fs[probe.FSRead].Bytes,
+		FSReadNs:      a.Fs[probe.FSRead].Ns,
+		FSWriteCount:  a.Fs[probe.FSWrite].Count,
+		FSWriteBytes:  a.Fs[probe.FSWrite].Bytes,
+		FSWriteNs:     a.Fs[probe.FSWrite].Ns,
+		FSSyncCount:   a.Fs[probe.FSSync].Count,
+		FSSyncNs:      a.Fs[probe.FSSync].Ns,
+		BlkCount:      a.Blk[0].Count + a.Blk[1].Count + a.Blk[2].Count,
+		BlkBytes:      a.Blk[0].Bytes + a.Blk[1].Bytes + a.Blk[2].Bytes,
+		BlkNs:         a.BlkBusyNs,
+		BlkReadCount:  a.Blk[probe.BlkRead].Count,
+		BlkWriteCount: a.Blk[probe.BlkWrite].Count,
+		BlkQueueNs:    a.BlkQueueNs,
+		BlkDeviceNs:   a.BlkDeviceNs,
+		CPUNs:         a.CpuNs,
+	}
+}
+
+func (s *Session) instanceOf(tgid uint32) (int, bool) {
+	if len(s.Instances) == 1 {
+		return s.Instances[0].PID, true
+	}
+	return 0, false
+}
+
+// Queries is the number of queries delivered so far.
+func (s *Session) Queries() uint64 { return s.queries }
+
+// Elapsed is the time since the session attached.
+func (s *Session) Elapsed() time.Duration { return time.Since(s.start) }
+
+// Hists returns the latency histograms so far: the query histogram from the
+// records, the others from the kernel.
+func (s *Session) Hists() (model.Hists, error) {
+	kh, err := s.tracer.Hists()
+	if err != nil {
+		return nil, err
+	}
+	q := s.queryHist
+	out := model.Hists{model.HistQuery: &q}
+	names := map[probe.HistID]string{
+		probe.HistFSRead: model.HistFSRead, probe.HistFSWrite: model.HistFSWrite, probe.HistFSSync: model.HistFSSync,
+		probe.HistBlkRead: model.HistBlkRead, probe.HistBlkWrite: model.HistBlkWrite, probe.HistBlkOther: model.HistBlkOther,
+	}
+	for id, name := range names {
+		h := &hist.Hist{Sum: kh[id].SumNs}
+		for slot, n := range kh[id].Slots {
+			if n > 0 {
+				h.AddSlot(slot, n)
+			}
+		}
+		out[name] = h
+	}
+	return out, nil
+}
+
+// Drops returns the kernel's counters of what it could not deliver.
+func (s *Session) Drops() (model.Drops, error) {
+	st, err := s.tracer.Stats()
+	if err != nil {
+		return model.Drops{}, err
+	}
+	return model.Drops{
+		RingbufFull:     st[probe.StatRingbufFull],
+		ThreadsFull:     st[probe.StatThreadsFull],
+		InflightFull:    st[probe.StatInflightFull],
+		ProcTotalsFull:  st[probe.StatProcIOFull],
+		BlkTotalsFull:   st[probe.StatBlkIOFull],
+		QueryUnfinished: st[probe.StatQueryUnfinished],
+		QueryTextFault:  st[probe.StatQueryTextFault],
+		BlkLate:         st[probe.StatBlkLate],
+		USDTArgFault:    st[probe.StatUSDTArgFault],
+	}, nil
+}
+
+// Close detaches everything.
+func (s *Session) Close() error { return s.tracer.Close() }
