@@ -34,9 +34,8 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !t.opts.JSON {
-		fmt.Fprintf(os.Stderr, "Tracing %s... Hit Ctrl-C to end.\n", describeInstances(s))
-	}
+	// On stderr even with --json: scripts wait for this line to know the probes are attached.
+	fmt.Fprintf(os.Stderr, "Tracing %s... Hit Ctrl-C to end.\n", describeInstances(s))
 	if t.opts.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.opts.Duration)

@@ -143,6 +143,8 @@ const (
 
 type dbiolatThreadState struct {
 	_            structs.HostLayout
+	Tgid         uint32
+	Pad0         uint32
 	QueryStartNs uint64
 	QuerySeq     uint64
 	OncpuSinceNs uint64
@@ -150,6 +152,7 @@ type dbiolatThreadState struct {
 	SysOp        dbiolatFsOp
 	BlkInflight  uint32
 	BlkBusySince uint64
+	FsTotal      [3]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
 }
 
@@ -213,6 +216,7 @@ const (
 	dbiolatProgFsExitSyncFileRange  = "fs_exit_sync_file_range"
 	dbiolatProgFsExitWrite          = "fs_exit_write"
 	dbiolatProgFsExitWritev         = "fs_exit_writev"
+	dbiolatProgLog2SlotOf           = "log2_slot_of"
 	dbiolatProgProcExit             = "proc_exit"
 	dbiolatProgProcFork             = "proc_fork"
 	dbiolatProgQueryDone            = "query_done"
@@ -291,6 +295,7 @@ type dbiolatProgramSpecs struct {
 	FsExitSyncFileRange  *ebpf.ProgramSpec `ebpf:"fs_exit_sync_file_range"`
 	FsExitWrite          *ebpf.ProgramSpec `ebpf:"fs_exit_write"`
 	FsExitWritev         *ebpf.ProgramSpec `ebpf:"fs_exit_writev"`
+	Log2SlotOf           *ebpf.ProgramSpec `ebpf:"log2_slot_of"`
 	ProcExit             *ebpf.ProgramSpec `ebpf:"proc_exit"`
 	ProcFork             *ebpf.ProgramSpec `ebpf:"proc_fork"`
 	QueryDone            *ebpf.ProgramSpec `ebpf:"query_done"`
@@ -406,6 +411,7 @@ type dbiolatPrograms struct {
 	FsExitSyncFileRange  *ebpf.Program `ebpf:"fs_exit_sync_file_range"`
 	FsExitWrite          *ebpf.Program `ebpf:"fs_exit_write"`
 	FsExitWritev         *ebpf.Program `ebpf:"fs_exit_writev"`
+	Log2SlotOf           *ebpf.Program `ebpf:"log2_slot_of"`
 	ProcExit             *ebpf.Program `ebpf:"proc_exit"`
 	ProcFork             *ebpf.Program `ebpf:"proc_fork"`
 	QueryDone            *ebpf.Program `ebpf:"query_done"`
@@ -444,6 +450,7 @@ func (p *dbiolatPrograms) Close() error {
 		p.FsExitSyncFileRange,
 		p.FsExitWrite,
 		p.FsExitWritev,
+		p.Log2SlotOf,
 		p.ProcExit,
 		p.ProcFork,
 		p.QueryDone,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
@@ -132,12 +133,28 @@ func (t *Tracer) attachSyscalls() error {
 	return nil
 }
 
-// Track makes the kernel side trace process tgid (and every child it forks)
-// as part of the instance identified by its postmaster pid.
+// Track makes the kernel side trace process tgid (its threads, and every
+// child it forks from now on) as part of the instance identified by its
+// postmaster pid. A process that exits meanwhile is skipped.
 func (t *Tracer) Track(tgid, instance int) error {
 	info := dbiolatProcInfo{Instance: uint32(instance)}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", tgid))
+	if err != nil {
+		return nil // gone already
+	}
+	for _, task := range tasks {
+		tid, err := strconv.ParseUint(task.Name(), 10, 32)
+		if err != nil {
+			continue
+		}
+		ts := dbiolatThreadState{Tgid: uint32(tgid)}
+		err = t.objs.Threads.Update(uint32(tid), ts, ebpf.UpdateNoExist)
+		if err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
+		}
 	}
 	return nil
 }
@@ -295,7 +312,8 @@ func (t *Tracer) Stats() ([]uint64, error) {
 	return out, nil
 }
 
-// ProcTotals returns cumulative file system counters per process.
+// ProcTotals returns cumulative file system counters per process: those of
+// its exited threads plus those of its live ones.
 func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 	out := map[uint32]ProcIO{}
 	var k uint32
@@ -303,6 +321,20 @@ func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 	it := t.objs.ProcTotals.Iterate()
 	for it.Next(&k, &v) {
 		out[k] = v
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading process totals: %w", err)
+	}
+	var ts dbiolatThreadState
+	it = t.objs.Threads.Iterate()
+	for it.Next(&k, &ts) {
+		p := out[ts.Tgid]
+		for op := range p.Fs {
+			p.Fs[op].Count += ts.FsTotal[op].Count
+			p.Fs[op].Bytes += ts.FsTotal[op].Bytes
+			p.Fs[op].Ns += ts.FsTotal[op].Ns
+		}
+		out[ts.Tgid] = p
 	}
 	return out, it.Err()
 }

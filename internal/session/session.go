@@ -48,11 +48,11 @@ func Open(cfg Config) (*Session, error) {
 	if cfg.Warn == nil {
 		cfg.Warn = func(string) {}
 	}
-	instances, err := findInstances(cfg)
-	if err != nil {
+	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
-	if err := CheckPrivileges(); err != nil {
+	instances, err := findInstances(cfg)
+	if err != nil {
 		return nil, err
 	}
 	if err := CheckBTF(); err != nil {

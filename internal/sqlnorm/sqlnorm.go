@@ -101,16 +101,18 @@ func Normalize(query string) string {
 }
 
 // Fingerprint is a stable 64-bit identifier of the normalized query (same
-// query shape → same value, across runs and machines). Use FNV-1a 64 of a
-// canonical form (lowercased keywords/identifiers outside quotes, single spaces,
-// constants replaced, comments removed, IN-lists of constants collapsed).
+// query shape → same value, across runs and machines): the FNV-1a 64 hash of
+// a canonical form of the query.
 //
-// The canonical form is the sequence of the query's tokens separated by
-// single spaces, where unquoted identifiers and keywords are lowercased,
-// every constant and every $n parameter is written "$" (so placeholder
-// numbering does not matter), the list of an IN (...) or ARRAY[...] made only
-// of constants and parameters is written "$..." whatever its length, and
-// trailing semicolons are dropped. Fingerprint accepts raw query text too:
+// The canonical form is the sequence of the query's tokens, comments
+// removed, separated by single spaces, where unquoted identifiers and
+// keywords are lowercased (ASCII only, as PostgreSQL folds them), every
+// constant and every $n parameter is written "$" (so placeholder numbering
+// does not matter), the list of an IN (...) or ARRAY[...] made only of
+// constants and parameters is written "$..." whatever its length, and
+// trailing semicolons are dropped. So "IN (1, 2)" and "IN (1, 2, 3)" share a
+// fingerprint while "VALUES ($1)" and "VALUES ($1, $2)" or "f($1)" and
+// "f($1, $2)" do not. Fingerprint accepts raw query text too:
 // Fingerprint(q) == Fingerprint(Normalize(q)).
 func Fingerprint(normalized string) uint64 {
 	return fnv1a64(canonical(normalized))

@@ -23,11 +23,11 @@ static __always_inline __u8 blk_op_of(struct request *rq)
 SEC("tp_btf/block_io_start")
 int BPF_PROG(blk_start, struct request *rq)
 {
-	__u64 id = bpf_get_current_pid_tgid(), key = (__u64)rq;
-	__u32 tid = (__u32)id, tgid = id >> 32;
+	__u64 key = (__u64)rq;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct gendisk *disk = rq->q->disk;
-	struct thread_state *ts;
+	struct thread_state *ts = thread_of(tid);
 	struct inflight in = {};
 
 	in.start_ns = bpf_ktime_get_ns();
@@ -35,12 +35,11 @@ int BPF_PROG(blk_start, struct request *rq)
 	in.bytes = rq->__data_len;
 	if (disk)
 		in.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
-	if (traced_tgid(tgid)) {
+	if (ts) {
 		in.owner = OWNER_TRACED;
 		in.tid = tid;
-		in.tgid = tgid;
-		ts = bpf_map_lookup_elem(&threads, &tid);
-		if (ts && ts->query_start_ns) {
+		in.tgid = ts->tgid;
+		if (ts->query_start_ns) {
 			in.query_seq = ts->query_seq;
 			if (__sync_fetch_and_add(&ts->blk_inflight, 1) == 0)
 				ts->blk_busy_since = in.start_ns;
@@ -109,7 +108,7 @@ int BPF_PROG(blk_done, struct request *rq)
 	if (in->owner == OWNER_TRACED && op < BLK_OPS) {
 		hist_add(HIST_BLK_READ + op, ns);
 		if (in->query_seq) {
-			ts = bpf_map_lookup_elem(&threads, &in->tid);
+			ts = thread_of(in->tid);
 			/* Busy time: wall time with any request of the query in flight. */
 			if (ts && __sync_fetch_and_add(&ts->blk_inflight, -1) == 1 &&
 			    ts->query_start_ns && ts->blk_busy_since)

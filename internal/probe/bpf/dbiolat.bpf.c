@@ -22,5 +22,6 @@
 #include "fsio.bpf.c"
 #include "block.bpf.c"
 #include "sched.bpf.c"
+#include "selftest.bpf.c"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

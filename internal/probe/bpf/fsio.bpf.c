@@ -26,28 +26,25 @@ static __always_inline int is_file(int fd)
 
 static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct thread_state *ts;
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
 
-	if (!traced_tgid(id >> 32))
-		return 0;
-	if (check_fd && !is_file(fd))
-		return 0;
-	ts = thread_get_or_create((__u32)id);
-	if (!ts)
+	if (!ts || (check_fd && !is_file(fd)))
 		return 0;
 	ts->sys_op = op;
 	ts->sys_start_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
+/*
+ * Only the thread itself writes its fs counters, here, so plain adds do;
+ * block completions write other fields from interrupts, atomically.
+ */
 static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, tgid = id >> 32, op;
-	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
-	struct proc_io *pio;
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct io_acct *a;
 	__u64 ns, bytes;
+	__u32 op;
 
 	if (!ts || !ts->sys_start_ns)
 		return 0;
@@ -59,19 +56,16 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
 
 	hist_add(HIST_FS_READ + op, ns);
-	pio = bpf_map_lookup_elem(&proc_totals, &tgid);
-	if (!pio) {
-		static const struct proc_io zero;
-
-		bpf_map_update_elem(&proc_totals, &tgid, &zero, BPF_NOEXIST);
-		pio = bpf_map_lookup_elem(&proc_totals, &tgid);
-		if (!pio)
-			stat_inc(STAT_PROC_IO_FULL);
+	a = &ts->fs_total[op];
+	a->count++;
+	a->bytes += bytes;
+	a->ns += ns;
+	if (ts->query_start_ns) {
+		a = &ts->acct.fs[op];
+		a->count++;
+		a->bytes += bytes;
+		a->ns += ns;
 	}
-	if (pio)
-		acct_add(&pio->fs[op], bytes, ns);
-	if (ts->query_start_ns)
-		acct_add(&ts->acct.fs[op], bytes, ns);
 	return 0;
 }
 

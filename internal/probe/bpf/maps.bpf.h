@@ -14,8 +14,14 @@
 #define MAX_INFLIGHT 8192
 #define MAX_BLK_KEYS 4096
 
-/* The state of one traced thread. Only the kernel side sees it. */
+/*
+ * The state of one traced thread. An entry exists exactly for the threads
+ * of traced processes (made at fork, or by Go when it attaches), so one
+ * lookup both filters and finds the state on every hot path.
+ */
 struct thread_state {
+	__u32 tgid;
+	__u32 pad0;
 	__u64 query_start_ns; /* 0 when not in a query */
 	__u64 query_seq;      /* increments per query: tags block requests */
 	__u64 oncpu_since_ns; /* while in a query and on CPU */
@@ -23,6 +29,7 @@ struct thread_state {
 	enum fs_op sys_op;    /* the kind of that syscall */
 	__u32 blk_inflight;   /* block requests of this thread in flight */
 	__u64 blk_busy_since; /* when blk_inflight went from 0 to 1 */
+	struct io_acct fs_total[FS_OPS]; /* since attach; folded into proc_totals at exit */
 	struct query_acct acct;
 };
 
@@ -123,25 +130,10 @@ static __always_inline void acct_add(struct io_acct *a, __u64 bytes, __u64 ns)
 	__sync_fetch_and_add(&a->ns, ns);
 }
 
-static __always_inline int traced_tgid(__u32 tgid)
+/* The state of a traced thread, NULL for every other thread. */
+static __always_inline struct thread_state *thread_of(__u32 tid)
 {
-	return bpf_map_lookup_elem(&procs, &tgid) != NULL;
-}
-
-/* The state of the current thread, created on first use. */
-static __always_inline struct thread_state *thread_get_or_create(__u32 tid)
-{
-	static const struct thread_state zero;
-	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
-
-	if (ts)
-		return ts;
-	/* NOEXIST: an interrupt may have created it meanwhile; then we reuse it. */
-	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
-	ts = bpf_map_lookup_elem(&threads, &tid);
-	if (!ts)
-		stat_inc(STAT_THREADS_FULL);
-	return ts;
+	return bpf_map_lookup_elem(&threads, &tid);
 }
 
 #endif /* MAPS_BPF_H */

@@ -17,14 +17,9 @@ struct {
 SEC("uprobe")
 int query_start(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct thread_state *ts;
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
 	__u64 now;
 
-	if (!traced_tgid(id >> 32))
-		return 0;
-	ts = thread_get_or_create(tid);
 	if (!ts)
 		return 0;
 	if (ts->query_start_ns)
@@ -42,7 +37,7 @@ SEC("uprobe")
 int query_done(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
-	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state *ts = thread_of(tid);
 	struct query_event *e;
 	__s64 text = 0;
 	long n;
@@ -61,7 +56,7 @@ int query_done(struct pt_regs *ctx)
 	e->start_ns = ts->query_start_ns;
 	e->end_ns = now;
 	e->pid = tid;
-	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->tgid = ts->tgid;
 	e->acct = ts->acct;
 	ts->query_start_ns = 0;
 	ts->oncpu_since_ns = 0;

@@ -12,12 +12,12 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	struct thread_state *ts;
 	__u64 now = bpf_ktime_get_ns();
 
-	ts = bpf_map_lookup_elem(&threads, &prev_tid);
+	ts = thread_of(prev_tid);
 	if (ts && ts->query_start_ns && ts->oncpu_since_ns) {
 		ts->acct.cpu_ns += now - ts->oncpu_since_ns;
 		ts->oncpu_since_ns = 0;
 	}
-	ts = bpf_map_lookup_elem(&threads, &next_tid);
+	ts = thread_of(next_tid);
 	if (ts && ts->query_start_ns)
 		ts->oncpu_since_ns = now;
 	return 0;

@@ -1,0 +1,446 @@
+package main
+
+// End-to-end tests: the real binary, the real kernel programs, a real
+// PostgreSQL 15 started by the test in a temp directory.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+)
+
+var binary string // built once by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dbiolat-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755) // the unprivileged-user case runs it too
+	binary = filepath.Join(dir, "dbiolat")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building dbiolat: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needRoot skips a test that needs BPF, unless CI says it must run.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test needs root for BPF, and CI must run it")
+		}
+		t.Skip("needs root for BPF")
+	}
+}
+
+func startPG(t *testing.T, settings map[string]string) *pgsandbox.Cluster {
+	t.Helper()
+	needRoot(t)
+	c, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Settings: settings})
+	if err != nil {
+		if err == pgsandbox.ErrNotInstalled && os.Getenv("CI") != "true" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	return c
+}
+
+func psql(t *testing.T, c *pgsandbox.Cluster, sql string) string {
+	t.Helper()
+	out, err := c.Psql(context.Background(), "postgres", sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// trace is a running `dbiolat ... --json`.
+type trace struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+}
+
+// startTrace runs dbiolat and returns once its probes are attached.
+func startTrace(t *testing.T, args ...string) *trace {
+	t.Helper()
+	tr := &trace{cmd: exec.Command(binary, args...)}
+	tr.cmd.Stdout = &tr.stdout
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.cmd.Stderr = pw
+	if err := tr.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		ok := false
+		for sc.Scan() {
+			tr.stderr.WriteString(sc.Text() + "\n")
+			if !ok && strings.HasPrefix(sc.Text(), "Tracing ") {
+				ok = true
+				ready <- true
+			}
+		}
+		if !ok {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			tr.cmd.Wait()
+			t.Fatalf("dbiolat %v did not start: %s", args, tr.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		tr.cmd.Process.Kill()
+		t.Fatalf("dbiolat %v did not attach in 30s", args)
+	}
+	t.Cleanup(func() { tr.cmd.Process.Kill() })
+	return tr
+}
+
+// stop ends the trace with Ctrl-C and returns its JSON lines.
+func (tr *trace) stop(t *testing.T) (queries []model.Query, intervals []model.Interval, sum model.Summary) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond) // records still in the ring buffer are drained at exit anyway
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat exited with %v: %s", err, tr.stderr.String())
+	}
+	gotSummary := false
+	for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var head struct{ Type string }
+		if err := json.Unmarshal([]byte(line), &head); err != nil {
+			t.Fatalf("invalid JSON line %q: %v", line, err)
+		}
+		switch head.Type {
+		case "query":
+			var q model.Query
+			mustUnmarshal(t, line, &q)
+			queries = append(queries, q)
+		case "interval":
+			var iv model.Interval
+			mustUnmarshal(t, line, &iv)
+			intervals = append(intervals, iv)
+		case "summary":
+			mustUnmarshal(t, line, &sum)
+			gotSummary = true
+		default:
+			t.Fatalf("unknown record type in %q", line)
+		}
+	}
+	if !gotSummary {
+		t.Fatalf("no summary object at the end of the output:\n%s", tr.stdout.String())
+	}
+	if sum.Drops.Lost() != 0 {
+		t.Errorf("records were lost: %+v", sum.Drops)
+	}
+	return queries, intervals, sum
+}
+
+func mustUnmarshal(t *testing.T, line string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(line), v); err != nil {
+		t.Fatalf("decoding %q: %v", line, err)
+	}
+}
+
+func matching(qs []model.Query, prefix string) []model.Query {
+	var out []model.Query
+	for _, q := range qs {
+		if strings.HasPrefix(q.Query, prefix) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func dropCaches(t *testing.T) {
+	t.Helper()
+	exec.Command("sync").Run()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeBigTable creates a table many times larger than shared_buffers (16MB).
+func makeBigTable(t *testing.T, c *pgsandbox.Cluster) {
+	psql(t, c, "CREATE TABLE big AS SELECT g AS id, repeat('x', 300) AS pad FROM generate_series(1, 400000) g; VACUUM ANALYZE big; CHECKPOINT")
+}
+
+var literalDigit = regexp.MustCompile(`(^|[^$0-9])[0-9]`) // a digit that is not part of $n
+
+var ioTimingRe = regexp.MustCompile(`I/O Timings: shared read=([0-9.]+)`)
+
+// A cold full scan: our file system read time agrees with PostgreSQL's own
+// track_io_timing for the same query, and the block layer saw the reads.
+// Warm, the same scan causes (almost) no block requests.
+func TestColdAndWarmScanMatchTrackIOTiming(t *testing.T) {
+	c := startPG(t, nil)
+	makeBigTable(t, c)
+	size, _ := strconv.Atoi(psql(t, c, "SELECT pg_relation_size('big')"))
+	if size < 8*16<<20 {
+		t.Fatalf("table is %d bytes, want several times shared_buffers", size)
+	}
+	const scan = "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) SELECT count(*) FROM big WHERE id >= 0"
+
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	dropCaches(t)
+	cold := psql(t, c, scan)
+	warm := psql(t, c, scan)
+	queries, _, _ := tr.stop(t)
+
+	scans := matching(queries, "EXPLAIN")
+	if len(scans) != 2 {
+		t.Fatalf("want 2 scan records, got %d: %+v", len(scans), scans)
+	}
+	m := ioTimingRe.FindStringSubmatch(cold)
+	if m == nil {
+		t.Fatalf("no I/O timing in the cold plan:\n%s", cold)
+	}
+	pgMs, _ := strconv.ParseFloat(m[1], 64)
+	q := scans[0]
+	oursMs := float64(q.FSReadNs) / 1e6
+	t.Logf("cold: PostgreSQL I/O read %.1f ms, dbiolat fs read %.1f ms in %d reads, blk %d requests busy %.1f ms, query %.1f ms",
+		pgMs, oursMs, q.FSReadCount, q.BlkCount, float64(q.BlkNs)/1e6, float64(q.QueryNs)/1e6)
+	if d := (oursMs - pgMs) / pgMs; d > 0.10 || d < -0.10 {
+		t.Errorf("fs read time %.1f ms is not within 10%% of track_io_timing %.1f ms", oursMs, pgMs)
+	}
+	if q.BlkCount == 0 || q.BlkReadCount == 0 {
+		t.Errorf("cold scan caused no block reads: %+v", q)
+	}
+	if q.BlkNs > q.FSReadNs {
+		t.Errorf("block time %d ns exceeds fs time %d ns", q.BlkNs, q.FSReadNs)
+	}
+	if int(q.FSReadBytes) < size/2 {
+		t.Errorf("read %d bytes of a %d-byte table", q.FSReadBytes, size)
+	}
+
+	w := scans[1]
+	t.Logf("warm: fs read %d in %.1f ms, blk %d requests; plan: %s", w.FSReadCount, float64(w.FSReadNs)/1e6, w.BlkCount, strings.Fields(warm)[0])
+	if w.BlkCount > 5 {
+		t.Errorf("warm scan caused %d block requests, want near zero", w.BlkCount)
+	}
+	if w.FSReadCount == 0 {
+		t.Errorf("warm scan shows no file system reads (they hit the page cache, but they happen)")
+	}
+}
+
+// Every statement pgbench runs is reported exactly once, in agreement with
+// pgbench's own count and pg_stat_statements.
+func TestPgbenchStatementsReportedOnce(t *testing.T) {
+	c := startPG(t, nil)
+	ctx := context.Background()
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
+		t.Fatal(err)
+	}
+	psql(t, c, "SELECT pg_stat_statements_reset()")
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	out, err := c.Pgbench(ctx, "postgres", "-n", "-c", "2", "-t", "300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := pgsandbox.ParsePgbench(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries, _, _ := tr.stop(t)
+
+	// TPC-B-like: one UPDATE of pgbench_accounts per transaction.
+	pss := func(prefix string) int {
+		n, err := strconv.Atoi(psql(t, c, fmt.Sprintf("SELECT coalesce(sum(calls),0) FROM pg_stat_statements WHERE query LIKE '%s%%'", prefix)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, stmt := range []string{"UPDATE pgbench_accounts", "UPDATE pgbench_tellers", "SELECT abalance", "INSERT INTO pgbench_history", "BEGIN", "END"} {
+		ours := len(matching(queries, stmt))
+		theirs := pss(stmt)
+		t.Logf("%-28s dbiolat %d, pg_stat_statements %d, pgbench transactions %d", stmt, ours, theirs, res.Transactions)
+		if int64(ours) != res.Transactions || ours != theirs {
+			t.Errorf("%s: dbiolat reported %d, pgbench ran %d, pg_stat_statements counted %d", stmt, ours, res.Transactions, theirs)
+		}
+	}
+	fps := map[string]bool{}
+	for _, q := range matching(queries, "UPDATE pgbench_accounts") {
+		fps[q.Fingerprint] = true
+		if q.Database != "postgres" || q.Role != "client backend" {
+			t.Errorf("query attributed to database %q role %q", q.Database, q.Role)
+		}
+		if literalDigit.MatchString(q.Query) {
+			t.Errorf("literal left in normalized query %q", q.Query)
+		}
+	}
+	if len(fps) != 1 {
+		t.Errorf("UPDATE pgbench_accounts has %d fingerprints, want 1", len(fps))
+	}
+}
+
+// Inserts with synchronous_commit=on: the committing backends sync the WAL,
+// and their block writes are charged to them.
+func TestCommitShowsSyncAndBlockWrites(t *testing.T) {
+	c := startPG(t, map[string]string{"synchronous_commit": "on", "wal_sync_method": "fdatasync"})
+	psql(t, c, "CREATE TABLE ins (id int, pad text)")
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	script := filepath.Join(c.SocketDir(), "insert.sql")
+	if err := os.WriteFile(script, []byte("INSERT INTO ins VALUES (1, repeat('y', 200));\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pgbench(context.Background(), "postgres", "-n", "-c", "2", "-t", "200", "-f", script); err != nil {
+		t.Fatal(err)
+	}
+	queries, _, _ := tr.stop(t)
+	ins := matching(queries, "INSERT INTO ins")
+	if len(ins) != 400 {
+		t.Fatalf("want 400 inserts, got %d", len(ins))
+	}
+	var syncs, syncNs, writes, blkWrites uint64
+	for _, q := range ins {
+		syncs += q.FSSyncCount
+		syncNs += q.FSSyncNs
+		writes += q.FSWriteCount
+		blkWrites += q.BlkWriteCount
+	}
+	t.Logf("400 inserts: %d WAL writes, %d syncs (%.1f ms), %d block writes", writes, syncs, float64(syncNs)/1e6, blkWrites)
+	// Group commit lets one backend's sync cover another's commit, and the
+	// walwriter may flush first, so not every insert syncs, but most do.
+	if syncs < 100 || syncNs == 0 {
+		t.Errorf("only %d syncs for 400 synchronous commits", syncs)
+	}
+	if blkWrites == 0 {
+		t.Errorf("no block writes charged to the committing backends")
+	}
+}
+
+// A dd writing to the same disk during the trace is charged to no query:
+// its requests appear as "other process" I/O, and their bytes match dd's.
+func TestForeignIONotChargedToQueries(t *testing.T) {
+	c := startPG(t, nil)
+	ctx := context.Background()
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
+		t.Fatal(err)
+	}
+	psql(t, c, "SELECT count(*) FROM pgbench_accounts") // warm
+	slow := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(c.PostmasterPID()), "0.5")
+
+	file := filepath.Join(os.TempDir(), fmt.Sprintf("dbiolat-dd-%d", os.Getpid()))
+	defer os.Remove(file)
+	const mb = 64
+	dd := exec.Command("dd", "if=/dev/zero", "of="+file, "bs=1M", fmt.Sprint("count=", mb), "oflag=direct")
+	if err := dd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", "2", "-T", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := dd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	queries, _, _ := slow.stop(t)
+	_, intervals, _ := iops.stop(t)
+
+	var blkBytes uint64
+	for _, q := range queries {
+		blkBytes += q.BlkBytes
+	}
+	var otherBytes float64
+	for _, iv := range intervals {
+		for _, r := range iv.Rates {
+			if r.Layer == "blk" && r.Role == "other process" {
+				otherBytes += r.WriteBytes * iv.Seconds
+			}
+		}
+	}
+	t.Logf("%d queries, their block bytes %d; other processes wrote %.1f MiB (dd wrote %d MiB)", len(queries), blkBytes, otherBytes/(1<<20), mb)
+	if len(queries) < 100 {
+		t.Errorf("only %d queries traced", len(queries))
+	}
+	if blkBytes > 1<<20 {
+		t.Errorf("queries were charged %d block bytes while only dd wrote", blkBytes)
+	}
+	if otherBytes < 0.9*mb*(1<<20) || otherBytes > 1.2*mb*(1<<20) {
+		t.Errorf("other-process block writes %.0f bytes, want about dd's %d MiB", otherBytes, mb)
+	}
+}
+
+// Bad input: one clear sentence and a non-zero exit, never a panic.
+func TestBadInputGivesOneSentence(t *testing.T) {
+	notPG := exec.Command("sleep", "30")
+	if err := notPG.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer notPG.Process.Kill()
+	cases := []struct {
+		name string
+		args []string
+		want string
+		user bool // run as an unprivileged user
+	}{
+		{"no such pid", []string{"slowlog", "--pid", "999999999"}, "no process has PID 999999999", false},
+		{"not postgres", []string{"slowlog", "--pid", fmt.Sprint(notPG.Process.Pid)}, "is not PostgreSQL", false},
+		{"bad pgdata", []string{"hist", "--pgdata", "/nonexistent"}, "no PostgreSQL is running on /nonexistent", false},
+		{"bad duration", []string{"slowlog", "--duration", "soon"}, "invalid value", false},
+		{"unknown flag", []string{"iops", "--frobnicate"}, "flag provided but not defined", false},
+		{"bad interval", []string{"iops", "zero"}, "not a positive number", false},
+		{"unknown command", []string{"frob"}, "unknown command", false},
+		{"unprivileged", []string{"slowlog", "--duration", "1s"}, "needs root or the capabilities", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary, tc.args...)
+			if tc.user {
+				needRoot(t) // to switch to nobody
+				c := startPG(t, nil)
+				cmd.Args = append(cmd.Args, "--pid", fmt.Sprint(c.PostmasterPID()))
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			msg := strings.TrimSpace(stderr.String())
+			if err == nil {
+				t.Fatalf("exit 0, want failure; stderr %q", msg)
+			}
+			if strings.Count(msg, "\n") != 0 {
+				t.Errorf("want one line, got:\n%s", msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("stderr %q does not say %q", msg, tc.want)
+			}
+			if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine") {
+				t.Errorf("stack trace in output: %s", msg)
+			}
+		})
+	}
+}

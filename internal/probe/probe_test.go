@@ -1,0 +1,69 @@
+package probe
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+)
+
+// needRoot skips a test that needs BPF, unless CI says it must run.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test needs root for BPF, and CI must run it")
+		}
+		t.Skip("needs root for BPF")
+	}
+}
+
+// The kernel's slot function and Go's must agree on every boundary.
+func TestLog2SlotMatchesHist(t *testing.T) {
+	needRoot(t)
+	spec, err := loadDbiolat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := ebpf.NewProgram(spec.Programs["log2_slot_of"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	values := []uint64{0, 1, 2, 3, math.MaxUint64}
+	for k := 1; k < 64; k++ {
+		values = append(values, 1<<k-1, 1<<k, 1<<k+1)
+	}
+	for _, v := range values {
+		in := binary.LittleEndian.AppendUint64(nil, v)
+		ret, err := prog.Run(&ebpf.RunOptions{Context: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(ret) != hist.Slot(v) {
+			t.Errorf("value %d: kernel slot %d, hist.Slot %d", v, ret, hist.Slot(v))
+		}
+	}
+}
+
+// Every program the tracer can attach loads and attaches on this kernel.
+func TestOpenAttachesEverything(t *testing.T) {
+	needRoot(t)
+	tr, err := Open(All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.links) == 0 {
+		t.Fatal("no links")
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
