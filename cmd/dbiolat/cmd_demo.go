@@ -57,12 +57,10 @@ func runDemo(ctx context.Context, o demoOptions) error {
 
 	slow := slowlogOptions{MinQuery: 50 * time.Millisecond, MinIO: time.Millisecond}
 	var reported uint64
-	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, onQuery: func(q *model.Query) error {
-		if slow.report(q) {
-			reported++
-			fmt.Println(output.SlowLine(q))
-		}
-		return nil
+	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, emit: slow.emit(), onQuery: func(q *model.Query) error {
+		reported++
+		_, err := fmt.Fprintln(stdout, output.SlowLine(q))
+		return err
 	}}
 	s, err := t.run(traceCtx)
 	if s == nil {
@@ -76,10 +74,10 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	if serr != nil {
 		return serr
 	}
-	if herr := output.Hists(os.Stdout, sum.Hists); herr != nil {
+	if herr := output.Hists(stdout, sum.Hists); herr != nil {
 		return herr
 	}
-	output.Summary(os.Stdout, sum)
+	output.Summary(stdout, sum)
 	return err
 }
 

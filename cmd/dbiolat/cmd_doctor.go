@@ -47,7 +47,7 @@ func runDoctor(o targetOptions) error {
 		if check("tracefs at "+session.TracefsDir, err, "") && mounted {
 			fmt.Printf("      (it was not mounted: dbiolat mounted it)\n")
 		}
-		t, err := probe.Open(probe.All)
+		t, err := probe.Open(probe.All, probe.EmitNone)
 		if check("load and attach the kernel programs (tracepoints: syscalls, block, sched)", err, "") {
 			t.Close()
 		}

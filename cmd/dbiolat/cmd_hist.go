@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
 	"time"
 
-	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
@@ -30,22 +28,21 @@ func runHistCmd(ctx context.Context, args []string) error {
 // runHist prints the histograms at the end, or every interval when one is
 // given (cumulative, as bcc's tools do without -r... here: since start).
 func runHist(ctx context.Context, o targetOptions, interval time.Duration, count int) error {
-	js := output.NewJSON(os.Stdout)
-	t := tracer{opts: o, families: probe.All, interval: interval, count: count,
+	js := output.NewJSON(stdout)
+	t := tracer{opts: o, families: probe.All, emit: probe.EmitNone, interval: interval, count: count,
 		onTick: func(s *session.Session) error {
-			hs, err := s.Hists()
+			iv, err := s.Interval()
 			if err != nil {
 				return err
 			}
-			drops, err := s.Drops()
-			if err != nil {
+			iv.Rates = nil
+			if iv.Hists, err = s.Hists(); err != nil {
 				return err
 			}
-			iv := &model.Interval{Type: "interval", TS: time.Now(), Seconds: interval.Seconds(), Hists: hs, Queries: s.Queries(), Drops: drops}
 			if o.JSON {
 				return js.Write(iv)
 			}
-			return output.Hists(os.Stdout, hs)
+			return output.Hists(stdout, iv.Hists)
 		}}
 	s, err := t.run(ctx)
 	if s == nil {
@@ -61,10 +58,10 @@ func runHist(ctx context.Context, o targetOptions, interval time.Duration, count
 		return err
 	}
 	if interval == 0 {
-		if herr := output.Hists(os.Stdout, sum.Hists); herr != nil {
+		if herr := output.Hists(stdout, sum.Hists); herr != nil {
 			return herr
 		}
 	}
-	output.Summary(os.Stdout, sum)
+	output.Summary(stdout, sum)
 	return err
 }

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
 	"time"
 
-	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
@@ -28,34 +26,31 @@ func runIOPSCmd(ctx context.Context, args []string) error {
 }
 
 func runIOPS(ctx context.Context, o targetOptions, interval time.Duration, count int) error {
-	js := output.NewJSON(os.Stdout)
-	// The scheduler family adds nothing to rates.
+	js := output.NewJSON(stdout)
+	show := func(s *session.Session) error {
+		iv, err := s.Interval()
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return js.Write(iv)
+		}
+		output.Rates(stdout, iv)
+		return nil
+	}
+	// Queries are only counted; the scheduler family adds nothing to rates.
 	fam := probe.Families{Query: true, FS: true, Block: true}
-	lastQueries := uint64(0)
-	t := tracer{opts: o, families: fam, interval: interval, count: count,
-		onTick: func(s *session.Session) error {
-			rates, err := s.Rates()
-			if err != nil {
-				return err
-			}
-			drops, err := s.Drops()
-			if err != nil {
-				return err
-			}
-			iv := &model.Interval{Type: "interval", TS: time.Now(), Seconds: interval.Seconds(), Rates: rates,
-				Queries: s.Queries() - lastQueries, Drops: drops}
-			lastQueries = s.Queries()
-			if o.JSON {
-				return js.Write(iv)
-			}
-			output.Rates(os.Stdout, iv)
-			return nil
-		}}
+	t := tracer{opts: o, families: fam, emit: probe.EmitNone, interval: interval, count: count, onTick: show}
 	s, err := t.run(ctx)
 	if s == nil {
 		return err
 	}
 	defer s.Close()
+	if ctx.Err() != nil { // stopped mid-interval: show the part so totals add up
+		if serr := show(s); serr != nil {
+			return serr
+		}
+	}
 	sum, serr := summary(s, 0, false)
 	if serr != nil {
 		return serr
@@ -63,7 +58,7 @@ func runIOPS(ctx context.Context, o targetOptions, interval time.Duration, count
 	if o.JSON {
 		_ = js.Write(sum)
 	} else {
-		output.Summary(os.Stdout, sum)
+		output.Summary(stdout, sum)
 	}
 	return err
 }

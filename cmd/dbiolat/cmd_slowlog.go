@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -24,14 +23,10 @@ func (o *slowlogOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MinIO, "min-io", -1, "report queries whose file system time reached this")
 }
 
-// report says whether a query passes the thresholds: any threshold given
-// that it reaches; with none given, every query that did I/O.
-func (o *slowlogOptions) report(q *model.Query) bool {
-	if o.MinQuery < 0 && o.MinIO < 0 {
-		return q.DidIO()
-	}
-	return (o.MinQuery >= 0 && q.QueryNs >= uint64(o.MinQuery)) ||
-		(o.MinIO >= 0 && q.FSNs() >= uint64(o.MinIO))
+// emit says which queries to report: those reaching any threshold given;
+// with none given, every query that did I/O. The kernel applies it.
+func (o *slowlogOptions) emit() probe.Emit {
+	return probe.Emit{MinQuery: o.MinQuery, MinFS: o.MinIO, IfIO: o.MinQuery < 0 && o.MinIO < 0}
 }
 
 func runSlowlogCmd(ctx context.Context, args []string) error {
@@ -49,17 +44,14 @@ func runSlowlogCmd(ctx context.Context, args []string) error {
 }
 
 func runSlowlog(ctx context.Context, o slowlogOptions) error {
-	js := output.NewJSON(os.Stdout)
+	js := output.NewJSON(stdout)
 	var reported uint64
-	t := tracer{opts: o.targetOptions, families: probe.All, onQuery: func(q *model.Query) error {
-		if !o.report(q) {
-			return nil
-		}
+	t := tracer{opts: o.targetOptions, families: probe.All, emit: o.emit(), onQuery: func(q *model.Query) error {
 		reported++
 		if o.JSON {
 			return js.Write(q)
 		}
-		_, err := fmt.Println(output.SlowLine(q))
+		_, err := fmt.Fprintln(stdout, output.SlowLine(q))
 		return err
 	}}
 	s, err := t.run(ctx)
@@ -74,7 +66,7 @@ func runSlowlog(ctx context.Context, o slowlogOptions) error {
 	if o.JSON {
 		_ = js.Write(sum)
 	} else {
-		output.Summary(os.Stdout, sum)
+		output.Summary(stdout, sum)
 	}
 	return err
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,10 @@ import (
 	"os/signal"
 	"syscall"
 )
+
+// stdout is buffered: a busy database can produce thousands of lines a
+// second; the trace loop flushes after every drain, main before exiting.
+var stdout = bufio.NewWriter(os.Stdout)
 
 type command struct {
 	name, summary string
@@ -48,6 +53,9 @@ func main() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		err := c.run(ctx, os.Args[2:])
 		stop()
+		if ferr := stdout.Flush(); err == nil {
+			err = ferr
+		}
 		if errors.Is(err, errHelp) {
 			return
 		}

@@ -20,6 +20,7 @@ const drainEvery = 100 * time.Millisecond
 type tracer struct {
 	opts     targetOptions
 	families probe.Families
+	emit     probe.Emit
 	interval time.Duration // 0: no ticks
 	count    int           // ticks before stopping; 0 = no limit
 	onQuery  func(*model.Query) error
@@ -28,7 +29,7 @@ type tracer struct {
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	s, err := session.Open(session.Config{
-		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families,
+		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit,
 		Warn: func(m string) { fmt.Fprintln(os.Stderr, "dbiolat: warning:", m) },
 	})
 	if err != nil {
@@ -57,6 +58,9 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 		}
 		if qerr != nil {
 			return s, qerr
+		}
+		if err := stdout.Flush(); err != nil { // once per drain, not per line
+			return s, err
 		}
 		if ctx.Err() != nil {
 			// One last drain so records finished before the stop are shown.
@@ -93,7 +97,11 @@ func summary(s *session.Session, reported uint64, withHists bool) (*model.Summar
 	if err != nil {
 		return nil, err
 	}
-	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: s.Queries(), Reported: reported, Drops: drops}
+	queries, err := s.Queries()
+	if err != nil {
+		return nil, err
+	}
+	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops}
 	for _, in := range s.Instances {
 		sum.Instances = append(sum.Instances, in.PID)
 	}

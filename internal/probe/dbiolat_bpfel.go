@@ -70,7 +70,8 @@ const (
 	dbiolatHistIdHIST_BLK_READ  dbiolatHistId = 3
 	dbiolatHistIdHIST_BLK_WRITE dbiolatHistId = 4
 	dbiolatHistIdHIST_BLK_OTHER dbiolatHistId = 5
-	dbiolatHistIdHIST_IDS       dbiolatHistId = 6
+	dbiolatHistIdHIST_QUERY     dbiolatHistId = 6
+	dbiolatHistIdHIST_IDS       dbiolatHistId = 7
 )
 
 type dbiolatInflight struct {
@@ -222,6 +223,9 @@ const (
 	dbiolatProgQueryDone            = "query_done"
 	dbiolatProgQueryStart           = "query_start"
 	dbiolatProgSchedSwitch          = "sched_switch"
+	dbiolatVarEmitIfIo              = "emit_if_io"
+	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
+	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 )
 
 // loadDbiolat returns the embedded CollectionSpec for dbiolat.
@@ -323,6 +327,9 @@ type dbiolatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatVariableSpecs struct {
+	EmitIfIo       *ebpf.VariableSpec `ebpf:"emit_if_io"`
+	EmitMinFsNs    *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
+	EmitMinQueryNs *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 }
 
 // dbiolatObjects contains all objects after they have been loaded into the kernel.
@@ -376,6 +383,9 @@ func (m *dbiolatMaps) Close() error {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatVariables struct {
+	EmitIfIo       *ebpf.Variable `ebpf:"emit_if_io"`
+	EmitMinFsNs    *ebpf.Variable `ebpf:"emit_min_fs_ns"`
+	EmitMinQueryNs *ebpf.Variable `ebpf:"emit_min_query_ns"`
 }
 
 // dbiolatPrograms contains all programs after they have been loaded into the kernel.

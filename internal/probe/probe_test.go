@@ -53,7 +53,7 @@ func TestLog2SlotMatchesHist(t *testing.T) {
 // Every program the tracer can attach loads and attaches on this kernel.
 func TestOpenAttachesEverything(t *testing.T) {
 	needRoot(t)
-	tr, err := Open(All)
+	tr, err := Open(All, EmitAll)
 	if err != nil {
 		t.Fatal(err)
 	}

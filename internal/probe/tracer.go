@@ -6,6 +6,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"syscall"
@@ -55,18 +56,46 @@ type Tracer struct {
 	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose query probes are attached
 }
 
-// RingBytes is the size of the query record ring buffer.
-const RingBytes = 16 << 20
+// Emit chooses which finished queries become records; every query counts
+// in the query histogram either way. The kernel applies it, so queries
+// nobody will see cost no copy and no wakeup.
+type Emit struct {
+	MinQuery time.Duration // queries at least this long; negative: off
+	MinFS    time.Duration // queries with at least this much file system time; negative: off
+	IfIO     bool          // queries that did any file system or block I/O
+}
+
+// Common choices.
+var (
+	EmitNone = Emit{MinQuery: -1, MinFS: -1}
+	EmitAll  = Emit{MinQuery: 0, MinFS: -1}
+)
+
+func threshold(d time.Duration) uint64 {
+	if d < 0 {
+		return math.MaxUint64
+	}
+	return uint64(d)
+}
 
 // Open loads the programs and attaches the kernel tracepoints of the chosen
 // families. USDT sites are attached per binary with AttachQueryProbes.
-func Open(f Families) (*Tracer, error) {
+func Open(f Families, emit Emit) (*Tracer, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lifting the memlock limit: %w", err)
 	}
 	spec, err := loadDbiolat()
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
+	}
+	for name, v := range map[string]any{
+		"emit_min_query_ns": threshold(emit.MinQuery),
+		"emit_min_fs_ns":    threshold(emit.MinFS),
+		"emit_if_io":        map[bool]uint8{false: 0, true: 1}[emit.IfIO],
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", name, err)
+		}
 	}
 	t := &Tracer{binaries: map[[2]uint64]struct{}{}}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
@@ -395,6 +424,7 @@ const (
 	HistBlkRead  = dbiolatHistIdHIST_BLK_READ
 	HistBlkWrite = dbiolatHistIdHIST_BLK_WRITE
 	HistBlkOther = dbiolatHistIdHIST_BLK_OTHER
+	HistQuery    = dbiolatHistIdHIST_QUERY
 
 	StatRingbufFull     = dbiolatStatIdSTAT_RINGBUF_FULL
 	StatThreadsFull     = dbiolatStatIdSTAT_THREADS_FULL

@@ -18,16 +18,31 @@ type totals struct {
 	blk  map[probe.BlkKey]probe.BlkIO
 }
 
-// Rates returns I/O per second by layer, role and device since the previous
-// call (or since the session started).
-func (s *Session) Rates() ([]model.Rate, error) {
+// Interval returns what happened since the previous call (or since the
+// session started): I/O per second by layer, role and device, and queries.
+func (s *Session) Interval() (*model.Interval, error) {
+	drops, err := s.Drops()
+	if err != nil {
+		return nil, err
+	}
+	queries, err := s.Queries()
+	if err != nil {
+		return nil, err
+	}
+	iv := &model.Interval{Type: "interval", TS: time.Now(), Queries: queries - s.prevQueries, Drops: drops}
+	s.prevQueries = queries
+	iv.Rates, iv.Seconds, err = s.rates()
+	return iv, err
+}
+
+func (s *Session) rates() ([]model.Rate, float64, error) {
 	cur := totals{at: time.Now()}
 	var err error
 	if cur.proc, err = s.tracer.ProcTotals(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if cur.blk, err = s.tracer.BlkTotals(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	prev := s.prevTotals
 	if prev.at.IsZero() {
@@ -36,7 +51,7 @@ func (s *Session) Rates() ([]model.Rate, error) {
 	s.prevTotals = cur
 	secs := cur.at.Sub(prev.at).Seconds()
 	if secs <= 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 
 	type key struct{ layer, role, dev string }
@@ -126,7 +141,7 @@ func (s *Session) Rates() ([]model.Rate, error) {
 		}
 		return a.Role < b.Role
 	})
-	return out, nil
+	return out, secs, nil
 }
 
 func alive(pid uint32) bool {

@@ -26,6 +26,7 @@ type Config struct {
 	PGData   string // data directory; "" = not given
 	RawSQL   bool   // keep literals in query text
 	Families probe.Families
+	Emit     probe.Emit   // which queries become records
 	Warn     func(string) // non-fatal problems; nil = discard
 }
 
@@ -36,11 +37,10 @@ type Session struct {
 	Instances []postgres.Instance
 	procs     map[uint32]postgres.Process
 	wallOff   time.Duration // wall clock minus CLOCK_MONOTONIC
-	queryHist hist.Hist
-	queries   uint64
 	start     time.Time
 
-	prevTotals totals // for Rates
+	prevTotals  totals // for Interval
+	prevQueries uint64
 }
 
 // Open finds the instances and attaches to them.
@@ -63,7 +63,7 @@ func Open(cfg Config) (*Session, error) {
 			return nil, err
 		}
 	}
-	t, err := probe.Open(cfg.Families)
+	t, err := probe.Open(cfg.Families, cfg.Emit)
 	if err != nil {
 		return nil, err
 	}
@@ -143,13 +143,10 @@ func wallOffset() time.Duration {
 	return time.Duration(time.Now().UnixNano() - ts.Nano())
 }
 
-// Poll delivers the finished queries that arrived, until the deadline.
+// Poll delivers the query records that arrived, until the deadline.
 func (s *Session) Poll(deadline time.Time, fn func(*model.Query)) error {
 	return s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
-		q := s.query(e, text)
-		s.queries++
-		s.queryHist.Add(q.QueryNs)
-		fn(q)
+		fn(s.query(e, text))
 	})
 }
 
@@ -207,22 +204,32 @@ func (s *Session) instanceOf(tgid uint32) (int, bool) {
 	return 0, false
 }
 
-// Queries is the number of queries delivered so far.
-func (s *Session) Queries() uint64 { return s.queries }
+// Queries is the number of queries finished since the session attached,
+// recorded or not.
+func (s *Session) Queries() (uint64, error) {
+	hs, err := s.tracer.Hists()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, c := range hs[probe.HistQuery].Slots {
+		n += c
+	}
+	return n, nil
+}
 
 // Elapsed is the time since the session attached.
 func (s *Session) Elapsed() time.Duration { return time.Since(s.start) }
 
-// Hists returns the latency histograms so far: the query histogram from the
-// records, the others from the kernel.
+// Hists returns the latency histograms collected in the kernel so far.
 func (s *Session) Hists() (model.Hists, error) {
 	kh, err := s.tracer.Hists()
 	if err != nil {
 		return nil, err
 	}
-	q := s.queryHist
-	out := model.Hists{model.HistQuery: &q}
+	out := model.Hists{}
 	names := map[probe.HistID]string{
+		probe.HistQuery:  model.HistQuery,
 		probe.HistFSRead: model.HistFSRead, probe.HistFSWrite: model.HistFSWrite, probe.HistFSSync: model.HistFSSync,
 		probe.HistBlkRead: model.HistBlkRead, probe.HistBlkWrite: model.HistBlkWrite, probe.HistBlkOther: model.HistBlkOther,
 	}

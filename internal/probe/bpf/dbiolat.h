@@ -43,7 +43,8 @@ enum hist_id {
 	HIST_BLK_READ = 3, /* block requests of traced processes, io_start to io_done */
 	HIST_BLK_WRITE = 4,
 	HIST_BLK_OTHER = 5,
-	HIST_IDS = 6,
+	HIST_QUERY = 6, /* every finished query, recorded or not */
+	HIST_IDS = 7,
 };
 
 /* Counters of things that did not go as planned; every output shows them. */

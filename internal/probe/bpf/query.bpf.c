@@ -6,6 +6,27 @@
  * added to the thread's query_acct meanwhile.
  */
 
+/*
+ * Which finished queries become records; the others only count in
+ * HIST_QUERY. Set by Go before load from the command's thresholds, so a
+ * busy database does not pay for records nobody will see.
+ */
+const volatile __u64 emit_min_query_ns = ~0ULL; /* a query at least this long */
+const volatile __u64 emit_min_fs_ns = ~0ULL;    /* file system time at least this */
+const volatile __u8 emit_if_io = 0;             /* any query that did I/O */
+
+static __always_inline int wanted(struct thread_state *ts, __u64 ns)
+{
+	struct query_acct *a = &ts->acct;
+	__u64 fs = a->fs[FS_READ].ns + a->fs[FS_WRITE].ns + a->fs[FS_SYNC].ns;
+
+	if (ns >= emit_min_query_ns || fs >= emit_min_fs_ns)
+		return 1;
+	return emit_if_io && (a->fs[FS_READ].count || a->fs[FS_WRITE].count ||
+			      a->fs[FS_SYNC].count || a->blk[BLK_READ].count ||
+			      a->blk[BLK_WRITE].count || a->blk[BLK_OTHER].count);
+}
+
 /* One record per CPU to assemble the event before a variable-size output. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -45,10 +66,16 @@ int query_done(struct pt_regs *ctx)
 
 	if (!ts || !ts->query_start_ns) /* started before we attached */
 		return 0;
+	now = bpf_ktime_get_ns();
+	hist_add(HIST_QUERY, now - ts->query_start_ns);
+	if (!wanted(ts, now - ts->query_start_ns)) {
+		ts->query_start_ns = 0;
+		ts->oncpu_since_ns = 0;
+		return 0;
+	}
 	e = bpf_map_lookup_elem(&query_scratch, &zero);
 	if (!e)
 		return 0;
-	now = bpf_ktime_get_ns();
 	if (ts->oncpu_since_ns)
 		ts->acct.cpu_ns += now - ts->oncpu_since_ns;
 	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */

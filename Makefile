@@ -1,0 +1,41 @@
+# The two commands of the README: `make demo` and `make test`. Both install
+# what they need first (Debian, as root).
+GO ?= go
+
+.PHONY: demo test deps build generate check-generated unit fuzz bench-overhead
+
+demo: deps
+	$(GO) run ./cmd/dbiolat demo
+
+test: deps check-generated
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) fuzz
+
+deps:
+	scripts/install-deps
+
+build:
+	$(GO) build -o dbiolat ./cmd/dbiolat
+
+# Regenerate the BPF objects and their Go bindings (needs clang).
+generate:
+	$(GO) generate ./internal/probe/
+
+# CI fails when the committed generated files are not what the sources give.
+check-generated: generate
+	@git diff --exit-code --stat -- internal/probe/ || \
+	  { echo "generated BPF files are stale: run make generate and commit them"; exit 1; }
+
+# Tests that need neither root nor PostgreSQL.
+unit:
+	$(GO) test -count=1 ./internal/hist/ ./internal/sqlnorm/ ./internal/usdt/ ./internal/postgres/ ./internal/output/
+
+# Bounded fuzzing of the parsers that read foreign input.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseArg -fuzztime 15s ./internal/usdt/
+	$(GO) test -run '^$$' -fuzz FuzzNormalize -fuzztime 15s ./internal/sqlnorm/
+	$(GO) test -run '^$$' -fuzz FuzzLiteralPrivacy -fuzztime 15s ./internal/sqlnorm/
+
+bench-overhead: deps
+	$(GO) run ./bench/overhead
