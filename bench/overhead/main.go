@@ -4,7 +4,7 @@
 // alike, and prints the median TPS ratio per workload. Not a test: the
 // numbers go into the closing notes and bench/results/.
 //
-//	go run ./bench/overhead [-pairs 5] [-seconds 10] [-mode "slowlog"]
+//	go run ./bench/overhead [-pairs 7] [-seconds 10] [-mode "slowlog"] [-shared-buffers 16MB -scale 8]
 package main
 
 import (
@@ -41,20 +41,21 @@ type result struct {
 }
 
 func main() {
-	pairs := flag.Int("pairs", 5, "baseline/traced pairs per workload")
+	pairs := flag.Int("pairs", 7, "baseline/traced pairs per workload")
 	secs := flag.Int("seconds", 10, "seconds per pgbench run")
 	clients := flag.Int("clients", 2, "pgbench clients")
-	scale := flag.Int("scale", 8, "pgbench scale (8: 120 MB, larger than shared_buffers, so reads reach the page cache)")
+	scale := flag.Int("scale", 5, "pgbench scale (5: 75 MB)")
+	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	mode := flag.String("mode", "slowlog", "dbiolat command line to attach (its --pid is added)")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	flag.Parse()
-	if err := run1(*pairs, *secs, *clients, *scale, *mode, *out); err != nil {
+	if err := run1(*pairs, *secs, *clients, *scale, *sharedBuffers, *mode, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
 		os.Exit(1)
 	}
 }
 
-func run1(pairs, secs, clients, scale int, mode, out string) error {
+func run1(pairs, secs, clients, scale int, sharedBuffers, mode, out string) error {
 	ctx := context.Background()
 	bin := filepath.Join(os.TempDir(), fmt.Sprintf("dbiolat-bench-%d", os.Getpid()))
 	if b, err := exec.Command("go", "build", "-o", bin, "./cmd/dbiolat").CombinedOutput(); err != nil {
@@ -62,7 +63,7 @@ func run1(pairs, secs, clients, scale int, mode, out string) error {
 	}
 	defer os.Remove(bin)
 
-	c, err := pgsandbox.Start(ctx, pgsandbox.Options{})
+	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Settings: map[string]string{"shared_buffers": sharedBuffers}})
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func run1(pairs, secs, clients, scale int, mode, out string) error {
 		results = append(results, r)
 	}
 
-	fmt.Printf("\ndbiolat %s: pgbench, %d clients, %ds runs, %d interleaved pairs\n", mode, clients, secs, pairs)
+	fmt.Printf("\ndbiolat %s: pgbench scale %d, shared_buffers %s, %d clients, %ds runs, %d interleaved pairs\n", mode, scale, sharedBuffers, clients, secs, pairs)
 	fmt.Printf("%-12s %12s %12s %14s %10s\n", "workload", "median base", "median traced", "median ratio", "loss")
 	for _, r := range results {
 		fmt.Printf("%-12s %12.0f %12.0f %14.3f %9.1f%%\n", r.Workload, median(r.Baseline), median(r.Traced), r.MedianRatio, r.MedianLoss)
@@ -118,7 +119,8 @@ func run1(pairs, secs, clients, scale int, mode, out string) error {
 		}
 		out = filepath.Join("bench/results", "overhead-"+time.Now().UTC().Format("20060102T150405Z")+".json")
 	}
-	b, _ := json.MarshalIndent(map[string]any{"mode": mode, "seconds": secs, "clients": clients, "scale": scale, "results": results, "runs": runs}, "", "  ")
+	b, _ := json.MarshalIndent(map[string]any{"mode": mode, "seconds": secs, "clients": clients, "scale": scale,
+		"shared_buffers": sharedBuffers, "results": results, "runs": runs}, "", "  ")
 	if err := os.WriteFile(out, b, 0o600); err != nil {
 		return err
 	}

@@ -57,9 +57,11 @@ func runDemo(ctx context.Context, o demoOptions) error {
 
 	slow := slowlogOptions{MinQuery: 50 * time.Millisecond, MinIO: time.Millisecond}
 	var reported uint64
+	var line []byte
 	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, emit: slow.emit(), onQuery: func(q *model.Query) error {
 		reported++
-		_, err := fmt.Fprintln(stdout, output.SlowLine(q))
+		line = append(output.AppendSlowLine(line[:0], q), '\n')
+		_, err := stdout.Write(line)
 		return err
 	}}
 	s, err := t.run(traceCtx)

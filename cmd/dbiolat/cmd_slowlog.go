@@ -46,12 +46,14 @@ func runSlowlogCmd(ctx context.Context, args []string) error {
 func runSlowlog(ctx context.Context, o slowlogOptions) error {
 	js := output.NewJSON(stdout)
 	var reported uint64
+	var line []byte
 	t := tracer{opts: o.targetOptions, families: probe.All, emit: o.emit(), onQuery: func(q *model.Query) error {
 		reported++
 		if o.JSON {
 			return js.Write(q)
 		}
-		_, err := fmt.Fprintln(stdout, output.SlowLine(q))
+		line = append(output.AppendSlowLine(line[:0], q), '\n')
+		_, err := stdout.Write(line)
 		return err
 	}}
 	s, err := t.run(ctx)

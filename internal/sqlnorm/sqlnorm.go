@@ -50,8 +50,11 @@ import (
 // Normalize(Normalize(q)) == Normalize(q).
 func Normalize(query string) string {
 	s := toValidUTF8(query)
-	toks := lex(s)
+	return normalize(s, lex(s))
+}
 
+// normalize builds Normalize's result from the query's tokens.
+func normalize(s string, toks []token) string {
 	next := maxParam(s, toks) + 1
 	out := make([]byte, 0, len(s)+16)
 	var space, comment, lastLiteral bool
@@ -118,16 +121,24 @@ func Fingerprint(normalized string) uint64 {
 	return fnv1a64(canonical(normalized))
 }
 
-// Of returns Normalize(query) and its Fingerprint, the common case.
+// Of returns Normalize(query) and its Fingerprint, the common case. It lexes
+// once: the fingerprint of a query equals that of its normalized form.
 func Of(query string) (normalized string, fingerprint uint64) {
-	normalized = Normalize(query)
-	return normalized, Fingerprint(normalized)
+	s := toValidUTF8(query)
+	toks := lex(s)
+	normalized = normalize(s, toks)
+	return normalized, fnv1a64(canonicalTokens(s, toks))
 }
 
 // canonical returns the canonical form of a query that Fingerprint hashes.
 func canonical(query string) []byte {
 	s := toValidUTF8(query)
-	all := lex(s)
+	return canonicalTokens(s, lex(s))
+}
+
+// canonicalTokens builds the canonical form from the query's tokens. It
+// filters toks in place.
+func canonicalTokens(s string, all []token) []byte {
 	toks := all[:0] // significant tokens, reusing the storage
 	for _, t := range all {
 		if t.kind != kSpace && t.kind != kComment {
