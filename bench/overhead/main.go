@@ -29,6 +29,7 @@ type run struct {
 	Traced   bool    `json:"traced"`
 	Pair     int     `json:"pair"`
 	TPS      float64 `json:"tps"`
+	CPUus    float64 `json:"cpu_us_per_tx"` // machine CPU (without steal) per transaction
 }
 
 type result struct {
@@ -38,6 +39,10 @@ type result struct {
 	Ratios      []float64 `json:"ratios"` // traced / baseline, per pair
 	MedianRatio float64   `json:"median_ratio"`
 	MedianLoss  float64   `json:"median_loss_pct"`
+	// CPU per transaction is steadier than TPS on a shared VM: the host's
+	// steal time is left out. Ratio > 1: the tracer costs CPU.
+	CPURatios      []float64 `json:"cpu_ratios"`
+	MedianCPURatio float64   `json:"median_cpu_ratio"`
 }
 
 func main() {
@@ -88,30 +93,34 @@ func run1(pairs, secs, clients, scale int, sharedBuffers, mode, out string) erro
 			if p%2 == 1 {
 				order = []bool{true, false}
 			}
+			cpu := map[bool]float64{}
 			for _, traced := range order {
-				tps, err := pgbench(ctx, c, bin, mode, w.flag, clients, secs, traced)
+				m, err := pgbench(ctx, c, bin, mode, w.flag, clients, secs, traced)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "%-11s pair %d %-8s %8.0f tps\n", w.name, p+1, map[bool]string{false: "baseline", true: "traced"}[traced], tps)
-				runs = append(runs, run{Workload: w.name, Traced: traced, Pair: p + 1, TPS: tps})
+				fmt.Fprintf(os.Stderr, "%-11s pair %d %-8s %8.0f tps %6.1f us CPU/tx\n", w.name, p+1, map[bool]string{false: "baseline", true: "traced"}[traced], m.TPS, m.CPUus)
+				runs = append(runs, m.run(w.name, traced, p+1))
+				cpu[traced] = m.CPUus
 				if traced {
-					r.Traced = append(r.Traced, tps)
+					r.Traced = append(r.Traced, m.TPS)
 				} else {
-					r.Baseline = append(r.Baseline, tps)
+					r.Baseline = append(r.Baseline, m.TPS)
 				}
 			}
 			r.Ratios = append(r.Ratios, r.Traced[p]/r.Baseline[p])
+			r.CPURatios = append(r.CPURatios, cpu[true]/cpu[false])
 		}
 		r.MedianRatio = median(r.Ratios)
+		r.MedianCPURatio = median(r.CPURatios)
 		r.MedianLoss = (1 - r.MedianRatio) * 100
 		results = append(results, r)
 	}
 
 	fmt.Printf("\ndbiolat %s: pgbench scale %d, shared_buffers %s, %d clients, %ds runs, %d interleaved pairs\n", mode, scale, sharedBuffers, clients, secs, pairs)
-	fmt.Printf("%-12s %12s %12s %14s %10s\n", "workload", "median base", "median traced", "median ratio", "loss")
+	fmt.Printf("%-12s %12s %13s %12s %8s %16s\n", "workload", "median base", "median traced", "TPS ratio", "loss", "CPU/tx ratio")
 	for _, r := range results {
-		fmt.Printf("%-12s %12.0f %12.0f %14.3f %9.1f%%\n", r.Workload, median(r.Baseline), median(r.Traced), r.MedianRatio, r.MedianLoss)
+		fmt.Printf("%-12s %12.0f %13.0f %12.3f %7.1f%% %16.3f\n", r.Workload, median(r.Baseline), median(r.Traced), r.MedianRatio, r.MedianLoss, r.MedianCPURatio)
 	}
 	if out == "" {
 		if err := os.MkdirAll("bench/results", 0o755); err != nil {
@@ -128,17 +137,40 @@ func run1(pairs, secs, clients, scale int, sharedBuffers, mode, out string) erro
 	return nil
 }
 
+type measurement struct{ TPS, CPUus float64 }
+
+func (m measurement) run(workload string, traced bool, pair int) run {
+	return run{Workload: workload, Traced: traced, Pair: pair, TPS: m.TPS, CPUus: m.CPUus}
+}
+
+// busyJiffies is the machine's CPU time so far, without idle, iowait and
+// steal (the host's share, which is noise here).
+func busyJiffies() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) // cpu user nice system idle iowait irq softirq steal
+	var sum float64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		var v float64
+		fmt.Sscan(f[i], &v)
+		sum += v
+	}
+	return sum, nil
+}
+
 // pgbench runs one measurement, with dbiolat attached when traced.
-func pgbench(ctx context.Context, c *pgsandbox.Cluster, bin, mode, wflag string, clients, secs int, traced bool) (float64, error) {
+func pgbench(ctx context.Context, c *pgsandbox.Cluster, bin, mode, wflag string, clients, secs int, traced bool) (measurement, error) {
 	if traced {
 		args := append(strings.Fields(mode), "--pid", fmt.Sprint(c.PostmasterPID()))
 		cmd := exec.Command(bin, args...)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
-			return 0, err
+			return measurement{}, err
 		}
 		if err := cmd.Start(); err != nil {
-			return 0, err
+			return measurement{}, err
 		}
 		sc := bufio.NewScanner(stderr)
 		attached := false
@@ -150,7 +182,7 @@ func pgbench(ctx context.Context, c *pgsandbox.Cluster, bin, mode, wflag string,
 		}
 		if !attached {
 			cmd.Wait()
-			return 0, fmt.Errorf("dbiolat %s did not attach", mode)
+			return measurement{}, fmt.Errorf("dbiolat %s did not attach", mode)
 		}
 		go func() {
 			for sc.Scan() {
@@ -165,12 +197,24 @@ func pgbench(ctx context.Context, c *pgsandbox.Cluster, bin, mode, wflag string,
 	if wflag != "" {
 		args = append(args, wflag)
 	}
+	before, err := busyJiffies()
+	if err != nil {
+		return measurement{}, err
+	}
 	out, err := c.Pgbench(ctx, "postgres", args...)
 	if err != nil {
-		return 0, err
+		return measurement{}, err
+	}
+	after, err := busyJiffies()
+	if err != nil {
+		return measurement{}, err
 	}
 	res, err := pgsandbox.ParsePgbench(out)
-	return res.TPS, err
+	if err != nil || res.Transactions == 0 {
+		return measurement{}, fmt.Errorf("pgbench: %v", err)
+	}
+	// USER_HZ is 100 on Linux: a jiffy is 10 ms.
+	return measurement{TPS: res.TPS, CPUus: (after - before) * 10000 / float64(res.Transactions)}, nil
 }
 
 func median(v []float64) float64 {

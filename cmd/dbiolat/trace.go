@@ -30,7 +30,6 @@ type tracer struct {
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit,
-		Warn: func(m string) { fmt.Fprintln(os.Stderr, "dbiolat: warning:", m) },
 	})
 	if err != nil {
 		return nil, err

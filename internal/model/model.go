@@ -50,9 +50,6 @@ func (q *Query) FSNs() uint64 { return q.FSReadNs + q.FSWriteNs + q.FSSyncNs }
 // FSCount is the number of file system calls.
 func (q *Query) FSCount() uint64 { return q.FSReadCount + q.FSWriteCount + q.FSSyncCount }
 
-// DidIO says whether the query touched the file system or the block device.
-func (q *Query) DidIO() bool { return q.FSCount() > 0 || q.BlkCount > 0 }
-
 // Drops counts what the kernel side could not deliver or attribute. Every
 // command prints it; a non-zero value is never hidden.
 type Drops struct {

@@ -46,6 +46,14 @@ const (
 	dbiolatBlkOwnerOWNER_KINDS  dbiolatBlkOwner = 3
 )
 
+type dbiolatCpuState struct {
+	_            structs.HostLayout
+	OncpuSinceNs uint64
+	CpuNs        uint64
+	InQuery      uint8
+	Pad          [7]uint8
+}
+
 type dbiolatFsOp uint32
 
 const (
@@ -121,6 +129,8 @@ type dbiolatQueryEvent struct {
 	EndNs         uint64
 	Pid           uint32
 	Tgid          uint32
+	Instance      uint32
+	Pad           uint32
 	Acct          dbiolatQueryAcct
 	TextLen       uint32
 	TextTruncated uint32
@@ -148,7 +158,6 @@ type dbiolatThreadState struct {
 	Pad0         uint32
 	QueryStartNs uint64
 	QuerySeq     uint64
-	OncpuSinceNs uint64
 	SysStartNs   uint64
 	SysOp        dbiolatFsOp
 	BlkInflight  uint32
@@ -179,6 +188,7 @@ type dbiolatUsdtSpec struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	dbiolatMapBlkTotals             = "blk_totals"
+	dbiolatMapCpuStates             = "cpu_states"
 	dbiolatMapEvents                = "events"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
@@ -312,6 +322,7 @@ type dbiolatProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatMapSpecs struct {
 	BlkTotals    *ebpf.MapSpec `ebpf:"blk_totals"`
+	CpuStates    *ebpf.MapSpec `ebpf:"cpu_states"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Hists        *ebpf.MapSpec `ebpf:"hists"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
@@ -353,6 +364,7 @@ func (o *dbiolatObjects) Close() error {
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatMaps struct {
 	BlkTotals    *ebpf.Map `ebpf:"blk_totals"`
+	CpuStates    *ebpf.Map `ebpf:"cpu_states"`
 	Events       *ebpf.Map `ebpf:"events"`
 	Hists        *ebpf.Map `ebpf:"hists"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
@@ -367,6 +379,7 @@ type dbiolatMaps struct {
 func (m *dbiolatMaps) Close() error {
 	return _DbiolatClose(
 		m.BlkTotals,
+		m.CpuStates,
 		m.Events,
 		m.Hists,
 		m.Inflight,

@@ -45,9 +45,6 @@ type Session struct {
 
 // Open finds the instances and attaches to them.
 func Open(cfg Config) (*Session, error) {
-	if cfg.Warn == nil {
-		cfg.Warn = func(string) {}
-	}
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
@@ -162,15 +159,11 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		norm = raw
 	}
 	a := &e.Acct
-	inst := 0
-	if in, ok := s.instanceOf(e.Tgid); ok {
-		inst = in
-	}
 	return &model.Query{
 		Type:          "query",
 		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
 		PID:           int(e.Tgid),
-		Instance:      inst,
+		Instance:      int(e.Instance),
 		Role:          string(p.Role),
 		Database:      p.Database,
 		User:          p.User,
@@ -195,13 +188,6 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		BlkDeviceNs:   a.BlkDeviceNs,
 		CPUNs:         a.CpuNs,
 	}
-}
-
-func (s *Session) instanceOf(tgid uint32) (int, bool) {
-	if len(s.Instances) == 1 {
-		return s.Instances[0].PID, true
-	}
-	return 0, false
 }
 
 // Queries is the number of queries finished since the session attached,

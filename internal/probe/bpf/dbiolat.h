@@ -83,6 +83,8 @@ struct query_event {
 	__u64 end_ns;
 	__u32 pid; /* thread id (a PostgreSQL backend is single-threaded) */
 	__u32 tgid;
+	__u32 instance; /* postmaster pid */
+	__u32 pad;
 	struct query_acct acct;
 	__u32 text_len; /* bytes of text that follow, without the NUL */
 	__u32 text_truncated;

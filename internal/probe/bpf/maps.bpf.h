@@ -24,7 +24,6 @@ struct thread_state {
 	__u32 pad0;
 	__u64 query_start_ns; /* 0 when not in a query */
 	__u64 query_seq;      /* increments per query: tags block requests */
-	__u64 oncpu_since_ns; /* while in a query and on CPU */
 	__u64 sys_start_ns;   /* in a file system syscall since */
 	enum fs_op sys_op;    /* the kind of that syscall */
 	__u32 blk_inflight;   /* block requests of this thread in flight */
@@ -32,6 +31,25 @@ struct thread_state {
 	struct io_acct fs_total[FS_OPS]; /* since attach; folded into proc_totals at exit */
 	struct query_acct acct;
 };
+
+/*
+ * On-CPU accounting of a thread in a query, in task-local storage: the
+ * scheduler hook runs on every context switch of the machine, and for a
+ * task without storage the lookup is a pointer test, not a hash lookup.
+ */
+struct cpu_state {
+	__u64 oncpu_since_ns; /* while in a query and on CPU */
+	__u64 cpu_ns;         /* accumulated during the current query */
+	__u8 in_query;
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cpu_state);
+} cpu_states SEC(".maps");
 
 /* A block request from io_start to io_done. */
 struct inflight {

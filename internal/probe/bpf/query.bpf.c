@@ -39,16 +39,23 @@ SEC("uprobe")
 int query_start(struct pt_regs *ctx)
 {
 	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct cpu_state *cs;
 	__u64 now;
 
 	if (!ts)
 		return 0;
+	cs = bpf_task_storage_get(&cpu_states, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (ts->query_start_ns)
 		stat_inc(STAT_QUERY_UNFINISHED);
 	now = bpf_ktime_get_ns();
 	__builtin_memset(&ts->acct, 0, sizeof(ts->acct));
 	ts->query_seq++;
-	ts->oncpu_since_ns = now; /* the backend runs the probe, so it is on CPU */
+	if (cs) { /* the backend runs the probe, so it is on CPU */
+		cs->in_query = 1;
+		cs->cpu_ns = 0;
+		cs->oncpu_since_ns = now;
+	}
 	ts->blk_busy_since = now; /* requests still in flight count from here */
 	ts->query_start_ns = now;
 	return 0;
@@ -59,7 +66,9 @@ int query_done(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
 	struct thread_state *ts = thread_of(tid);
+	struct cpu_state *cs;
 	struct query_event *e;
+	struct proc_info *pi;
 	__s64 text = 0;
 	long n;
 	__u64 now;
@@ -67,26 +76,29 @@ int query_done(struct pt_regs *ctx)
 	if (!ts || !ts->query_start_ns) /* started before we attached */
 		return 0;
 	now = bpf_ktime_get_ns();
+	cs = bpf_task_storage_get(&cpu_states, bpf_get_current_task_btf(), 0, 0);
+	if (cs) {
+		cs->in_query = 0;
+		ts->acct.cpu_ns = cs->cpu_ns + (cs->oncpu_since_ns ? now - cs->oncpu_since_ns : 0);
+	}
 	hist_add(HIST_QUERY, now - ts->query_start_ns);
 	if (!wanted(ts, now - ts->query_start_ns)) {
 		ts->query_start_ns = 0;
-		ts->oncpu_since_ns = 0;
 		return 0;
 	}
 	e = bpf_map_lookup_elem(&query_scratch, &zero);
 	if (!e)
 		return 0;
-	if (ts->oncpu_since_ns)
-		ts->acct.cpu_ns += now - ts->oncpu_since_ns;
 	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
 		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
 	e->start_ns = ts->query_start_ns;
 	e->end_ns = now;
 	e->pid = tid;
 	e->tgid = ts->tgid;
+	pi = bpf_map_lookup_elem(&procs, &e->tgid);
+	e->instance = pi ? pi->instance : 0;
 	e->acct = ts->acct;
 	ts->query_start_ns = 0;
-	ts->oncpu_since_ns = 0;
 
 	n = 0;
 	if (usdt_arg(ctx, 0, &text) == 0)
