@@ -9,7 +9,9 @@ demo: deps
 
 test: deps check-generated
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
+	# -p 1: the tests share one kernel and page cache (drop_caches, block I/O by
+	# other processes); packages must not run at the same time.
+	$(GO) test -p 1 -count=1 -timeout 20m ./...
 	$(MAKE) fuzz
 
 deps:

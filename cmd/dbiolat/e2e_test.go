@@ -389,8 +389,9 @@ func TestForeignIONotChargedToQueries(t *testing.T) {
 	if blkBytes > 1<<20 {
 		t.Errorf("queries were charged %d block bytes while only dd wrote", blkBytes)
 	}
-	if otherBytes < 0.98*mb*(1<<20) || otherBytes > 1.05*mb*(1<<20) {
-		t.Errorf("other-process block writes %.0f bytes, want about dd's %d MiB", otherBytes, mb)
+	// Other processes on the machine may write too, so dd's bytes are a floor.
+	if otherBytes < 0.98*mb*(1<<20) {
+		t.Errorf("other-process block writes %.0f bytes, want at least dd's %d MiB", otherBytes, mb)
 	}
 }
 
