@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
@@ -18,34 +19,43 @@ func runDoctorCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.IntVar(&o.PID, "pid", 0, "check the PostgreSQL instance this process belongs to")
 	fs.StringVar(&o.PGData, "pgdata", "", "check the PostgreSQL instance serving this data directory")
+	fs.BoolVar(&o.JSON, "json", false, "print the checks as one JSON object")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	return runDoctor(o)
 }
 
+// doctorCheck is one line of the doctor's report.
+type doctorCheck struct {
+	Check string `json:"check"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	Fix   string `json:"fix,omitempty"`
+	Info  string `json:"info,omitempty"`
+}
+
 // runDoctor checks, in the order a trace needs them, everything dbiolat
 // depends on, and says plainly what will and will not work.
 func runDoctor(o targetOptions) error {
+	var checks []doctorCheck
 	failed := 0
 	check := func(what string, err error, fix string) bool {
+		c := doctorCheck{Check: what, OK: err == nil}
 		if err != nil {
 			failed++
-			fmt.Printf("FAIL  %s: %v\n", what, err)
-			if fix != "" {
-				fmt.Printf("      %s\n", fix)
-			}
-			return false
+			c.Error, c.Fix = err.Error(), fix
 		}
-		fmt.Printf("ok    %s\n", what)
-		return true
+		checks = append(checks, c)
+		return err == nil
 	}
+	info := func(f string, a ...any) { checks[len(checks)-1].Info += fmt.Sprintf(f, a...) }
 	privOK := check("privileges (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN)", session.CheckPrivileges(), "")
 	check("kernel BTF (/sys/kernel/btf/vmlinux)", session.CheckBTF(), "")
 	if privOK {
 		mounted, err := session.EnsureTracefs()
 		if check("tracefs at "+session.TracefsDir, err, "") && mounted {
-			fmt.Printf("      (it was not mounted: dbiolat mounted it)\n")
+			info("it was not mounted: dbiolat mounted it")
 		}
 		t, err := probe.Open(probe.All, probe.EmitNone)
 		if check("load and attach the kernel programs (tracepoints: syscalls, block, sched)", err, "") {
@@ -73,20 +83,40 @@ func runDoctor(o targetOptions) error {
 	if check("find PostgreSQL", err, "start it, or name it with --pid or --pgdata") {
 		for _, in := range instances {
 			exe, _ := os.Readlink(in.Binary)
-			fmt.Printf("      instance pid %d, data %s, binary %s\n", in.PID, in.DataDir, exe)
 			probes, err := usdt.Open(in.Binary)
 			if errors.Is(err, usdt.ErrNoProbes) {
-				err = errors.New("no USDT probes (built without --enable-dtrace): file system, block and CPU rates by role work, per-query records do not")
+				err = errors.New("no USDT probes (built without --enable-dtrace): file system and block rates by role work, per-query records do not")
 			}
-			if check("  USDT probes in its binary", err, "") {
-				fmt.Printf("      %d probe sites; query__start %d, query__done %d\n", len(probes),
+			if check(fmt.Sprintf("USDT probes of instance pid %d (data %s, binary %s)", in.PID, in.DataDir, exe), err, "") {
+				info("%d probe sites; query__start %d, query__done %d", len(probes),
 					len(usdt.Find(probes, postgres.Provider, postgres.QueryStart)), len(usdt.Find(probes, postgres.Provider, postgres.QueryDone)))
 			}
 		}
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d check(s) failed: see above", failed)
+
+	if o.JSON {
+		if err := output.NewJSON(stdout).Write(map[string]any{"type": "doctor", "checks": checks}); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range checks {
+			if c.OK {
+				fmt.Fprintf(stdout, "ok    %s\n", c.Check)
+			} else {
+				fmt.Fprintf(stdout, "FAIL  %s: %s\n", c.Check, c.Error)
+			}
+			for _, extra := range []string{c.Fix, c.Info} {
+				if extra != "" {
+					fmt.Fprintf(stdout, "      %s\n", extra)
+				}
+			}
+		}
 	}
-	fmt.Println("\nall checks passed: slowlog, hist and iops will work")
+	if failed > 0 {
+		return fmt.Errorf("%d check(s) failed: see the report", failed)
+	}
+	if !o.JSON {
+		fmt.Fprintln(stdout, "\nall checks passed: slowlog, hist and iops will work")
+	}
 	return nil
 }

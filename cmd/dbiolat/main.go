@@ -51,12 +51,15 @@ func main() {
 		}
 		// Ctrl-C and SIGTERM end the trace; the command prints its summary.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		// A closed pipe ("dbiolat slowlog | head") must not kill us before
+		// the probes detach and a demo's PostgreSQL stops: make it an error.
+		signal.Ignore(syscall.SIGPIPE)
 		err := c.run(ctx, os.Args[2:])
 		stop()
 		if ferr := stdout.Flush(); err == nil {
 			err = ferr
 		}
-		if errors.Is(err, errHelp) {
+		if errors.Is(err, errHelp) || errors.Is(err, syscall.EPIPE) {
 			return
 		}
 		if err != nil {
