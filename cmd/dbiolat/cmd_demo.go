@@ -72,14 +72,9 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	if err == nil {
 		err = <-workErr
 	}
-	sum, serr := summary(s, reported, true)
-	if serr != nil {
-		return serr
+	if ferr := finish(s, targetOptions{}, reported, true, true); ferr != nil {
+		return ferr
 	}
-	if herr := output.Hists(stdout, sum.Hists); herr != nil {
-		return herr
-	}
-	output.Summary(stdout, sum)
 	return err
 }
 

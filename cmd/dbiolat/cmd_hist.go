@@ -26,7 +26,7 @@ func runHistCmd(ctx context.Context, args []string) error {
 }
 
 // runHist prints the histograms at the end, or every interval when one is
-// given (cumulative, as bcc's tools do without -r... here: since start).
+// given; they are cumulative since the start.
 func runHist(ctx context.Context, o targetOptions, interval time.Duration, count int) error {
 	js := output.NewJSON(stdout)
 	t := tracer{opts: o, families: probe.All, emit: probe.EmitNone, interval: interval, count: count,
@@ -49,19 +49,8 @@ func runHist(ctx context.Context, o targetOptions, interval time.Duration, count
 		return err
 	}
 	defer s.Close()
-	sum, serr := summary(s, 0, true)
-	if serr != nil {
-		return serr
+	if ferr := finish(s, o, 0, true, interval == 0); ferr != nil {
+		return ferr
 	}
-	if o.JSON {
-		_ = js.Write(sum)
-		return err
-	}
-	if interval == 0 {
-		if herr := output.Hists(stdout, sum.Hists); herr != nil {
-			return herr
-		}
-	}
-	output.Summary(stdout, sum)
 	return err
 }

@@ -51,14 +51,8 @@ func runIOPS(ctx context.Context, o targetOptions, interval time.Duration, count
 			return serr
 		}
 	}
-	sum, serr := summary(s, 0, false)
-	if serr != nil {
-		return serr
-	}
-	if o.JSON {
-		_ = js.Write(sum)
-	} else {
-		output.Summary(stdout, sum)
+	if ferr := finish(s, o, 0, false, false); ferr != nil {
+		return ferr
 	}
 	return err
 }

@@ -61,14 +61,8 @@ func runSlowlog(ctx context.Context, o slowlogOptions) error {
 		return err
 	}
 	defer s.Close()
-	sum, serr := summary(s, reported, false)
-	if serr != nil {
-		return serr
-	}
-	if o.JSON {
-		_ = js.Write(sum)
-	} else {
-		output.Summary(stdout, sum)
+	if ferr := finish(s, o.targetOptions, reported, false, false); ferr != nil {
+		return ferr
 	}
 	return err
 }

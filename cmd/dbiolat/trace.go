@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
 )
@@ -88,6 +89,25 @@ func describeInstances(s *session.Session) string {
 		return fmt.Sprintf("PostgreSQL pid %d (%s)", in.PID, in.DataDir)
 	}
 	return fmt.Sprintf("%d PostgreSQL instances", len(s.Instances))
+}
+
+// finish prints a session's closing summary, as JSON or text; with
+// printHists the text form shows the histograms above it.
+func finish(s *session.Session, o targetOptions, reported uint64, withHists, printHists bool) error {
+	sum, err := summary(s, reported, withHists)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return output.NewJSON(stdout).Write(sum)
+	}
+	if printHists {
+		if err := output.Hists(stdout, sum.Hists); err != nil {
+			return err
+		}
+	}
+	output.Summary(stdout, sum)
+	return nil
 }
 
 // summary builds the closing record of a session.

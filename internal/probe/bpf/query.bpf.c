@@ -70,8 +70,8 @@ int query_done(struct pt_regs *ctx)
 	struct query_event *e;
 	struct proc_info *pi;
 	__s64 text = 0;
+	__u64 now, start;
 	long n;
-	__u64 now;
 
 	if (!ts || !ts->query_start_ns) /* started before we attached */
 		return 0;
@@ -81,24 +81,23 @@ int query_done(struct pt_regs *ctx)
 		cs->in_query = 0;
 		ts->acct.cpu_ns = cs->cpu_ns + (cs->oncpu_since_ns ? now - cs->oncpu_since_ns : 0);
 	}
-	hist_add(HIST_QUERY, now - ts->query_start_ns);
-	if (!wanted(ts, now - ts->query_start_ns)) {
-		ts->query_start_ns = 0;
+	start = ts->query_start_ns;
+	ts->query_start_ns = 0; /* the query is over, recorded or not */
+	hist_add(HIST_QUERY, now - start);
+	if (!wanted(ts, now - start))
 		return 0;
-	}
 	e = bpf_map_lookup_elem(&query_scratch, &zero);
 	if (!e)
 		return 0;
 	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
 		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
-	e->start_ns = ts->query_start_ns;
+	e->start_ns = start;
 	e->end_ns = now;
 	e->pid = tid;
 	e->tgid = ts->tgid;
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
 	e->acct = ts->acct;
-	ts->query_start_ns = 0;
 
 	n = 0;
 	if (usdt_arg(ctx, 0, &text) == 0)
