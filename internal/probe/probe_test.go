@@ -11,10 +11,12 @@ import (
 	"github.com/dbiolat/dbiolat/internal/hist"
 )
 
+func isRoot() bool { return os.Geteuid() == 0 }
+
 // needRoot skips a test that needs BPF, unless CI says it must run.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
+	if !isRoot() {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("this test needs root for BPF, and CI must run it")
 		}
