@@ -41,7 +41,34 @@ type Query struct {
 	BlkQueueNs    uint64 `json:"blk_queue_ns"`  // summed over requests
 	BlkDeviceNs   uint64 `json:"blk_device_ns"` // summed over requests
 
-	CPUNs uint64 `json:"cpu_ns"`
+	// The waterfall: these six and UnaccountedNs add up to QueryNs.
+	CPUNs         uint64 `json:"cpu_ns"`         // on CPU
+	RunqNs        uint64 `json:"runq_ns"`        // runnable, waiting for a CPU
+	IOWaitNs      uint64 `json:"io_wait_ns"`     // asleep in a file system call
+	LockNs        uint64 `json:"lock_ns"`        // asleep on a heavyweight lock
+	LWLockNs      uint64 `json:"lwlock_ns"`      // asleep on an LWLock
+	OtherWaitNs   uint64 `json:"other_wait_ns"`  // asleep for anything else
+	UnaccountedNs uint64 `json:"unaccounted_ns"` // what no box explains
+
+	FSReadHitCount  uint64 `json:"fs_read_hit_count"` // reads served by the page cache
+	FSReadHitNs     uint64 `json:"fs_read_hit_ns"`
+	FSReadMissCount uint64 `json:"fs_read_miss_count"` // reads that waited for I/O or started it
+	FSReadMissNs    uint64 `json:"fs_read_miss_ns"`
+	ReadaheadPages  uint64 `json:"readahead_pages"`
+}
+
+// Accounted is the sum of the waterfall's boxes.
+func (q *Query) Accounted() uint64 {
+	return q.CPUNs + q.RunqNs + q.IOWaitNs + q.LockNs + q.LWLockNs + q.OtherWaitNs
+}
+
+// Unaccounted is the query time no box explains (0 when the boxes, read
+// from another clock path, slightly exceed it).
+func (q *Query) Unaccounted() uint64 {
+	if a := q.Accounted(); a < q.QueryNs {
+		return q.QueryNs - a
+	}
+	return 0
 }
 
 // FSNs is the query's time in file system calls of any kind.
@@ -62,26 +89,32 @@ type Drops struct {
 	QueryTextFault  uint64 `json:"query_text_fault"` // query text unreadable
 	BlkLate         uint64 `json:"blk_late"`         // block requests that completed after their query
 	USDTArgFault    uint64 `json:"usdt_arg_fault"`   // USDT arguments not decodable
+	WaterfallFull   uint64 `json:"waterfall_full"`   // queries without a waterfall: no task storage
 }
 
 // Lost is the number of records or events that are missing from the output.
 func (d Drops) Lost() uint64 {
-	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault + d.USDTArgFault
+	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault + d.USDTArgFault + d.WaterfallFull
 }
 
 // Histogram names, one per layer and operation.
 const (
-	HistQuery    = "query"
-	HistFSRead   = "fs_read"
-	HistFSWrite  = "fs_write"
-	HistFSSync   = "fs_sync"
-	HistBlkRead  = "blk_read"
-	HistBlkWrite = "blk_write"
-	HistBlkOther = "blk_other"
+	HistQuery      = "query"
+	HistRunq       = "runq"
+	HistLock       = "lock"
+	HistFSRead     = "fs_read"
+	HistFSReadHit  = "fs_read_hit"
+	HistFSReadMiss = "fs_read_miss"
+	HistFSWrite    = "fs_write"
+	HistFSSync     = "fs_sync"
+	HistBlkRead    = "blk_read"
+	HistBlkWrite   = "blk_write"
+	HistBlkOther   = "blk_other"
 )
 
 // HistOrder is the order outputs show histograms in: down the stack.
-var HistOrder = []string{HistQuery, HistFSRead, HistFSWrite, HistFSSync, HistBlkRead, HistBlkWrite, HistBlkOther}
+var HistOrder = []string{HistQuery, HistRunq, HistLock, HistFSRead, HistFSReadHit, HistFSReadMiss,
+	HistFSWrite, HistFSSync, HistBlkRead, HistBlkWrite, HistBlkOther}
 
 // Hists is one set of latency histograms (nanoseconds).
 type Hists map[string]*hist.Hist

@@ -17,9 +17,11 @@ import (
 var dur = hist.FormatDuration
 
 // AppendSlowLine appends one slow-log line, in the spirit of Gregg's mysqld
-// slow-query logger: "query 538ms, fs 509ms (83 I/O, 3.1MiB), blk 490ms
-// (80 req, 3.0MiB), cpu 21ms : SELECT …". It appends to a caller's buffer
-// without fmt: a busy database can ask for tens of thousands a second.
+// slow-query logger, with the query's waterfall in parentheses:
+// "query 538ms (cpu 21ms, io wait 509ms), fs 509ms (83 I/O, 3.1MiB, 80 waited
+// 505ms), blk 490ms (80 req, 3.0MiB) : SELECT …". Boxes that are zero are
+// left out, except CPU. It appends to a caller's buffer without fmt: a busy
+// database can ask for tens of thousands a second.
 func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = q.TS.AppendFormat(b, "15:04:05.000")
 	b = append(b, " pid "...)
@@ -31,17 +33,32 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 		b = append(append(append(b, q.User...), '@'), q.Database...)
 	}
 	b = append(append(b, " query "...), dur(q.QueryNs)...)
-	b = append(append(b, ", fs "...), dur(q.FSNs())...)
+	b = append(append(b, " (cpu "...), dur(q.CPUNs)...)
+	for _, box := range []struct {
+		name string
+		ns   uint64
+	}{
+		{"runq", q.RunqNs}, {"io wait", q.IOWaitNs}, {"lock", q.LockNs},
+		{"lwlock", q.LWLockNs}, {"other wait", q.OtherWaitNs}, {"unaccounted", q.UnaccountedNs},
+	} {
+		if box.ns > 0 {
+			b = append(append(append(append(b, ", "...), box.name...), ' '), dur(box.ns)...)
+		}
+	}
+	b = append(append(b, "), fs "...), dur(q.FSNs())...)
 	b = strconv.AppendUint(append(b, " ("...), q.FSCount(), 10)
-	b = append(append(append(b, " I/O, "...), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes)...), ')')
+	b = append(append(b, " I/O, "...), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes)...)
+	if q.FSReadMissCount > 0 {
+		b = strconv.AppendUint(append(b, ", "...), q.FSReadMissCount, 10)
+		b = append(append(b, " waited "...), dur(q.FSReadMissNs)...)
+	}
 	if q.FSSyncCount > 0 {
-		b = strconv.AppendUint(append(b, " incl. "...), q.FSSyncCount, 10)
+		b = strconv.AppendUint(append(b, ", "...), q.FSSyncCount, 10)
 		b = append(append(b, " sync "...), dur(q.FSSyncNs)...)
 	}
-	b = append(append(b, ", blk "...), dur(q.BlkNs)...)
+	b = append(append(b, "), blk "...), dur(q.BlkNs)...)
 	b = strconv.AppendUint(append(b, " ("...), q.BlkCount, 10)
 	b = append(append(append(b, " req, "...), hist.FormatBytes(q.BlkBytes)...), ')')
-	b = append(append(b, ", cpu "...), dur(q.CPUNs)...)
 	b = append(b, " : "...)
 	if strings.ContainsAny(q.Query, "\n\r\t") { // raw SQL: keep the line one line
 		return append(b, strings.Join(strings.Fields(q.Query), " ")...)
@@ -56,13 +73,17 @@ func SlowLine(q *model.Query) string { return string(AppendSlowLine(nil, q)) }
 // mean and percentiles, then the bars.
 func Hists(w io.Writer, hs model.Hists) error {
 	titles := map[string]string{
-		model.HistQuery:    "query latency (query__start to query__done)",
-		model.HistFSRead:   "file system read latency (read/pread syscalls)",
-		model.HistFSWrite:  "file system write latency (write/pwrite syscalls)",
-		model.HistFSSync:   "file system sync latency (fsync/fdatasync/sync_file_range)",
-		model.HistBlkRead:  "block device read latency (request start to completion)",
-		model.HistBlkWrite: "block device write latency",
-		model.HistBlkOther: "block device flush/discard latency",
+		model.HistQuery:      "query latency (query__start to query__done)",
+		model.HistRunq:       "run-queue wait of queries (runnable, waiting for a CPU)",
+		model.HistLock:       "lock waits of queries (asleep on a lock or LWLock)",
+		model.HistFSReadHit:  "file system reads served by the page cache",
+		model.HistFSReadMiss: "file system reads that missed the page cache (waited for or started I/O)",
+		model.HistFSRead:     "file system read latency (read/pread syscalls)",
+		model.HistFSWrite:    "file system write latency (write/pwrite syscalls)",
+		model.HistFSSync:     "file system sync latency (fsync/fdatasync/sync_file_range)",
+		model.HistBlkRead:    "block device read latency (request start to completion)",
+		model.HistBlkWrite:   "block device write latency",
+		model.HistBlkOther:   "block device flush/discard latency",
 	}
 	shown := 0
 	for _, name := range model.HistOrder {
@@ -134,6 +155,7 @@ func DropsText(d model.Drops) string {
 		{"per-device counters (map full)", d.BlkTotalsFull},
 		{"query texts unreadable", d.QueryTextFault},
 		{"USDT arguments undecodable", d.USDTArgFault},
+		{"queries without a waterfall (task storage full)", d.WaterfallFull},
 	}
 	var parts []string
 	for _, l := range lost {

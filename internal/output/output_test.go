@@ -13,9 +13,10 @@ func TestSlowLine(t *testing.T) {
 		TS: time.Date(2026, 11, 22, 1, 52, 2, 512e6, time.UTC), PID: 15311, Role: "client backend",
 		User: "postgres", Database: "bench", Query: "SELECT count(*) FROM t WHERE a >= $1",
 		QueryNs: 328e6, FSReadCount: 12778, FSReadBytes: 104_660_992, FSReadNs: 261e6,
-		BlkCount: 40, BlkBytes: 109_150_208, BlkNs: 97.6e6, CPUNs: 314e6,
+		BlkCount: 40, BlkBytes: 109_150_208, BlkNs: 97.6e6, CPUNs: 300e6, IOWaitNs: 27.5e6, RunqNs: 0.5e6,
+		FSReadMissCount: 40, FSReadMissNs: 30e6,
 	}
-	want := "01:52:02.512 pid 15311 postgres@bench query 328ms, fs 261ms (12778 I/O, 99.8MiB), blk 97.6ms (40 req, 104.1MiB), cpu 314ms : SELECT count(*) FROM t WHERE a >= $1"
+	want := "01:52:02.512 pid 15311 postgres@bench query 328ms (cpu 300ms, runq 500us, io wait 27.5ms), fs 261ms (12778 I/O, 99.8MiB, 40 waited 30ms), blk 97.6ms (40 req, 104.1MiB) : SELECT count(*) FROM t WHERE a >= $1"
 	if got := SlowLine(q); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -25,7 +26,7 @@ func TestSlowLine(t *testing.T) {
 	q = &model.Query{TS: q.TS, PID: 7, Role: "client backend", Query: "INSERT INTO t\n\tVALUES (1)",
 		FSWriteCount: 1, FSWriteBytes: 8192, FSWriteNs: 20e3, FSSyncCount: 1, FSSyncNs: 2e6}
 	got := SlowLine(q)
-	for _, part := range []string{"pid 7 client backend ", "fs 2.02ms (2 I/O, 8.0KiB) incl. 1 sync 2ms", ": INSERT INTO t VALUES (1)"} {
+	for _, part := range []string{"pid 7 client backend ", "fs 2.02ms (2 I/O, 8.0KiB, 1 sync 2ms)", ": INSERT INTO t VALUES (1)"} {
 		if !strings.Contains(got, part) {
 			t.Errorf("%q lacks %q", got, part)
 		}

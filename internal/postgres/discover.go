@@ -18,12 +18,16 @@ type Instance struct {
 	Binary  string // path to the running executable, valid across mount namespaces
 }
 
-// USDT names of the probes that mark a query in PostgreSQL builds with
-// --enable-dtrace.
+// USDT names of the probes that mark a query and its lock waits in
+// PostgreSQL builds with --enable-dtrace.
 const (
-	Provider   = "postgresql"
-	QueryStart = "query__start"
-	QueryDone  = "query__done"
+	Provider        = "postgresql"
+	QueryStart      = "query__start"
+	QueryDone       = "query__done"
+	LockWaitStart   = "lock__wait__start"
+	LockWaitDone    = "lock__wait__done"
+	LWLockWaitStart = "lwlock__wait__start"
+	LWLockWaitDone  = "lwlock__wait__done"
 )
 
 // procRoot is /proc; tests do not change it, but naming it keeps paths plain.

@@ -46,14 +46,6 @@ const (
 	dbiolatBlkOwnerOWNER_KINDS  dbiolatBlkOwner = 3
 )
 
-type dbiolatCpuState struct {
-	_            structs.HostLayout
-	OncpuSinceNs uint64
-	CpuNs        uint64
-	InQuery      uint8
-	Pad          [7]uint8
-}
-
 type dbiolatFsOp uint32
 
 const (
@@ -72,14 +64,18 @@ type dbiolatHist struct {
 type dbiolatHistId uint32
 
 const (
-	dbiolatHistIdHIST_FS_READ   dbiolatHistId = 0
-	dbiolatHistIdHIST_FS_WRITE  dbiolatHistId = 1
-	dbiolatHistIdHIST_FS_SYNC   dbiolatHistId = 2
-	dbiolatHistIdHIST_BLK_READ  dbiolatHistId = 3
-	dbiolatHistIdHIST_BLK_WRITE dbiolatHistId = 4
-	dbiolatHistIdHIST_BLK_OTHER dbiolatHistId = 5
-	dbiolatHistIdHIST_QUERY     dbiolatHistId = 6
-	dbiolatHistIdHIST_IDS       dbiolatHistId = 7
+	dbiolatHistIdHIST_FS_READ      dbiolatHistId = 0
+	dbiolatHistIdHIST_FS_WRITE     dbiolatHistId = 1
+	dbiolatHistIdHIST_FS_SYNC      dbiolatHistId = 2
+	dbiolatHistIdHIST_BLK_READ     dbiolatHistId = 3
+	dbiolatHistIdHIST_BLK_WRITE    dbiolatHistId = 4
+	dbiolatHistIdHIST_BLK_OTHER    dbiolatHistId = 5
+	dbiolatHistIdHIST_QUERY        dbiolatHistId = 6
+	dbiolatHistIdHIST_RUNQ         dbiolatHistId = 7
+	dbiolatHistIdHIST_LOCK         dbiolatHistId = 8
+	dbiolatHistIdHIST_FS_READ_HIT  dbiolatHistId = 9
+	dbiolatHistIdHIST_FS_READ_MISS dbiolatHistId = 10
+	dbiolatHistIdHIST_IDS          dbiolatHistId = 11
 )
 
 type dbiolatInflight struct {
@@ -114,13 +110,21 @@ type dbiolatProcIo struct {
 }
 
 type dbiolatQueryAcct struct {
-	_           structs.HostLayout
-	Fs          [3]dbiolatIoAcct
-	Blk         [3]dbiolatIoAcct
-	BlkBusyNs   uint64
-	BlkQueueNs  uint64
-	BlkDeviceNs uint64
-	CpuNs       uint64
+	_              structs.HostLayout
+	Fs             [3]dbiolatIoAcct
+	Blk            [3]dbiolatIoAcct
+	BlkBusyNs      uint64
+	BlkQueueNs     uint64
+	BlkDeviceNs    uint64
+	CpuNs          uint64
+	RunqNs         uint64
+	IoWaitNs       uint64
+	LockNs         uint64
+	LwlockNs       uint64
+	OtherWaitNs    uint64
+	FsReadHit      dbiolatIoAcct
+	FsReadMiss     dbiolatIoAcct
+	ReadaheadPages uint64
 }
 
 type dbiolatQueryEvent struct {
@@ -149,7 +153,8 @@ const (
 	dbiolatStatIdSTAT_QUERY_TEXT_FAULT dbiolatStatId = 6
 	dbiolatStatIdSTAT_BLK_LATE         dbiolatStatId = 7
 	dbiolatStatIdSTAT_USDT_ARG_FAULT   dbiolatStatId = 8
-	dbiolatStatIdSTAT_IDS              dbiolatStatId = 9
+	dbiolatStatIdSTAT_WATERFALL_FULL   dbiolatStatId = 9
+	dbiolatStatIdSTAT_IDS              dbiolatStatId = 10
 )
 
 type dbiolatThreadState struct {
@@ -161,6 +166,9 @@ type dbiolatThreadState struct {
 	SysStartNs   uint64
 	SysOp        dbiolatFsOp
 	BlkInflight  uint32
+	BlkSubmitted uint32
+	BlkAtSys     uint32
+	RaAtSys      uint64
 	BlkBusySince uint64
 	FsTotal      [3]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
@@ -183,12 +191,27 @@ type dbiolatUsdtSpec struct {
 	Pad   uint32
 }
 
+type dbiolatWaterfall struct {
+	_             structs.HostLayout
+	OncpuSince    uint64
+	RunnableSince uint64
+	AsleepSince   uint64
+	CpuNs         uint64
+	RunqNs        uint64
+	WaitNs        [4]uint64
+	IoWaitAtSys   uint64
+	InQuery       uint8
+	InFs          uint8
+	WaitingFor    uint8
+	AsleepKind    uint8
+	Pad           [4]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	dbiolatMapBlkTotals             = "blk_totals"
-	dbiolatMapCpuStates             = "cpu_states"
 	dbiolatMapEvents                = "events"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
@@ -198,6 +221,7 @@ const (
 	dbiolatMapStats                 = "stats"
 	dbiolatMapThreads               = "threads"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
+	dbiolatMapWaterfalls            = "waterfalls"
 	dbiolatProgBlkDone              = "blk_done"
 	dbiolatProgBlkIssue             = "blk_issue"
 	dbiolatProgBlkStart             = "blk_start"
@@ -227,12 +251,18 @@ const (
 	dbiolatProgFsExitSyncFileRange  = "fs_exit_sync_file_range"
 	dbiolatProgFsExitWrite          = "fs_exit_write"
 	dbiolatProgFsExitWritev         = "fs_exit_writev"
+	dbiolatProgLockWaitDone         = "lock_wait_done"
+	dbiolatProgLockWaitStart        = "lock_wait_start"
 	dbiolatProgLog2SlotOf           = "log2_slot_of"
+	dbiolatProgLwlockWaitStart      = "lwlock_wait_start"
 	dbiolatProgProcExit             = "proc_exit"
 	dbiolatProgProcFork             = "proc_fork"
 	dbiolatProgQueryDone            = "query_done"
 	dbiolatProgQueryStart           = "query_start"
+	dbiolatProgRaAsync              = "ra_async"
+	dbiolatProgRaSync               = "ra_sync"
 	dbiolatProgSchedSwitch          = "sched_switch"
+	dbiolatProgSchedWakeup          = "sched_wakeup"
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
@@ -309,12 +339,18 @@ type dbiolatProgramSpecs struct {
 	FsExitSyncFileRange  *ebpf.ProgramSpec `ebpf:"fs_exit_sync_file_range"`
 	FsExitWrite          *ebpf.ProgramSpec `ebpf:"fs_exit_write"`
 	FsExitWritev         *ebpf.ProgramSpec `ebpf:"fs_exit_writev"`
+	LockWaitDone         *ebpf.ProgramSpec `ebpf:"lock_wait_done"`
+	LockWaitStart        *ebpf.ProgramSpec `ebpf:"lock_wait_start"`
 	Log2SlotOf           *ebpf.ProgramSpec `ebpf:"log2_slot_of"`
+	LwlockWaitStart      *ebpf.ProgramSpec `ebpf:"lwlock_wait_start"`
 	ProcExit             *ebpf.ProgramSpec `ebpf:"proc_exit"`
 	ProcFork             *ebpf.ProgramSpec `ebpf:"proc_fork"`
 	QueryDone            *ebpf.ProgramSpec `ebpf:"query_done"`
 	QueryStart           *ebpf.ProgramSpec `ebpf:"query_start"`
+	RaAsync              *ebpf.ProgramSpec `ebpf:"ra_async"`
+	RaSync               *ebpf.ProgramSpec `ebpf:"ra_sync"`
 	SchedSwitch          *ebpf.ProgramSpec `ebpf:"sched_switch"`
+	SchedWakeup          *ebpf.ProgramSpec `ebpf:"sched_wakeup"`
 }
 
 // dbiolatMapSpecs contains maps before they are loaded into the kernel.
@@ -322,7 +358,6 @@ type dbiolatProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatMapSpecs struct {
 	BlkTotals    *ebpf.MapSpec `ebpf:"blk_totals"`
-	CpuStates    *ebpf.MapSpec `ebpf:"cpu_states"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Hists        *ebpf.MapSpec `ebpf:"hists"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
@@ -332,6 +367,7 @@ type dbiolatMapSpecs struct {
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
+	Waterfalls   *ebpf.MapSpec `ebpf:"waterfalls"`
 }
 
 // dbiolatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -364,7 +400,6 @@ func (o *dbiolatObjects) Close() error {
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatMaps struct {
 	BlkTotals    *ebpf.Map `ebpf:"blk_totals"`
-	CpuStates    *ebpf.Map `ebpf:"cpu_states"`
 	Events       *ebpf.Map `ebpf:"events"`
 	Hists        *ebpf.Map `ebpf:"hists"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
@@ -374,12 +409,12 @@ type dbiolatMaps struct {
 	Stats        *ebpf.Map `ebpf:"stats"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
+	Waterfalls   *ebpf.Map `ebpf:"waterfalls"`
 }
 
 func (m *dbiolatMaps) Close() error {
 	return _DbiolatClose(
 		m.BlkTotals,
-		m.CpuStates,
 		m.Events,
 		m.Hists,
 		m.Inflight,
@@ -389,6 +424,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Stats,
 		m.Threads,
 		m.UsdtSpecs,
+		m.Waterfalls,
 	)
 }
 
@@ -434,12 +470,18 @@ type dbiolatPrograms struct {
 	FsExitSyncFileRange  *ebpf.Program `ebpf:"fs_exit_sync_file_range"`
 	FsExitWrite          *ebpf.Program `ebpf:"fs_exit_write"`
 	FsExitWritev         *ebpf.Program `ebpf:"fs_exit_writev"`
+	LockWaitDone         *ebpf.Program `ebpf:"lock_wait_done"`
+	LockWaitStart        *ebpf.Program `ebpf:"lock_wait_start"`
 	Log2SlotOf           *ebpf.Program `ebpf:"log2_slot_of"`
+	LwlockWaitStart      *ebpf.Program `ebpf:"lwlock_wait_start"`
 	ProcExit             *ebpf.Program `ebpf:"proc_exit"`
 	ProcFork             *ebpf.Program `ebpf:"proc_fork"`
 	QueryDone            *ebpf.Program `ebpf:"query_done"`
 	QueryStart           *ebpf.Program `ebpf:"query_start"`
+	RaAsync              *ebpf.Program `ebpf:"ra_async"`
+	RaSync               *ebpf.Program `ebpf:"ra_sync"`
 	SchedSwitch          *ebpf.Program `ebpf:"sched_switch"`
+	SchedWakeup          *ebpf.Program `ebpf:"sched_wakeup"`
 }
 
 func (p *dbiolatPrograms) Close() error {
@@ -473,12 +515,18 @@ func (p *dbiolatPrograms) Close() error {
 		p.FsExitSyncFileRange,
 		p.FsExitWrite,
 		p.FsExitWritev,
+		p.LockWaitDone,
+		p.LockWaitStart,
 		p.Log2SlotOf,
+		p.LwlockWaitStart,
 		p.ProcExit,
 		p.ProcFork,
 		p.QueryDone,
 		p.QueryStart,
+		p.RaAsync,
+		p.RaSync,
 		p.SchedSwitch,
+		p.SchedWakeup,
 	)
 }
 

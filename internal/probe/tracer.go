@@ -113,7 +113,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 	for _, p := range []btfTP{
 		{true, o.ProcFork}, {true, o.ProcExit},
 		{f.Block, o.BlkStart}, {f.Block, o.BlkIssue}, {f.Block, o.BlkDone},
-		{f.Sched, o.SchedSwitch},
+		{f.Sched, o.SchedSwitch}, {f.Sched, o.SchedWakeup},
 	} {
 		if !p.on {
 			continue
@@ -129,6 +129,14 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		if err := t.attachSyscalls(); err != nil {
 			t.Close()
 			return nil, err
+		}
+		for name, prog := range map[string]*ebpf.Program{"page_cache_sync_ra": o.RaSync, "page_cache_async_ra": o.RaAsync} {
+			l, err := link.Tracepoint("readahead", name, prog, nil)
+			if err != nil {
+				t.Close()
+				return nil, fmt.Errorf("attaching tracepoint readahead:%s: %w", name, err)
+			}
+			t.links = append(t.links, l)
 		}
 	}
 	if t.events, err = ringbuf.NewReader(o.Events); err != nil {
@@ -188,11 +196,21 @@ func (t *Tracer) Track(tgid, instance int) error {
 	return nil
 }
 
-// AttachQueryProbes attaches query__start/query__done at every site in the
-// binary. The kernel attaches by inode, so all processes running the binary,
-// now and later, are covered; a binary already attached is skipped.
-// It returns the number of sites attached.
-func (t *Tracer) AttachQueryProbes(binary, provider, start, done string) (int, error) {
+// USDTProbes names the probes of a database binary that mark a query and
+// its lock waits. The lock probes are optional: without them lock waits
+// count as other waits.
+type USDTProbes struct {
+	Provider                string
+	QueryStart, QueryDone   string
+	LockStart, LockDone     string
+	LWLockStart, LWLockDone string
+}
+
+// AttachUSDT attaches the probes at every site in the binary. The kernel
+// attaches by inode, so all processes running the binary, now and later,
+// are covered; a binary already attached is skipped. It returns the number
+// of sites attached.
+func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(binary, &st); err != nil {
 		return 0, fmt.Errorf("opening %s: %w", binary, err)
@@ -209,18 +227,27 @@ func (t *Tracer) AttachQueryProbes(binary, provider, start, done string) (int, e
 	if err != nil {
 		return 0, fmt.Errorf("opening %s: %w", binary, err)
 	}
+	o := &t.objs
 	n := 0
-	for _, p := range []struct {
-		name string
-		prog *ebpf.Program
-	}{{start, t.objs.QueryStart}, {done, t.objs.QueryDone}} {
-		sites := usdt.Find(probes, provider, p.name)
-		if len(sites) == 0 {
-			return n, fmt.Errorf("%s has no USDT probe %s:%s: %w", binary, provider, p.name, ErrNoProbe)
+	for _, w := range []struct {
+		name     string
+		prog     *ebpf.Program
+		required bool
+	}{
+		{p.QueryStart, o.QueryStart, true}, {p.QueryDone, o.QueryDone, true},
+		{p.LockStart, o.LockWaitStart, false}, {p.LockDone, o.LockWaitDone, false},
+		{p.LWLockStart, o.LwlockWaitStart, false}, {p.LWLockDone, o.LockWaitDone, false},
+	} {
+		sites := usdt.Find(probes, p.Provider, w.name)
+		if len(sites) == 0 && w.required {
+			return n, fmt.Errorf("%s has no USDT probe %s:%s: %w", binary, p.Provider, w.name, ErrNoProbe)
 		}
 		for _, site := range sites {
-			if err := t.attachSite(ex, site, p.prog); err != nil {
-				return n, fmt.Errorf("attaching USDT %s:%s in %s: %w", provider, p.name, binary, err)
+			if site.ArgErr != nil && !w.required {
+				continue // only the query probes read arguments
+			}
+			if err := t.attachSite(ex, site, w.prog); err != nil {
+				return n, fmt.Errorf("attaching USDT %s:%s in %s: %w", p.Provider, w.name, binary, err)
 			}
 			n++
 		}
@@ -425,6 +452,10 @@ const (
 	HistBlkWrite = dbiolatHistIdHIST_BLK_WRITE
 	HistBlkOther = dbiolatHistIdHIST_BLK_OTHER
 	HistQuery    = dbiolatHistIdHIST_QUERY
+	HistRunq     = dbiolatHistIdHIST_RUNQ
+	HistLock     = dbiolatHistIdHIST_LOCK
+	HistReadHit  = dbiolatHistIdHIST_FS_READ_HIT
+	HistReadMiss = dbiolatHistIdHIST_FS_READ_MISS
 
 	StatRingbufFull     = dbiolatStatIdSTAT_RINGBUF_FULL
 	StatThreadsFull     = dbiolatStatIdSTAT_THREADS_FULL
@@ -435,4 +466,5 @@ const (
 	StatQueryTextFault  = dbiolatStatIdSTAT_QUERY_TEXT_FAULT
 	StatBlkLate         = dbiolatStatIdSTAT_BLK_LATE
 	StatUSDTArgFault    = dbiolatStatIdSTAT_USDT_ARG_FAULT
+	StatWaterfallFull   = dbiolatStatIdSTAT_WATERFALL_FULL
 )

@@ -112,7 +112,12 @@ func (s *Session) attach(in postgres.Instance) error {
 	if !s.cfg.Families.Query {
 		return nil
 	}
-	_, err = s.tracer.AttachQueryProbes(in.Binary, postgres.Provider, postgres.QueryStart, postgres.QueryDone)
+	_, err = s.tracer.AttachUSDT(in.Binary, probe.USDTProbes{
+		Provider:   postgres.Provider,
+		QueryStart: postgres.QueryStart, QueryDone: postgres.QueryDone,
+		LockStart: postgres.LockWaitStart, LockDone: postgres.LockWaitDone,
+		LWLockStart: postgres.LWLockWaitStart, LWLockDone: postgres.LWLockWaitDone,
+	})
 	if errors.Is(err, usdt.ErrNoProbes) || errors.Is(err, probe.ErrNoProbe) {
 		exe, _ := os.Readlink(in.Binary)
 		return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT query probes (it was built without --enable-dtrace): per-query records need a build with them, such as Debian's or PGDG's packages", in.PID, exe)
@@ -159,7 +164,7 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		norm = raw
 	}
 	a := &e.Acct
-	return &model.Query{
+	q := &model.Query{
 		Type:          "query",
 		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
 		PID:           int(e.Tgid),
@@ -187,7 +192,20 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		BlkQueueNs:    a.BlkQueueNs,
 		BlkDeviceNs:   a.BlkDeviceNs,
 		CPUNs:         a.CpuNs,
+		RunqNs:        a.RunqNs,
+		IOWaitNs:      a.IoWaitNs,
+		LockNs:        a.LockNs,
+		LWLockNs:      a.LwlockNs,
+		OtherWaitNs:   a.OtherWaitNs,
+
+		FSReadHitCount:  a.FsReadHit.Count,
+		FSReadHitNs:     a.FsReadHit.Ns,
+		FSReadMissCount: a.FsReadMiss.Count,
+		FSReadMissNs:    a.FsReadMiss.Ns,
+		ReadaheadPages:  a.ReadaheadPages,
 	}
+	q.UnaccountedNs = q.Unaccounted()
+	return q
 }
 
 // Queries is the number of queries finished since the session attached,
@@ -215,7 +233,9 @@ func (s *Session) Hists() (model.Hists, error) {
 	}
 	out := model.Hists{}
 	names := map[probe.HistID]string{
-		probe.HistQuery:  model.HistQuery,
+		probe.HistQuery: model.HistQuery,
+		probe.HistRunq:  model.HistRunq, probe.HistLock: model.HistLock,
+		probe.HistReadHit: model.HistFSReadHit, probe.HistReadMiss: model.HistFSReadMiss,
 		probe.HistFSRead: model.HistFSRead, probe.HistFSWrite: model.HistFSWrite, probe.HistFSSync: model.HistFSSync,
 		probe.HistBlkRead: model.HistBlkRead, probe.HistBlkWrite: model.HistBlkWrite, probe.HistBlkOther: model.HistBlkOther,
 	}
@@ -247,6 +267,7 @@ func (s *Session) Drops() (model.Drops, error) {
 		QueryTextFault:  st[probe.StatQueryTextFault],
 		BlkLate:         st[probe.StatBlkLate],
 		USDTArgFault:    st[probe.StatUSDTArgFault],
+		WaterfallFull:   st[probe.StatWaterfallFull],
 	}, nil
 }
 

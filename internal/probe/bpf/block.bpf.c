@@ -36,6 +36,7 @@ int BPF_PROG(blk_start, struct request *rq)
 	if (disk)
 		in.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 	if (ts) {
+		ts->blk_submitted++; /* only this thread writes it: it runs here */
 		in.owner = OWNER_TRACED;
 		in.tid = tid;
 		in.tgid = ts->tgid;

@@ -22,6 +22,8 @@
 #include "fsio.bpf.c"
 #include "block.bpf.c"
 #include "sched.bpf.c"
+#include "lock.bpf.c"
+#include "pagecache.bpf.c"
 #include "selftest.bpf.c"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -44,7 +44,11 @@ enum hist_id {
 	HIST_BLK_WRITE = 4,
 	HIST_BLK_OTHER = 5,
 	HIST_QUERY = 6, /* every finished query, recorded or not */
-	HIST_IDS = 7,
+	HIST_RUNQ = 7,  /* run-queue waits of backends in queries */
+	HIST_LOCK = 8,  /* heavyweight and LWLock sleeps of backends in queries */
+	HIST_FS_READ_HIT = 9,   /* reads served by the page cache */
+	HIST_FS_READ_MISS = 10, /* reads that waited for I/O or started it */
+	HIST_IDS = 11,
 };
 
 /* Counters of things that did not go as planned; every output shows them. */
@@ -58,7 +62,8 @@ enum stat_id {
 	STAT_QUERY_TEXT_FAULT = 6, /* the query text could not be read from the process */
 	STAT_BLK_LATE = 7,         /* block request completed after its query ended */
 	STAT_USDT_ARG_FAULT = 8,   /* a USDT argument could not be decoded */
-	STAT_IDS = 9,
+	STAT_WATERFALL_FULL = 9, /* no task storage for a backend: no waterfall for its query */
+	STAT_IDS = 10,
 };
 
 struct io_acct {
@@ -74,7 +79,17 @@ struct query_acct {
 	__u64 blk_busy_ns;   /* wall time with at least one of the query's requests in flight */
 	__u64 blk_queue_ns;  /* inserted -> issued, summed over the query's requests */
 	__u64 blk_device_ns; /* issued -> completed, summed */
-	__u64 cpu_ns;        /* on-CPU time of the backend thread during the query */
+	/* The waterfall: these and cpu_ns partition the query's time. */
+	__u64 cpu_ns;        /* on CPU */
+	__u64 runq_ns;       /* runnable, waiting for a CPU */
+	__u64 io_wait_ns;    /* asleep inside a file system call */
+	__u64 lock_ns;       /* asleep waiting for a heavyweight lock */
+	__u64 lwlock_ns;     /* asleep waiting for an LWLock */
+	__u64 other_wait_ns; /* asleep for anything else (latch, pg_sleep, client) */
+	/* File system reads split into page-cache hits and misses (fsio.bpf.c). */
+	struct io_acct fs_read_hit;
+	struct io_acct fs_read_miss;
+	__u64 readahead_pages; /* pages the kernel decided to read ahead */
 };
 
 /* One finished query, sent through the ring buffer at query__done. */

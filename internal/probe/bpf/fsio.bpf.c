@@ -27,10 +27,18 @@ static __always_inline int is_file(int fd)
 static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 {
 	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct waterfall *wf;
 
 	if (!ts || (check_fd && !is_file(fd)))
 		return 0;
 	ts->sys_op = op;
+	if (ts->query_start_ns && (wf = waterfall_current())) {
+		/* A sleep from here to the exit is waiting for I/O. */
+		wf->in_fs = 1;
+		wf->io_wait_at_sys = wf->wait_ns[WAIT_IO];
+		ts->blk_at_sys = ts->blk_submitted;
+		ts->ra_at_sys = ts->acct.readahead_pages;
+	}
 	ts->sys_start_ns = bpf_ktime_get_ns();
 	return 0;
 }
@@ -61,7 +69,30 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	a->bytes += bytes;
 	a->ns += ns;
 	if (ts->query_start_ns) {
+		struct waterfall *wf = waterfall_current();
+
 		a = &ts->acct.fs[op];
+		a->count++;
+		a->bytes += bytes;
+		a->ns += ns;
+		if (!wf)
+			return 0;
+		wf->in_fs = 0;
+		if (op != FS_READ)
+			return 0;
+		/*
+		 * A page-cache miss: the read slept for I/O, or had to start
+		 * block requests or readahead itself (on a fast device the
+		 * reader may never sleep, but it paid for the miss).
+		 */
+		if (wf->wait_ns[WAIT_IO] != wf->io_wait_at_sys || ts->blk_submitted != ts->blk_at_sys ||
+		    ts->acct.readahead_pages != ts->ra_at_sys) {
+			a = &ts->acct.fs_read_miss;
+			hist_add(HIST_FS_READ_MISS, ns);
+		} else {
+			a = &ts->acct.fs_read_hit;
+			hist_add(HIST_FS_READ_HIT, ns);
+		}
 		a->count++;
 		a->bytes += bytes;
 		a->ns += ns;

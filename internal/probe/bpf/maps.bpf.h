@@ -27,29 +27,58 @@ struct thread_state {
 	__u64 sys_start_ns;   /* in a file system syscall since */
 	enum fs_op sys_op;    /* the kind of that syscall */
 	__u32 blk_inflight;   /* block requests of this thread in flight */
+	__u32 blk_submitted;  /* block requests this thread started, ever */
+	__u32 blk_at_sys;     /* blk_submitted when the current fs syscall began */
+	__u64 ra_at_sys;      /* acct.readahead_pages then */
 	__u64 blk_busy_since; /* when blk_inflight went from 0 to 1 */
 	struct io_acct fs_total[FS_OPS]; /* since attach; folded into proc_totals at exit */
 	struct query_acct acct;
 };
 
+/* What a sleeping thread was waiting for. */
+enum wait_kind {
+	WAIT_OTHER = 0,
+	WAIT_IO = 1,
+	WAIT_LOCK = 2,
+	WAIT_LWLOCK = 3,
+};
+
 /*
- * On-CPU accounting of a thread in a query, in task-local storage: the
- * scheduler hook runs on every context switch of the machine, and for a
- * task without storage the lookup is a pointer test, not a hash lookup.
+ * Where a thread in a query spends its time, in task-local storage: the
+ * scheduler hooks run on every context switch and wakeup of the machine,
+ * and for a task without storage the lookup is a pointer test, not a hash
+ * lookup. Created at the first query__start of a backend.
  */
-struct cpu_state {
-	__u64 oncpu_since_ns; /* while in a query and on CPU */
-	__u64 cpu_ns;         /* accumulated during the current query */
+struct waterfall {
+	__u64 oncpu_since;    /* on CPU since (0: off) */
+	__u64 runnable_since; /* runnable, not running, since (0: not) */
+	__u64 asleep_since;   /* asleep since (0: not) */
+	__u64 cpu_ns, runq_ns;
+	__u64 wait_ns[4];     /* asleep, by enum wait_kind */
+	__u64 io_wait_at_sys; /* wait_ns[WAIT_IO] when the current fs syscall began */
 	__u8 in_query;
-	__u8 pad[7];
+	__u8 in_fs;           /* inside a file system syscall */
+	__u8 waiting_for;     /* enum wait_kind set by lock probes, else 0 */
+	__u8 asleep_kind;     /* enum wait_kind of the current sleep */
+	__u8 pad[4];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct cpu_state);
-} cpu_states SEC(".maps");
+	__type(value, struct waterfall);
+} waterfalls SEC(".maps");
+
+static __always_inline struct waterfall *waterfall_of(struct task_struct *task)
+{
+	return bpf_task_storage_get(&waterfalls, task, 0, 0);
+}
+
+static __always_inline struct waterfall *waterfall_current(void)
+{
+	return waterfall_of(bpf_get_current_task_btf());
+}
 
 /* A block request from io_start to io_done. */
 struct inflight {

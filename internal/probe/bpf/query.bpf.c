@@ -39,22 +39,24 @@ SEC("uprobe")
 int query_start(struct pt_regs *ctx)
 {
 	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
-	struct cpu_state *cs;
+	struct waterfall *wf;
 	__u64 now;
 
 	if (!ts)
 		return 0;
-	cs = bpf_task_storage_get(&cpu_states, bpf_get_current_task_btf(), 0,
+	wf = bpf_task_storage_get(&waterfalls, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (ts->query_start_ns)
 		stat_inc(STAT_QUERY_UNFINISHED);
 	now = bpf_ktime_get_ns();
 	__builtin_memset(&ts->acct, 0, sizeof(ts->acct));
 	ts->query_seq++;
-	if (cs) { /* the backend runs the probe, so it is on CPU */
-		cs->in_query = 1;
-		cs->cpu_ns = 0;
-		cs->oncpu_since_ns = now;
+	if (wf) { /* the backend runs the probe, so it is on CPU */
+		__builtin_memset(wf, 0, sizeof(*wf));
+		wf->in_query = 1;
+		wf->oncpu_since = now;
+	} else {
+		stat_inc(STAT_WATERFALL_FULL);
 	}
 	ts->blk_busy_since = now; /* requests still in flight count from here */
 	ts->query_start_ns = now;
@@ -66,7 +68,7 @@ int query_done(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
 	struct thread_state *ts = thread_of(tid);
-	struct cpu_state *cs;
+	struct waterfall *wf;
 	struct query_event *e;
 	struct proc_info *pi;
 	__s64 text = 0;
@@ -76,10 +78,17 @@ int query_done(struct pt_regs *ctx)
 	if (!ts || !ts->query_start_ns) /* started before we attached */
 		return 0;
 	now = bpf_ktime_get_ns();
-	cs = bpf_task_storage_get(&cpu_states, bpf_get_current_task_btf(), 0, 0);
-	if (cs) {
-		cs->in_query = 0;
-		ts->acct.cpu_ns = cs->cpu_ns + (cs->oncpu_since_ns ? now - cs->oncpu_since_ns : 0);
+	wf = waterfall_current();
+	if (wf) {
+		struct query_acct *a = &ts->acct;
+
+		wf->in_query = 0;
+		a->cpu_ns = wf->cpu_ns + (wf->oncpu_since ? now - wf->oncpu_since : 0);
+		a->runq_ns = wf->runq_ns;
+		a->io_wait_ns = wf->wait_ns[WAIT_IO];
+		a->lock_ns = wf->wait_ns[WAIT_LOCK];
+		a->lwlock_ns = wf->wait_ns[WAIT_LWLOCK];
+		a->other_wait_ns = wf->wait_ns[WAIT_OTHER];
 	}
 	start = ts->query_start_ns;
 	ts->query_start_ns = 0; /* the query is over, recorded or not */

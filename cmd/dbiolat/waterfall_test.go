@@ -1,0 +1,223 @@
+package main
+
+// The per-query waterfall against known ground truths: CPU-bound work, a
+// lock held for a known time, CPU hogs on the same cores, and a device
+// slower than readahead.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+)
+
+const (
+	cpuLoop        = `DO $$DECLARE x bigint := 0; BEGIN FOR i IN 1..3000000 LOOP x := x + i; END LOOP; END$$`
+	longCPULoop    = `DO $$DECLARE x bigint := 0; BEGIN FOR i IN 1..9000000 LOOP x := x + i; END LOOP; END$$`
+	longLoopFactor = 3
+)
+
+// traceQueries runs fn with slowlog attached to c and returns every query.
+func traceQueries(t *testing.T, c *pgsandbox.Cluster, fn func()) []model.Query {
+	t.Helper()
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	fn()
+	qs, _, _ := tr.stop(t)
+	checkBoxesAddUp(t, qs)
+	return qs
+}
+
+// checkBoxesAddUp: every millisecond of a query is in exactly one box.
+func checkBoxesAddUp(t *testing.T, qs []model.Query) {
+	t.Helper()
+	for _, q := range qs {
+		sum := q.Accounted() + q.UnaccountedNs
+		if q.QueryNs > 0 && (float64(q.UnaccountedNs) > 0.05*float64(q.QueryNs) || float64(sum) > 1.05*float64(q.QueryNs)) {
+			t.Errorf("boxes of %q: cpu %d runq %d io %d lock %d lwlock %d other %d unaccounted %d, query %d ns",
+				q.Query, q.CPUNs, q.RunqNs, q.IOWaitNs, q.LockNs, q.LWLockNs, q.OtherWaitNs, q.UnaccountedNs, q.QueryNs)
+		}
+	}
+}
+
+func only(t *testing.T, qs []model.Query, prefix string, n int) []model.Query {
+	t.Helper()
+	m := matching(qs, prefix)
+	if len(m) != n {
+		t.Fatalf("want %d queries starting %q, got %d", n, prefix, len(m))
+	}
+	return m
+}
+
+func TestCPUBoundQueryIsCPU(t *testing.T) {
+	c := startPG(t, nil)
+	qs := traceQueries(t, c, func() { psql(t, c, cpuLoop) })
+	q := only(t, qs, "DO", 1)[0]
+	t.Logf("query %.1f ms: cpu %.1f, runq %.1f, io %.1f, other %.1f", ms(q.QueryNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.IOWaitNs), ms(q.OtherWaitNs))
+	if float64(q.CPUNs) < 0.9*float64(q.QueryNs) {
+		t.Errorf("cpu %d ns is under 90%% of the query's %d ns", q.CPUNs, q.QueryNs)
+	}
+}
+
+// CPU hogs pinned to every core: the same query waits for a CPU; its own
+// CPU time stays about the same.
+func TestCPUHogsShowAsRunQueueWait(t *testing.T) {
+	c := startPG(t, nil)
+	var alone, hogged model.Query
+	qs := traceQueries(t, c, func() {
+		psql(t, c, cpuLoop)
+		var hogs []*exec.Cmd
+		for cpu := 0; cpu < runtime.NumCPU(); cpu++ {
+			for i := 0; i < 3; i++ {
+				h := exec.Command("taskset", "-c", fmt.Sprint(cpu), "sh", "-c", "while :; do :; done")
+				if err := h.Start(); err != nil {
+					t.Fatal(err)
+				}
+				hogs = append(hogs, h)
+			}
+		}
+		defer func() {
+			for _, h := range hogs {
+				h.Process.Kill()
+				h.Wait()
+			}
+		}()
+		// Let the hogs settle and run long enough that a woken backend's
+		// scheduling credit does not decide the share.
+		time.Sleep(300 * time.Millisecond)
+		psql(t, c, longCPULoop)
+	})
+	do := only(t, qs, "DO", 2)
+	alone, hogged = do[0], do[1]
+	alone.CPUNs, alone.QueryNs = alone.CPUNs*longLoopFactor, alone.QueryNs*longLoopFactor // same work
+	t.Logf("alone: query %.0f ms, cpu %.0f, runq %.0f; with hogs: query %.0f ms, cpu %.0f, runq %.0f",
+		ms(alone.QueryNs), ms(alone.CPUNs), ms(alone.RunqNs), ms(hogged.QueryNs), ms(hogged.CPUNs), ms(hogged.RunqNs))
+	// The hogs (in another CPU cgroup here, which halves their pull)
+	// slow the query down; run-queue wait must explain the slowdown.
+	slowdown := float64(hogged.QueryNs) - float64(alone.QueryNs)
+	if float64(hogged.RunqNs) < 0.2*float64(hogged.QueryNs) || slowdown <= 0 {
+		t.Errorf("with hogs run-queue wait is %.0f%% of the query, want a large share", 100*float64(hogged.RunqNs)/float64(hogged.QueryNs))
+	} else if d := float64(hogged.RunqNs)/slowdown - 1; d < -0.4 || d > 0.4 {
+		t.Errorf("run-queue wait %.0f ms does not explain the %.0f ms slowdown", ms(hogged.RunqNs), slowdown/1e6)
+	}
+	// On a VM "on CPU" includes the host's steal and the cache misses of
+	// a busy core, both of which grow with the hogs: allow for them.
+	if r := float64(hogged.CPUNs) / float64(alone.CPUNs); r < 0.6 || r > 1.8 {
+		t.Errorf("cpu time changed %.2fx under hogs, want about the same", r)
+	}
+}
+
+// A lock held by another session for a known time is the query's lock wait.
+func TestLockWaitIsLock(t *testing.T) {
+	c := startPG(t, nil)
+	psql(t, c, "CREATE TABLE lk (id int); INSERT INTO lk VALUES (1)")
+	const hold, delay = 1500 * time.Millisecond, 300 * time.Millisecond
+	var waited time.Duration
+	qs := traceQueries(t, c, func() {
+		holder := c.PsqlCmd(context.Background(), "postgres", "-X", "-q", "-c",
+			fmt.Sprintf("BEGIN; LOCK TABLE lk IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(%g); COMMIT;", hold.Seconds()))
+		if err := holder.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		start := time.Now()
+		psql(t, c, "SELECT count(*) FROM lk")
+		waited = time.Since(start)
+		holder.Wait()
+	})
+	q := only(t, qs, "SELECT count(*) FROM lk", 1)[0]
+	t.Logf("blocked query %.0f ms (client saw %.0f ms): lock %.0f, lwlock %.0f, cpu %.1f, other %.1f",
+		ms(q.QueryNs), ms(uint64(waited)), ms(q.LockNs), ms(q.LWLockNs), ms(q.CPUNs), ms(q.OtherWaitNs))
+	if d := float64(q.LockNs)/float64(q.QueryNs) - 1; d < -0.1 || d > 0.1 {
+		t.Errorf("lock wait %.0f ms is not within 10%% of the blocked query's %.0f ms", ms(q.LockNs), ms(q.QueryNs))
+	}
+	if want := hold - delay; q.LockNs < uint64(want*8/10) {
+		t.Errorf("lock wait %.0f ms, the lock was held about %.0f ms after the query started", ms(q.LockNs), ms(uint64(want)))
+	}
+}
+
+// On a device slower than readahead (reads throttled with cgroup v1
+// blkio), a cold scan's reads miss the page cache; warm, they hit.
+func TestColdScanMissesWarmScanHits(t *testing.T) {
+	c := startPG(t, nil)
+	psql(t, c, "CREATE TABLE cold AS SELECT g AS id, repeat('x', 300) AS pad FROM generate_series(1, 100000) g; CHECKPOINT")
+	throttleReads(t, c, 20<<20)
+	const scan = "SELECT count(*) FROM cold WHERE id >= 0"
+	qs := traceQueries(t, c, func() {
+		dropCaches(t)
+		psql(t, c, scan)
+		psql(t, c, scan)
+	})
+	s := only(t, qs, "SELECT count(*) FROM cold", 2)
+	for i, name := range []string{"cold", "warm"} {
+		q := s[i]
+		t.Logf("%s: query %.0f ms, io wait %.0f; reads: %d hit %.1f ms, %d miss %.1f ms; readahead %d pages",
+			name, ms(q.QueryNs), ms(q.IOWaitNs), q.FSReadHitCount, ms(q.FSReadHitNs), q.FSReadMissCount, ms(q.FSReadMissNs), q.ReadaheadPages)
+	}
+	if cold := s[0]; cold.FSReadMissNs < 2*cold.FSReadHitNs || cold.IOWaitNs == 0 {
+		t.Errorf("cold scan: miss time %d ns does not dominate hit time %d ns", cold.FSReadMissNs, cold.FSReadHitNs)
+	}
+	if warm := s[1]; warm.FSReadHitCount == 0 || warm.FSReadMissNs > warm.FSReadHitNs/10 {
+		t.Errorf("warm scan: %d hits, miss time %d ns, want hits and near-zero miss time", warm.FSReadHitCount, warm.FSReadMissNs)
+	}
+}
+
+// throttleReads puts the instance in a cgroup v1 blkio group that limits
+// reads from the device under its data directory to bps.
+func throttleReads(t *testing.T, c *pgsandbox.Cluster, bps int) {
+	t.Helper()
+	root := "/sys/fs/cgroup/blkio"
+	if _, err := os.Stat(filepath.Join(root, "blkio.throttle.read_bps_device")); err != nil {
+		t.Fatalf("cgroup v1 blkio throttling is not available: %v", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(c.DataDir(), &st); err != nil {
+		t.Fatal(err)
+	}
+	dev := wholeDisk(t, uint64(st.Dev))
+	dir := filepath.Join(root, fmt.Sprintf("dbiolat-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pids, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, pid := range strings.Fields(string(pids)) {
+			os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(pid), 0)
+		}
+		os.Remove(dir)
+	})
+	if err := os.WriteFile(filepath.Join(dir, "blkio.throttle.read_bps_device"), []byte(fmt.Sprintf("%s %d", dev, bps)), 0); err != nil {
+		t.Fatal(err)
+	}
+	// New backends are forked by the postmaster: they inherit its group.
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprint(c.PostmasterPID())), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wholeDisk names the disk holding a partition's dev_t as "MAJ:MIN".
+func wholeDisk(t *testing.T, dev uint64) string {
+	major, minor := (dev>>8)&0xfff|(dev>>32)&^0xfff, dev&0xff|(dev>>12)&^0xff
+	link, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(link, "partition")); err == nil {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(link), "dev"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%d:%d", major, minor)
+}
+
+func ms(ns uint64) float64 { return float64(ns) / 1e6 }

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * How much did the kernel read ahead for a query? The readahead window
+ * chosen at each synchronous and asynchronous readahead, in pages.
+ */
+
+static __always_inline int readahead(struct trace_event_raw_page_cache_ra_op *ctx)
+{
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+
+	if (ts && ts->query_start_ns)
+		ts->acct.readahead_pages += BPF_CORE_READ(ctx, size);
+	return 0;
+}
+
+SEC("tracepoint/readahead/page_cache_sync_ra")
+int ra_sync(struct trace_event_raw_page_cache_ra_op *ctx) { return readahead(ctx); }
+
+SEC("tracepoint/readahead/page_cache_async_ra")
+int ra_async(struct trace_event_raw_page_cache_ra_op *ctx) { return readahead(ctx); }
