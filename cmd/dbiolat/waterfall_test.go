@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -264,5 +265,38 @@ func TestCheckpointWorkIsTheCheckpointers(t *testing.T) {
 	}
 	if float64(cp.OtherWaitNs) < 0.5*float64(cp.QueryNs) {
 		t.Errorf("the CHECKPOINT query spent %.0f of %.0f ms waiting", ms(cp.OtherWaitNs), ms(cp.QueryNs))
+	}
+}
+
+var vacuumIORe = regexp.MustCompile(`I/O timings: read: ([0-9.]+) ms, write: ([0-9.]+) ms`)
+
+// VACUUM of a large cold table: elapsed, CPU and read time reported, the
+// read time in agreement with PostgreSQL's own I/O timing for the run.
+func TestVacuumReadTimeMatchesPostgres(t *testing.T) {
+	c := startPG(t, nil)
+	psql(t, c, "CREATE TABLE vac AS SELECT g AS id, repeat('v', 300) AS pad FROM generate_series(1, 200000) g; CHECKPOINT")
+	var verbose string
+	qs := traceQueries(t, c, func() {
+		dropCaches(t)
+		cmd := c.PsqlCmd(context.Background(), "postgres", "-X", "-q", "-c", "VACUUM (VERBOSE) vac")
+		out, err := cmd.CombinedOutput() // VERBOSE reports on stderr
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		verbose = string(out)
+	})
+	q := only(t, qs, "VACUUM", 1)[0]
+	m := vacuumIORe.FindStringSubmatch(verbose)
+	if m == nil {
+		t.Fatalf("no I/O timings in VACUUM VERBOSE:\n%s", verbose)
+	}
+	pgRead, _ := strconv.ParseFloat(m[1], 64)
+	t.Logf("VACUUM: elapsed %.0f ms, cpu %.0f, io wait %.0f, fs read %.1f ms in %d reads (%d missed); PostgreSQL: read %.1f ms",
+		ms(q.QueryNs), ms(q.CPUNs), ms(q.IOWaitNs), ms(q.FSReadNs), q.FSReadCount, q.FSReadMissCount, pgRead)
+	if d := ms(q.FSReadNs)/pgRead - 1; d < -0.15 || d > 0.15 {
+		t.Errorf("fs read time %.1f ms is not within 15%% of PostgreSQL's %.1f ms", ms(q.FSReadNs), pgRead)
+	}
+	if q.CPUNs == 0 || q.QueryNs < q.FSReadNs {
+		t.Errorf("elapsed %d, cpu %d, read %d ns do not fit", q.QueryNs, q.CPUNs, q.FSReadNs)
 	}
 }
