@@ -24,6 +24,7 @@ type command struct {
 var commands = []command{
 	{"slowlog", "one line per query with its file system, block and CPU time", runSlowlogCmd},
 	{"hist", "log2 latency histograms per layer: query, fs read/write/sync, block", runHistCmd},
+	{"explain", "the waterfall of the slowest queries, as trees: CPU, run queue, I/O, locks", runExplainCmd},
 	{"iops", "I/O per second by process role and device, per interval", runIOPSCmd},
 	{"doctor", "check privileges, kernel features and the PostgreSQL instances", runDoctorCmd},
 	{"demo", "start a throwaway PostgreSQL, run a workload, trace it and show the result", runDemoCmd},

@@ -26,12 +26,7 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = q.TS.AppendFormat(b, "15:04:05.000")
 	b = append(b, " pid "...)
 	b = strconv.AppendInt(b, int64(q.PID), 10)
-	b = append(b, ' ')
-	if q.User == "" && q.Database == "" {
-		b = append(b, q.Role...)
-	} else {
-		b = append(append(append(b, q.User...), '@'), q.Database...)
-	}
+	b = append(append(b, ' '), who(q)...)
 	b = append(append(b, " query "...), dur(q.QueryNs)...)
 	b = append(append(b, " (cpu "...), dur(q.CPUNs)...)
 	for _, box := range []struct {
@@ -61,13 +56,70 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = append(append(append(b, " req, "...), hist.FormatBytes(q.BlkBytes)...), ')')
 	b = append(b, " : "...)
 	if strings.ContainsAny(q.Query, "\n\r\t") { // raw SQL: keep the line one line
-		return append(b, strings.Join(strings.Fields(q.Query), " ")...)
+		return append(b, oneLine(q.Query)...)
 	}
 	return append(b, q.Query...)
 }
 
 // SlowLine is AppendSlowLine as a string.
 func SlowLine(q *model.Query) string { return string(AppendSlowLine(nil, q)) }
+
+// Tree prints one query's waterfall down the stack: every box of its time,
+// with the file system and block I/O behind the I/O wait.
+func Tree(w io.Writer, q *model.Query) {
+	pct := func(ns uint64) string {
+		if q.QueryNs == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%3.0f%%", 100*float64(ns)/float64(q.QueryNs))
+	}
+	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, who(q), oneLine(q.Query))
+	rows := []struct {
+		name   string
+		ns     uint64
+		detail string
+	}{
+		{"on CPU", q.CPUNs, ""},
+		{"run-queue wait", q.RunqNs, ""},
+		{"I/O wait", q.IOWaitNs, ""},
+		{"lock wait", q.LockNs, ""},
+		{"LWLock wait", q.LWLockNs, ""},
+		{"other wait", q.OtherWaitNs, "latches, sleeps, the client"},
+		{"unaccounted", q.UnaccountedNs, ""},
+	}
+	for i, r := range rows {
+		branch := "├─"
+		if i == len(rows)-1 {
+			branch = "└─"
+		}
+		fmt.Fprintf(w, "  %s %-15s %9s %s", branch, r.name, dur(r.ns), pct(r.ns))
+		if r.detail != "" && r.ns > 0 {
+			fmt.Fprintf(w, "  (%s)", r.detail)
+		}
+		fmt.Fprintln(w)
+	}
+	// File system calls run partly on CPU (page-cache copies) and partly in
+	// I/O wait, so they overlap the boxes above rather than sit in one.
+	if q.FSCount() > 0 || q.BlkCount > 0 {
+		fmt.Fprintf(w, "  I/O, across the boxes above:\n")
+		fmt.Fprintf(w, "     file system    %9s in %d calls: %d reads (%s): %d page-cache hits %s, %d misses %s, readahead %d pages; %d writes %s; %d syncs %s\n",
+			dur(q.FSNs()), q.FSCount(), q.FSReadCount, hist.FormatBytes(q.FSReadBytes), q.FSReadHitCount, dur(q.FSReadHitNs),
+			q.FSReadMissCount, dur(q.FSReadMissNs), q.ReadaheadPages, q.FSWriteCount, dur(q.FSWriteNs), q.FSSyncCount, dur(q.FSSyncNs))
+		fmt.Fprintf(w, "     block device   %9s busy with %d requests (%s): queue %s, device %s (summed over requests)\n",
+			dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes), dur(q.BlkQueueNs), dur(q.BlkDeviceNs))
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// who names a query's session: user@database, or the role when the
+// process title was not seen.
+func who(q *model.Query) string {
+	if q.User == "" && q.Database == "" {
+		return q.Role
+	}
+	return q.User + "@" + q.Database
+}
 
 // Hists prints each non-empty histogram down the stack with its count,
 // mean and percentiles, then the bars.

@@ -46,3 +46,19 @@ func TestDropsText(t *testing.T) {
 		t.Errorf("late completions reported as dropped: %q", got)
 	}
 }
+
+func TestTree(t *testing.T) {
+	q := &model.Query{PID: 9, Role: "client backend", User: "u", Database: "d", Query: "SELECT 1",
+		QueryNs: 100e6, CPUNs: 60e6, IOWaitNs: 30e6, OtherWaitNs: 10e6,
+		FSReadCount: 10, FSReadBytes: 81920, FSReadNs: 35e6, FSReadMissCount: 3, FSReadMissNs: 31e6,
+		FSReadHitCount: 7, FSReadHitNs: 4e6, BlkCount: 3, BlkNs: 29e6}
+	var b strings.Builder
+	Tree(&b, q)
+	out := oneLine(b.String()) // the columns' widths are not the point
+	for _, want := range []string{"query 100ms", "├─ on CPU             60ms  60%", "├─ I/O wait            30ms  30%",
+		"└─ unaccounted          0ns   0%", "7 page-cache hits 4ms, 3 misses 31ms", "block device        29ms busy with 3 requests"} {
+		if !strings.Contains(out, oneLine(want)) {
+			t.Errorf("tree lacks %q:\n%s", want, out)
+		}
+	}
+}
