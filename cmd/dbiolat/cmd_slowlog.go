@@ -8,6 +8,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
+	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 )
 
@@ -54,6 +55,17 @@ func runSlowlog(ctx context.Context, o slowlogOptions) error {
 		}
 		line = append(output.AppendSlowLine(line[:0], q), '\n')
 		_, err := stdout.Write(line)
+		return err
+	}, onProcess: func(p *model.Process) error {
+		// Background runs (autovacuum, parallel workers…) have no query
+		// of their own: their whole run is the line. Connections are not.
+		if p.Role == string(postgres.ClientBackend) || p.Role == string(postgres.Postmaster) {
+			return nil
+		}
+		if o.JSON {
+			return js.Write(p)
+		}
+		_, err := fmt.Fprintln(stdout, output.ProcessLine(p))
 		return err
 	}}
 	s, err := t.run(ctx)

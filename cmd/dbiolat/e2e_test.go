@@ -77,9 +77,10 @@ func psql(t *testing.T, c *pgsandbox.Cluster, sql string) string {
 
 // trace is a running `dbiolat ... --json`.
 type trace struct {
-	cmd    *exec.Cmd
-	stdout bytes.Buffer
-	stderr bytes.Buffer
+	cmd       *exec.Cmd
+	stdout    bytes.Buffer
+	stderr    bytes.Buffer
+	processes []model.Process // filled by stop
 }
 
 // startTrace runs dbiolat and returns once its probes are attached.
@@ -151,6 +152,10 @@ func (tr *trace) stop(t *testing.T) (queries []model.Query, intervals []model.In
 			var iv model.Interval
 			mustUnmarshal(t, line, &iv)
 			intervals = append(intervals, iv)
+		case "process":
+			var p model.Process
+			mustUnmarshal(t, line, &p)
+			tr.processes = append(tr.processes, p)
 		case "summary":
 			mustUnmarshal(t, line, &sum)
 			gotSummary = true

@@ -19,13 +19,14 @@ const drainEvery = 100 * time.Millisecond
 // tracer is the loop every tracing command shares: attach, drain records,
 // call tick every interval, stop on Ctrl-C, --duration or after count ticks.
 type tracer struct {
-	opts     targetOptions
-	families probe.Families
-	emit     probe.Emit
-	interval time.Duration // 0: no ticks
-	count    int           // ticks before stopping; 0 = no limit
-	onQuery  func(*model.Query) error
-	onTick   func(s *session.Session) error
+	opts      targetOptions
+	families  probe.Families
+	emit      probe.Emit
+	interval  time.Duration // 0: no ticks
+	count     int           // ticks before stopping; 0 = no limit
+	onQuery   func(*model.Query) error
+	onProcess func(*model.Process) error // runs of traced processes that exited
+	onTick    func(s *session.Session) error
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
@@ -53,6 +54,10 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 			if t.onQuery != nil && qerr == nil {
 				qerr = t.onQuery(q)
 			}
+		}, func(p *model.Process) {
+			if t.onProcess != nil && qerr == nil {
+				qerr = t.onProcess(p)
+			}
 		}); err != nil {
 			return s, err
 		}
@@ -67,6 +72,10 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 			return s, s.Poll(time.Now().Add(10*time.Millisecond), func(q *model.Query) {
 				if t.onQuery != nil {
 					_ = t.onQuery(q)
+				}
+			}, func(p *model.Process) {
+				if t.onProcess != nil {
+					_ = t.onProcess(p)
 				}
 			})
 		}

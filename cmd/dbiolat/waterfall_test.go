@@ -300,3 +300,69 @@ func TestVacuumReadTimeMatchesPostgres(t *testing.T) {
 		t.Errorf("elapsed %d, cpu %d, read %d ns do not fit", q.QueryNs, q.CPUNs, q.FSReadNs)
 	}
 }
+
+var (
+	autovacuumRe = regexp.MustCompile(`\[(\d+)\] LOG:  automatic (vacuum|analyze) of table`)
+	ioTimingsRe  = regexp.MustCompile(`I/O timings: read: ([0-9.]+) ms, write: ([0-9.]+) ms`)
+)
+
+// Autovacuum of a large cold table, the case of the pgsql-hackers thread:
+// the worker's run is reported with elapsed, CPU and read time, and the
+// read time agrees with PostgreSQL's own autovacuum log.
+func TestAutovacuumRunMatchesItsLog(t *testing.T) {
+	c := startPG(t, map[string]string{
+		"autovacuum": "on", "autovacuum_naptime": "1s", "log_autovacuum_min_duration": "0",
+	})
+	psql(t, c, "ALTER SYSTEM SET autovacuum = off; SELECT pg_reload_conf()")
+	psql(t, c, "CREATE TABLE av AS SELECT g AS id, repeat('a', 300) AS pad FROM generate_series(1, 200000) g; "+
+		"DELETE FROM av WHERE id % 2 = 0; CHECKPOINT")
+	slow := startTrace(t, "slowlog", "--json", "--min-query", "10s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	dropCaches(t)
+	psql(t, c, "ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf()")
+	deadline := time.Now().Add(60 * time.Second)
+	for psql(t, c, "SELECT autovacuum_count + autoanalyze_count FROM pg_stat_user_tables WHERE relname = 'av'") == "0" {
+		if time.Now().After(deadline) {
+			t.Fatal("autovacuum did not process the table in 60 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	psql(t, c, "ALTER SYSTEM SET autovacuum = off; SELECT pg_reload_conf()")
+	time.Sleep(1500 * time.Millisecond) // the worker exits after its run
+	slow.stop(t)
+
+	// PostgreSQL's side: every automatic vacuum/analyze logged, by worker pid.
+	logText, err := os.ReadFile(filepath.Join(c.SocketDir(), "server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgRead := map[int]float64{}
+	var pid int
+	for _, line := range strings.Split(string(logText), "\n") {
+		if m := autovacuumRe.FindStringSubmatch(line); m != nil {
+			pid, _ = strconv.Atoi(m[1])
+		}
+		if m := ioTimingsRe.FindStringSubmatch(line); m != nil && pid != 0 {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			pgRead[pid] += v
+		}
+	}
+	checked := 0
+	for _, p := range slow.processes {
+		want, ok := pgRead[p.PID]
+		if p.Role != "autovacuum worker" || !ok || want < 20 {
+			continue
+		}
+		checked++
+		t.Logf("autovacuum worker %d: ran %.0f ms, cpu %.0f ms (user %.0f, sys %.0f), fs read %.1f ms in %d reads, write %.1f ms; its log: read %.1f ms",
+			p.PID, ms(p.ElapsedNs), ms(p.CPUNs), ms(p.CPUUserNs), ms(p.CPUSysNs), ms(p.FSReadNs), p.FSReadCount, ms(p.FSWriteNs), want)
+		if d := ms(p.FSReadNs)/want - 1; d < -0.15 || d > 0.15 {
+			t.Errorf("worker %d: fs read %.1f ms is not within 15%% of the %.1f ms its log reports", p.PID, ms(p.FSReadNs), want)
+		}
+		if p.CPUNs == 0 || p.ElapsedNs < p.CPUNs {
+			t.Errorf("worker %d: elapsed %d ns, cpu %d ns", p.PID, p.ElapsedNs, p.CPUNs)
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("no autovacuum worker run with logged I/O timings was reported; processes: %+v; log timings: %v", slow.processes, pgRead)
+	}
+}

@@ -77,6 +77,33 @@ func (q *Query) FSNs() uint64 { return q.FSReadNs + q.FSWriteNs + q.FSSyncNs }
 // FSCount is the number of file system calls.
 func (q *Query) FSCount() uint64 { return q.FSReadCount + q.FSWriteCount + q.FSSyncCount }
 
+// Process is the whole run of a traced process that exited: an autovacuum
+// worker's, a parallel worker's, a connection's. For background work it is
+// the log line the pgsql-hackers thread on analyze asked for: elapsed vs
+// CPU vs read and write time.
+type Process struct {
+	Type      string    `json:"type"` // "process"
+	TS        time.Time `json:"ts"`   // when it started
+	PID       int       `json:"pid"`
+	Instance  int       `json:"instance"`
+	Role      string    `json:"role"`
+	Database  string    `json:"database"`
+	User      string    `json:"user"`
+	ElapsedNs uint64    `json:"elapsed_ns"`
+	CPUNs     uint64    `json:"cpu_ns"`
+	CPUUserNs uint64    `json:"cpu_user_ns"`
+	CPUSysNs  uint64    `json:"cpu_sys_ns"`
+
+	FSReadCount  uint64 `json:"fs_read_count"`
+	FSReadBytes  uint64 `json:"fs_read_bytes"`
+	FSReadNs     uint64 `json:"fs_read_ns"`
+	FSWriteCount uint64 `json:"fs_write_count"`
+	FSWriteBytes uint64 `json:"fs_write_bytes"`
+	FSWriteNs    uint64 `json:"fs_write_ns"`
+	FSSyncCount  uint64 `json:"fs_sync_count"`
+	FSSyncNs     uint64 `json:"fs_sync_ns"`
+}
+
 // Drops counts what the kernel side could not deliver or attribute. Every
 // command prints it; a non-zero value is never hidden.
 type Drops struct {
@@ -90,11 +117,12 @@ type Drops struct {
 	BlkLate         uint64 `json:"blk_late"`         // block requests that completed after their query
 	USDTArgFault    uint64 `json:"usdt_arg_fault"`   // USDT arguments not decodable
 	WaterfallFull   uint64 `json:"waterfall_full"`   // queries without a waterfall: no task storage
+	ProcRunsFull    uint64 `json:"proc_runs_full"`   // process records lost: ring buffer full
 }
 
 // Lost is the number of records or events that are missing from the output.
 func (d Drops) Lost() uint64 {
-	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault + d.USDTArgFault + d.WaterfallFull
+	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault + d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull
 }
 
 // Histogram names, one per layer and operation.

@@ -109,6 +109,18 @@ type dbiolatProcIo struct {
 	Fs [3]dbiolatIoAcct
 }
 
+type dbiolatProcRun struct {
+	_        structs.HostLayout
+	StartNs  uint64
+	EndNs    uint64
+	CpuNs    uint64
+	UtimeNs  uint64
+	StimeNs  uint64
+	Pid      uint32
+	Instance uint32
+	Fs       [3]dbiolatIoAcct
+}
+
 type dbiolatQueryAcct struct {
 	_              structs.HostLayout
 	Fs             [3]dbiolatIoAcct
@@ -154,7 +166,8 @@ const (
 	dbiolatStatIdSTAT_BLK_LATE         dbiolatStatId = 7
 	dbiolatStatIdSTAT_USDT_ARG_FAULT   dbiolatStatId = 8
 	dbiolatStatIdSTAT_WATERFALL_FULL   dbiolatStatId = 9
-	dbiolatStatIdSTAT_IDS              dbiolatStatId = 10
+	dbiolatStatIdSTAT_PROC_RUNS_FULL   dbiolatStatId = 10
+	dbiolatStatIdSTAT_IDS              dbiolatStatId = 11
 )
 
 type dbiolatThreadState struct {
@@ -215,6 +228,7 @@ const (
 	dbiolatMapEvents                = "events"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
+	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
 	dbiolatMapQueryScratch          = "query_scratch"
@@ -266,6 +280,7 @@ const (
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
+	dbiolatVarUnusedProcRun         = "unused_proc_run"
 )
 
 // loadDbiolat returns the embedded CollectionSpec for dbiolat.
@@ -361,6 +376,7 @@ type dbiolatMapSpecs struct {
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Hists        *ebpf.MapSpec `ebpf:"hists"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
+	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
 	Procs        *ebpf.MapSpec `ebpf:"procs"`
 	QueryScratch *ebpf.MapSpec `ebpf:"query_scratch"`
@@ -377,6 +393,7 @@ type dbiolatVariableSpecs struct {
 	EmitIfIo       *ebpf.VariableSpec `ebpf:"emit_if_io"`
 	EmitMinFsNs    *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
+	UnusedProcRun  *ebpf.VariableSpec `ebpf:"unused_proc_run"`
 }
 
 // dbiolatObjects contains all objects after they have been loaded into the kernel.
@@ -403,6 +420,7 @@ type dbiolatMaps struct {
 	Events       *ebpf.Map `ebpf:"events"`
 	Hists        *ebpf.Map `ebpf:"hists"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
+	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
 	Procs        *ebpf.Map `ebpf:"procs"`
 	QueryScratch *ebpf.Map `ebpf:"query_scratch"`
@@ -418,6 +436,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Events,
 		m.Hists,
 		m.Inflight,
+		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,
 		m.QueryScratch,
@@ -435,6 +454,7 @@ type dbiolatVariables struct {
 	EmitIfIo       *ebpf.Variable `ebpf:"emit_if_io"`
 	EmitMinFsNs    *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs *ebpf.Variable `ebpf:"emit_min_query_ns"`
+	UnusedProcRun  *ebpf.Variable `ebpf:"unused_proc_run"`
 }
 
 // dbiolatPrograms contains all programs after they have been loaded into the kernel.

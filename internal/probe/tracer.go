@@ -36,6 +36,7 @@ var All = Families{Query: true, FS: true, Block: true, Sched: true}
 // Types shared with the kernel side, generated from bpf/dbiolat.h.
 type (
 	QueryEvent = dbiolatQueryEvent
+	ProcRun    = dbiolatProcRun
 	QueryAcct  = dbiolatQueryAcct
 	IOAcct     = dbiolatIoAcct
 	ProcIO     = dbiolatProcIo
@@ -52,6 +53,7 @@ type Tracer struct {
 	objs     dbiolatObjects
 	links    []link.Link
 	events   *ringbuf.Reader
+	runs     *ringbuf.Reader
 	specs    uint32                 // USDT specs written so far (cookie of the next site)
 	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose query probes are attached
 }
@@ -140,6 +142,10 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		}
 	}
 	if t.events, err = ringbuf.NewReader(o.Events); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+	}
+	if t.runs, err = ringbuf.NewReader(o.ProcRuns); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("opening the ring buffer: %w", err)
 	}
@@ -335,6 +341,39 @@ func (t *Tracer) ReadQueries(deadline time.Time, fn func(e *QueryEvent, text []b
 	}
 }
 
+// ReadProcRuns delivers the records of traced processes that exited since
+// the last call, without waiting.
+func (t *Tracer) ReadProcRuns(fn func(r *ProcRun)) error {
+	t.runs.SetDeadline(time.Now())
+	var rec ringbuf.Record
+	var r ProcRun
+	for {
+		if err := t.runs.ReadInto(&rec); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+				return nil
+			}
+			return fmt.Errorf("reading process records: %w", err)
+		}
+		if len(rec.RawSample) < int(unsafe.Sizeof(r)) {
+			continue
+		}
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&r)), unsafe.Sizeof(r)), rec.RawSample)
+		fn(&r)
+	}
+}
+
+// Procs lists the processes the kernel side tracks now.
+func (t *Tracer) Procs() ([]uint32, error) {
+	var out []uint32
+	var k uint32
+	var v dbiolatProcInfo
+	it := t.objs.Procs.Iterate()
+	for it.Next(&k, &v) {
+		out = append(out, k)
+	}
+	return out, it.Err()
+}
+
 // Hists returns the in-kernel histograms, summed over CPUs.
 func (t *Tracer) Hists() ([]Hist, error) {
 	out := make([]Hist, dbiolatHistIdHIST_IDS)
@@ -424,9 +463,11 @@ func (t *Tracer) Close() error {
 		errs = append(errs, l.Close())
 	}
 	t.links = nil
-	if t.events != nil {
-		errs = append(errs, t.events.Close())
-		t.events = nil
+	for _, r := range []**ringbuf.Reader{&t.events, &t.runs} {
+		if *r != nil {
+			errs = append(errs, (*r).Close())
+			*r = nil
+		}
 	}
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)
@@ -467,4 +508,5 @@ const (
 	StatBlkLate         = dbiolatStatIdSTAT_BLK_LATE
 	StatUSDTArgFault    = dbiolatStatIdSTAT_USDT_ARG_FAULT
 	StatWaterfallFull   = dbiolatStatIdSTAT_WATERFALL_FULL
+	StatProcRunsFull    = dbiolatStatIdSTAT_PROC_RUNS_FULL
 )

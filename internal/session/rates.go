@@ -86,7 +86,6 @@ func (s *Session) rates() ([]model.Rate, float64, error) {
 		r.ops += rc + wc + sc
 		if !alive(tgid) {
 			s.tracer.ForgetProc(tgid)
-			delete(s.procs, tgid)
 		}
 	}
 	for k, v := range cur.blk {

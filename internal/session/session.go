@@ -39,7 +39,8 @@ type Session struct {
 	wallOff   time.Duration // wall clock minus CLOCK_MONOTONIC
 	start     time.Time
 
-	prevTotals  totals // for Interval
+	exited      map[uint32]time.Time // pid -> when its exit was seen
+	prevTotals  totals               // for Interval
 	prevQueries uint64
 }
 
@@ -64,7 +65,8 @@ func Open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, tracer: t, Instances: instances, procs: map[uint32]postgres.Process{}, start: time.Now()}
+	s := &Session{cfg: cfg, tracer: t, Instances: instances, procs: map[uint32]postgres.Process{},
+		exited: map[uint32]time.Time{}, start: time.Now()}
 	s.wallOff = wallOffset()
 	for _, in := range instances {
 		if err := s.attach(in); err != nil {
@@ -145,11 +147,60 @@ func wallOffset() time.Duration {
 	return time.Duration(time.Now().UnixNano() - ts.Nano())
 }
 
-// Poll delivers the query records that arrived, until the deadline.
-func (s *Session) Poll(deadline time.Time, fn func(*model.Query)) error {
-	return s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
-		fn(s.query(e, text))
+// Poll delivers the query records that arrived, until the deadline, and
+// the runs of processes that exited.
+func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess func(*model.Process)) error {
+	// Learn new processes' roles while they live: a short autovacuum
+	// worker is gone by the time its record is read.
+	pids, err := s.tracer.Procs()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		s.describe(pid)
+	}
+	if err := s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
+		onQuery(s.query(e, text))
+	}); err != nil {
+		return err
+	}
+	now := time.Now()
+	err = s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
+		s.exited[r.Pid] = now
+		if onProcess != nil {
+			onProcess(s.process(r))
+		}
 	})
+	// Forget exited processes once their last interval has been reported,
+	// so that connection churn does not grow the cache.
+	for pid, at := range s.exited {
+		if now.Sub(at) > forgetAfter {
+			delete(s.procs, pid)
+			delete(s.exited, pid)
+		}
+	}
+	return err
+}
+
+// forgetAfter is how long the role of an exited process is kept: longer
+// than any reporting interval reads it.
+const forgetAfter = time.Minute
+
+func (s *Session) process(r *probe.ProcRun) *model.Process {
+	p := s.describe(r.Pid)
+	user, sys := r.CpuNs, uint64(0)
+	if t := r.UtimeNs + r.StimeNs; t > 0 { // the kernel's split, applied to the exact total
+		user = uint64(float64(r.CpuNs) * float64(r.UtimeNs) / float64(t))
+		sys = r.CpuNs - user
+	}
+	return &model.Process{
+		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
+		PID: int(r.Pid), Instance: int(r.Instance), Role: string(p.Role), Database: p.Database, User: p.User,
+		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys,
+		FSReadCount: r.Fs[probe.FSRead].Count, FSReadBytes: r.Fs[probe.FSRead].Bytes, FSReadNs: r.Fs[probe.FSRead].Ns,
+		FSWriteCount: r.Fs[probe.FSWrite].Count, FSWriteBytes: r.Fs[probe.FSWrite].Bytes, FSWriteNs: r.Fs[probe.FSWrite].Ns,
+		FSSyncCount: r.Fs[probe.FSSync].Count, FSSyncNs: r.Fs[probe.FSSync].Ns,
+	}
 }
 
 func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
@@ -268,6 +319,7 @@ func (s *Session) Drops() (model.Drops, error) {
 		BlkLate:         st[probe.StatBlkLate],
 		USDTArgFault:    st[probe.StatUSDTArgFault],
 		WaterfallFull:   st[probe.StatWaterfallFull],
+		ProcRunsFull:    st[probe.StatProcRunsFull],
 	}, nil
 }
 

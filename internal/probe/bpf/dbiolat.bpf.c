@@ -26,4 +26,7 @@
 #include "pagecache.bpf.c"
 #include "selftest.bpf.c"
 
+/* Sent only through a ring buffer: named here so that BTF, and so bpf2go, has it. */
+const struct proc_run *unused_proc_run __attribute__((unused));
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -63,7 +63,8 @@ enum stat_id {
 	STAT_BLK_LATE = 7,         /* block request completed after its query ended */
 	STAT_USDT_ARG_FAULT = 8,   /* a USDT argument could not be decoded */
 	STAT_WATERFALL_FULL = 9, /* no task storage for a backend: no waterfall for its query */
-	STAT_IDS = 10,
+	STAT_PROC_RUNS_FULL = 10, /* a process-exit record could not be delivered */
+	STAT_IDS = 11,
 };
 
 struct io_acct {
@@ -104,6 +105,21 @@ struct query_event {
 	__u32 text_len; /* bytes of text that follow, without the NUL */
 	__u32 text_truncated;
 	char text[QUERY_TEXT_MAX];
+};
+
+/*
+ * One traced process that exited: its whole run (an autovacuum worker's,
+ * a parallel worker's, a connection's), sent at sched_process_exit.
+ */
+struct proc_run {
+	__u64 start_ns; /* CLOCK_MONOTONIC, fork */
+	__u64 end_ns;
+	__u64 cpu_ns;   /* sum_exec_runtime of its main thread */
+	__u64 utime_ns; /* the kernel's user/system split of it */
+	__u64 stime_ns;
+	__u32 pid;
+	__u32 instance;
+	struct io_acct fs[FS_OPS];
 };
 
 /* Per process I/O counters, read by Go for rates by role. */

@@ -149,6 +149,12 @@ struct {
 	__uint(max_entries, 16 << 20);
 } events SEC(".maps");
 
+/* Process runs (proc_run) at exit: rare, small. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} proc_runs SEC(".maps");
+
 static __always_inline void stat_inc(enum stat_id id)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &id);

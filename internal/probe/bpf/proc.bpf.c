@@ -23,6 +23,26 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+static __always_inline void send_proc_run(struct task_struct *task, struct thread_state *ts)
+{
+	struct proc_info *pi = bpf_map_lookup_elem(&procs, &ts->tgid);
+	struct proc_run *e = bpf_ringbuf_reserve(&proc_runs, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(STAT_PROC_RUNS_FULL);
+		return;
+	}
+	e->start_ns = task->start_time;
+	e->end_ns = bpf_ktime_get_ns();
+	e->cpu_ns = task->se.sum_exec_runtime;
+	e->utime_ns = task->utime;
+	e->stime_ns = task->stime;
+	e->pid = ts->tgid;
+	e->instance = pi ? pi->instance : 0;
+	__builtin_memcpy(e->fs, ts->fs_total, sizeof(e->fs));
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *task)
 {
@@ -49,6 +69,8 @@ int BPF_PROG(proc_exit, struct task_struct *task)
 	} else {
 		stat_inc(STAT_PROC_IO_FULL);
 	}
+	if (tid == tgid) /* the process ends: one record of its run */
+		send_proc_run(task, ts);
 	bpf_map_delete_elem(&threads, &tid);
 	if (tid == tgid)
 		bpf_map_delete_elem(&procs, &tgid);
