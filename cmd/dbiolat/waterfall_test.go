@@ -225,7 +225,8 @@ func ms(ns uint64) float64 { return float64(ns) / 1e6 }
 // A CHECKPOINT after many writes: the checkpointer writes and syncs; the
 // client that asked only waits.
 func TestCheckpointWorkIsTheCheckpointers(t *testing.T) {
-	c := startPG(t, map[string]string{"checkpoint_timeout": "1h", "max_wal_size": "4GB"})
+	// No background writer: only the checkpointer may write the dirty buffers.
+	c := startPG(t, map[string]string{"checkpoint_timeout": "1h", "max_wal_size": "4GB", "bgwriter_lru_maxpages": "0"})
 	psql(t, c, "CREATE TABLE dirty AS SELECT g AS id, repeat('d', 200) AS pad FROM generate_series(1, 200000) g; CHECKPOINT")
 	psql(t, c, "UPDATE dirty SET pad = repeat('e', 200)") // dirty every page again
 	// Ground truth: what the checkpoint has to write is what is dirty in
