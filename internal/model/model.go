@@ -118,6 +118,7 @@ type Drops struct {
 	USDTArgFault    uint64 `json:"usdt_arg_fault"`   // USDT arguments not decodable
 	WaterfallFull   uint64 `json:"waterfall_full"`   // queries without a waterfall: no task storage
 	ProcRunsFull    uint64 `json:"proc_runs_full"`   // process records lost: ring buffer full
+	BlkMerges       uint64 `json:"blk_merges"`       // not a loss: bios of ours merged into queued requests
 }
 
 // Lost is the number of records or events that are missing from the output.
@@ -138,11 +139,14 @@ const (
 	HistBlkRead    = "blk_read"
 	HistBlkWrite   = "blk_write"
 	HistBlkOther   = "blk_other"
+	// Sizes, in bytes: the name ends in "_size".
+	HistBlkReadSize  = "blk_read_size"
+	HistBlkWriteSize = "blk_write_size"
 )
 
 // HistOrder is the order outputs show histograms in: down the stack.
 var HistOrder = []string{HistQuery, HistRunq, HistLock, HistFSRead, HistFSReadHit, HistFSReadMiss,
-	HistFSWrite, HistFSSync, HistBlkRead, HistBlkWrite, HistBlkOther}
+	HistFSWrite, HistFSSync, HistBlkRead, HistBlkWrite, HistBlkOther, HistBlkReadSize, HistBlkWriteSize}
 
 // Hists is one set of latency histograms (nanoseconds).
 type Hists map[string]*hist.Hist

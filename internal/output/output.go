@@ -135,17 +135,19 @@ func who(q *model.Query) string {
 // mean and percentiles, then the bars.
 func Hists(w io.Writer, hs model.Hists) error {
 	titles := map[string]string{
-		model.HistQuery:      "query latency (query__start to query__done)",
-		model.HistRunq:       "run-queue wait of queries (runnable, waiting for a CPU)",
-		model.HistLock:       "lock waits of queries (asleep on a lock or LWLock)",
-		model.HistFSReadHit:  "file system reads served by the page cache",
-		model.HistFSReadMiss: "file system reads that missed the page cache (waited for or started I/O)",
-		model.HistFSRead:     "file system read latency (read/pread syscalls)",
-		model.HistFSWrite:    "file system write latency (write/pwrite syscalls)",
-		model.HistFSSync:     "file system sync latency (fsync/fdatasync/sync_file_range)",
-		model.HistBlkRead:    "block device read latency (request start to completion)",
-		model.HistBlkWrite:   "block device write latency",
-		model.HistBlkOther:   "block device flush/discard latency",
+		model.HistQuery:        "query latency (query__start to query__done)",
+		model.HistRunq:         "run-queue wait of queries (runnable, waiting for a CPU)",
+		model.HistLock:         "lock waits of queries (asleep on a lock or LWLock)",
+		model.HistFSReadHit:    "file system reads served by the page cache",
+		model.HistFSReadMiss:   "file system reads that missed the page cache (waited for or started I/O)",
+		model.HistFSRead:       "file system read latency (read/pread syscalls)",
+		model.HistFSWrite:      "file system write latency (write/pwrite syscalls)",
+		model.HistFSSync:       "file system sync latency (fsync/fdatasync/sync_file_range)",
+		model.HistBlkRead:      "block device read latency (request start to completion)",
+		model.HistBlkWrite:     "block device write latency",
+		model.HistBlkOther:     "block device flush/discard latency",
+		model.HistBlkReadSize:  "block read request sizes",
+		model.HistBlkWriteSize: "block write request sizes",
 	}
 	shown := 0
 	for _, name := range model.HistOrder {
@@ -154,9 +156,13 @@ func Hists(w io.Writer, hs model.Hists) error {
 			continue
 		}
 		shown++
+		unit, format := hist.Time, dur
+		if strings.HasSuffix(name, "_size") {
+			unit, format = hist.Bytes, hist.FormatBytes
+		}
 		fmt.Fprintf(w, "\n%s: count %d, mean %s, p50 %s, p99 %s\n", titles[name], h.Count,
-			dur(uint64(h.Mean())), dur(h.Quantile(0.5)), dur(h.Quantile(0.99)))
-		if err := h.Render(w, hist.Time); err != nil {
+			format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))
+		if err := h.Render(w, unit); err != nil {
 			return err
 		}
 	}
@@ -232,6 +238,9 @@ func DropsText(d model.Drops) string {
 	var notes []string
 	if d.QueryUnfinished > 0 {
 		notes = append(notes, fmt.Sprintf("%d queries started again before finishing", d.QueryUnfinished))
+	}
+	if d.BlkMerges > 0 {
+		notes = append(notes, fmt.Sprintf("%d bios merged into queued requests", d.BlkMerges))
 	}
 	if d.BlkLate > 0 {
 		notes = append(notes, fmt.Sprintf("%d block requests completed after their query ended (charged to the process, not the query)", d.BlkLate))

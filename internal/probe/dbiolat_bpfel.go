@@ -58,24 +58,26 @@ const (
 type dbiolatHist struct {
 	_     structs.HostLayout
 	Slots [64]uint64
-	SumNs uint64
+	Sum   uint64
 }
 
 type dbiolatHistId uint32
 
 const (
-	dbiolatHistIdHIST_FS_READ      dbiolatHistId = 0
-	dbiolatHistIdHIST_FS_WRITE     dbiolatHistId = 1
-	dbiolatHistIdHIST_FS_SYNC      dbiolatHistId = 2
-	dbiolatHistIdHIST_BLK_READ     dbiolatHistId = 3
-	dbiolatHistIdHIST_BLK_WRITE    dbiolatHistId = 4
-	dbiolatHistIdHIST_BLK_OTHER    dbiolatHistId = 5
-	dbiolatHistIdHIST_QUERY        dbiolatHistId = 6
-	dbiolatHistIdHIST_RUNQ         dbiolatHistId = 7
-	dbiolatHistIdHIST_LOCK         dbiolatHistId = 8
-	dbiolatHistIdHIST_FS_READ_HIT  dbiolatHistId = 9
-	dbiolatHistIdHIST_FS_READ_MISS dbiolatHistId = 10
-	dbiolatHistIdHIST_IDS          dbiolatHistId = 11
+	dbiolatHistIdHIST_FS_READ        dbiolatHistId = 0
+	dbiolatHistIdHIST_FS_WRITE       dbiolatHistId = 1
+	dbiolatHistIdHIST_FS_SYNC        dbiolatHistId = 2
+	dbiolatHistIdHIST_BLK_READ       dbiolatHistId = 3
+	dbiolatHistIdHIST_BLK_WRITE      dbiolatHistId = 4
+	dbiolatHistIdHIST_BLK_OTHER      dbiolatHistId = 5
+	dbiolatHistIdHIST_QUERY          dbiolatHistId = 6
+	dbiolatHistIdHIST_RUNQ           dbiolatHistId = 7
+	dbiolatHistIdHIST_LOCK           dbiolatHistId = 8
+	dbiolatHistIdHIST_FS_READ_HIT    dbiolatHistId = 9
+	dbiolatHistIdHIST_FS_READ_MISS   dbiolatHistId = 10
+	dbiolatHistIdHIST_BLK_READ_SIZE  dbiolatHistId = 11
+	dbiolatHistIdHIST_BLK_WRITE_SIZE dbiolatHistId = 12
+	dbiolatHistIdHIST_IDS            dbiolatHistId = 13
 )
 
 type dbiolatInflight struct {
@@ -167,7 +169,8 @@ const (
 	dbiolatStatIdSTAT_USDT_ARG_FAULT   dbiolatStatId = 8
 	dbiolatStatIdSTAT_WATERFALL_FULL   dbiolatStatId = 9
 	dbiolatStatIdSTAT_PROC_RUNS_FULL   dbiolatStatId = 10
-	dbiolatStatIdSTAT_IDS              dbiolatStatId = 11
+	dbiolatStatIdSTAT_BLK_MERGES       dbiolatStatId = 11
+	dbiolatStatIdSTAT_IDS              dbiolatStatId = 12
 )
 
 type dbiolatThreadState struct {
@@ -236,7 +239,9 @@ const (
 	dbiolatMapThreads               = "threads"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaterfalls            = "waterfalls"
+	dbiolatProgBlkBackmerge         = "blk_backmerge"
 	dbiolatProgBlkDone              = "blk_done"
+	dbiolatProgBlkFrontmerge        = "blk_frontmerge"
 	dbiolatProgBlkIssue             = "blk_issue"
 	dbiolatProgBlkStart             = "blk_start"
 	dbiolatProgFsEnterFdatasync     = "fs_enter_fdatasync"
@@ -325,7 +330,9 @@ type dbiolatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatProgramSpecs struct {
+	BlkBackmerge         *ebpf.ProgramSpec `ebpf:"blk_backmerge"`
 	BlkDone              *ebpf.ProgramSpec `ebpf:"blk_done"`
+	BlkFrontmerge        *ebpf.ProgramSpec `ebpf:"blk_frontmerge"`
 	BlkIssue             *ebpf.ProgramSpec `ebpf:"blk_issue"`
 	BlkStart             *ebpf.ProgramSpec `ebpf:"blk_start"`
 	FsEnterFdatasync     *ebpf.ProgramSpec `ebpf:"fs_enter_fdatasync"`
@@ -461,7 +468,9 @@ type dbiolatVariables struct {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatPrograms struct {
+	BlkBackmerge         *ebpf.Program `ebpf:"blk_backmerge"`
 	BlkDone              *ebpf.Program `ebpf:"blk_done"`
+	BlkFrontmerge        *ebpf.Program `ebpf:"blk_frontmerge"`
 	BlkIssue             *ebpf.Program `ebpf:"blk_issue"`
 	BlkStart             *ebpf.Program `ebpf:"blk_start"`
 	FsEnterFdatasync     *ebpf.Program `ebpf:"fs_enter_fdatasync"`
@@ -506,7 +515,9 @@ type dbiolatPrograms struct {
 
 func (p *dbiolatPrograms) Close() error {
 	return _DbiolatClose(
+		p.BlkBackmerge,
 		p.BlkDone,
+		p.BlkFrontmerge,
 		p.BlkIssue,
 		p.BlkStart,
 		p.FsEnterFdatasync,

@@ -115,6 +115,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 	for _, p := range []btfTP{
 		{true, o.ProcFork}, {true, o.ProcExit},
 		{f.Block, o.BlkStart}, {f.Block, o.BlkIssue}, {f.Block, o.BlkDone},
+		{f.Block, o.BlkBackmerge}, {f.Block, o.BlkFrontmerge},
 		{f.Sched, o.SchedSwitch}, {f.Sched, o.SchedWakeup},
 	} {
 		if !p.on {
@@ -386,7 +387,7 @@ func (t *Tracer) Hists() ([]Hist, error) {
 			for i, v := range h.Slots {
 				out[id].Slots[i] += v
 			}
-			out[id].SumNs += h.SumNs
+			out[id].Sum += h.Sum
 		}
 	}
 	return out, nil
@@ -486,17 +487,19 @@ const (
 	OwnerKernel = dbiolatBlkOwnerOWNER_KERNEL
 	OwnerOther  = dbiolatBlkOwnerOWNER_OTHER
 
-	HistFSRead   = dbiolatHistIdHIST_FS_READ
-	HistFSWrite  = dbiolatHistIdHIST_FS_WRITE
-	HistFSSync   = dbiolatHistIdHIST_FS_SYNC
-	HistBlkRead  = dbiolatHistIdHIST_BLK_READ
-	HistBlkWrite = dbiolatHistIdHIST_BLK_WRITE
-	HistBlkOther = dbiolatHistIdHIST_BLK_OTHER
-	HistQuery    = dbiolatHistIdHIST_QUERY
-	HistRunq     = dbiolatHistIdHIST_RUNQ
-	HistLock     = dbiolatHistIdHIST_LOCK
-	HistReadHit  = dbiolatHistIdHIST_FS_READ_HIT
-	HistReadMiss = dbiolatHistIdHIST_FS_READ_MISS
+	HistFSRead       = dbiolatHistIdHIST_FS_READ
+	HistFSWrite      = dbiolatHistIdHIST_FS_WRITE
+	HistFSSync       = dbiolatHistIdHIST_FS_SYNC
+	HistBlkRead      = dbiolatHistIdHIST_BLK_READ
+	HistBlkWrite     = dbiolatHistIdHIST_BLK_WRITE
+	HistBlkOther     = dbiolatHistIdHIST_BLK_OTHER
+	HistQuery        = dbiolatHistIdHIST_QUERY
+	HistRunq         = dbiolatHistIdHIST_RUNQ
+	HistLock         = dbiolatHistIdHIST_LOCK
+	HistReadHit      = dbiolatHistIdHIST_FS_READ_HIT
+	HistReadMiss     = dbiolatHistIdHIST_FS_READ_MISS
+	HistBlkReadSize  = dbiolatHistIdHIST_BLK_READ_SIZE
+	HistBlkWriteSize = dbiolatHistIdHIST_BLK_WRITE_SIZE
 
 	StatRingbufFull     = dbiolatStatIdSTAT_RINGBUF_FULL
 	StatThreadsFull     = dbiolatStatIdSTAT_THREADS_FULL
@@ -509,4 +512,5 @@ const (
 	StatUSDTArgFault    = dbiolatStatIdSTAT_USDT_ARG_FAULT
 	StatWaterfallFull   = dbiolatStatIdSTAT_WATERFALL_FULL
 	StatProcRunsFull    = dbiolatStatIdSTAT_PROC_RUNS_FULL
+	StatBlkMerges       = dbiolatStatIdSTAT_BLK_MERGES
 )

@@ -287,11 +287,12 @@ func (s *Session) Hists() (model.Hists, error) {
 		probe.HistQuery: model.HistQuery,
 		probe.HistRunq:  model.HistRunq, probe.HistLock: model.HistLock,
 		probe.HistReadHit: model.HistFSReadHit, probe.HistReadMiss: model.HistFSReadMiss,
+		probe.HistBlkReadSize: model.HistBlkReadSize, probe.HistBlkWriteSize: model.HistBlkWriteSize,
 		probe.HistFSRead: model.HistFSRead, probe.HistFSWrite: model.HistFSWrite, probe.HistFSSync: model.HistFSSync,
 		probe.HistBlkRead: model.HistBlkRead, probe.HistBlkWrite: model.HistBlkWrite, probe.HistBlkOther: model.HistBlkOther,
 	}
 	for id, name := range names {
-		h := &hist.Hist{Sum: kh[id].SumNs}
+		h := &hist.Hist{Sum: kh[id].Sum}
 		for slot, n := range kh[id].Slots {
 			if n > 0 {
 				h.AddSlot(slot, n)
@@ -320,6 +321,7 @@ func (s *Session) Drops() (model.Drops, error) {
 		USDTArgFault:    st[probe.StatUSDTArgFault],
 		WaterfallFull:   st[probe.StatWaterfallFull],
 		ProcRunsFull:    st[probe.StatProcRunsFull],
+		BlkMerges:       st[probe.StatBlkMerges],
 	}, nil
 }
 

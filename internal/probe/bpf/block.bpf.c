@@ -15,7 +15,7 @@ static __always_inline __u8 blk_op_of(struct request *rq)
 
 	if (op == REQ_OP_READ)
 		return BLK_READ;
-	if (op == REQ_OP_WRITE)
+	if (op == REQ_OP_WRITE && rq->__data_len) /* without data: a cache flush */
 		return BLK_WRITE;
 	return BLK_OTHER;
 }
@@ -108,6 +108,8 @@ int BPF_PROG(blk_done, struct request *rq)
 	op = in->op;
 	if (in->owner == OWNER_TRACED && op < BLK_OPS) {
 		hist_add(HIST_BLK_READ + op, ns);
+		if (op == BLK_READ || op == BLK_WRITE)
+			hist_add(HIST_BLK_READ_SIZE + op, in->bytes);
 		if (in->query_seq) {
 			ts = thread_of(in->tid);
 			/* Busy time: wall time with any request of the query in flight. */
@@ -126,3 +128,17 @@ int BPF_PROG(blk_done, struct request *rq)
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
 }
+
+/* Bios of ours merged into a request already queued: why requests are big. */
+static __always_inline int blk_merge(void)
+{
+	if (thread_of((__u32)bpf_get_current_pid_tgid()))
+		stat_inc(STAT_BLK_MERGES);
+	return 0;
+}
+
+SEC("tp_btf/block_bio_backmerge")
+int BPF_PROG(blk_backmerge, struct bio *bio) { return blk_merge(); }
+
+SEC("tp_btf/block_bio_frontmerge")
+int BPF_PROG(blk_frontmerge, struct bio *bio) { return blk_merge(); }

@@ -48,7 +48,9 @@ enum hist_id {
 	HIST_LOCK = 8,  /* heavyweight and LWLock sleeps of backends in queries */
 	HIST_FS_READ_HIT = 9,   /* reads served by the page cache */
 	HIST_FS_READ_MISS = 10, /* reads that waited for I/O or started it */
-	HIST_IDS = 11,
+	HIST_BLK_READ_SIZE = 11, /* bytes per block read request of traced processes */
+	HIST_BLK_WRITE_SIZE = 12,
+	HIST_IDS = 13,
 };
 
 /* Counters of things that did not go as planned; every output shows them. */
@@ -64,7 +66,8 @@ enum stat_id {
 	STAT_USDT_ARG_FAULT = 8,   /* a USDT argument could not be decoded */
 	STAT_WATERFALL_FULL = 9, /* no task storage for a backend: no waterfall for its query */
 	STAT_PROC_RUNS_FULL = 10, /* a process-exit record could not be delivered */
-	STAT_IDS = 11,
+	STAT_BLK_MERGES = 11,     /* not a drop: bios of traced processes merged into a request */
+	STAT_IDS = 12,
 };
 
 struct io_acct {
@@ -142,7 +145,7 @@ struct blk_io {
 
 struct hist {
 	__u64 slots[HIST_SLOTS];
-	__u64 sum_ns;
+	__u64 sum; /* of the values: nanoseconds, or bytes for the size histograms */
 };
 
 /* Which process belongs to which traced instance (keyed by tgid). */

@@ -163,17 +163,17 @@ static __always_inline void stat_inc(enum stat_id id)
 		*v += 1; /* per-CPU: no atomics needed */
 }
 
-static __always_inline void hist_add(enum hist_id id, __u64 ns)
+static __always_inline void hist_add(enum hist_id id, __u64 v)
 {
 	struct hist *h = bpf_map_lookup_elem(&hists, &id);
-	__u32 slot = log2_slot(ns);
+	__u32 slot = log2_slot(v);
 
 	if (!h)
 		return;
 	if (slot >= HIST_SLOTS)
 		slot = HIST_SLOTS - 1;
 	h->slots[slot] += 1;
-	h->sum_ns += ns;
+	h->sum += v;
 }
 
 static __always_inline void acct_add(struct io_acct *a, __u64 bytes, __u64 ns)
