@@ -103,7 +103,7 @@ func describeInstances(s *session.Session) string {
 // finish prints a session's closing summary, as JSON or text; with
 // printHists the text form shows the histograms above it.
 func finish(s *session.Session, o targetOptions, reported uint64, withHists, printHists bool) error {
-	sum, err := summary(s, reported, withHists)
+	sum, err := s.Summary(reported, withHists)
 	if err != nil {
 		return err
 	}
@@ -117,26 +117,4 @@ func finish(s *session.Session, o targetOptions, reported uint64, withHists, pri
 	}
 	output.Summary(stdout, sum)
 	return nil
-}
-
-// summary builds the closing record of a session.
-func summary(s *session.Session, reported uint64, withHists bool) (*model.Summary, error) {
-	drops, err := s.Drops()
-	if err != nil {
-		return nil, err
-	}
-	queries, err := s.Queries()
-	if err != nil {
-		return nil, err
-	}
-	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops}
-	for _, in := range s.Instances {
-		sum.Instances = append(sum.Instances, in.PID)
-	}
-	if withHists {
-		if sum.Hists, err = s.Hists(); err != nil {
-			return nil, err
-		}
-	}
-	return sum, nil
 }

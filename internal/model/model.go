@@ -24,14 +24,7 @@ type Query struct {
 
 	QueryNs uint64 `json:"query_ns"`
 
-	FSReadCount  uint64 `json:"fs_read_count"`
-	FSReadBytes  uint64 `json:"fs_read_bytes"`
-	FSReadNs     uint64 `json:"fs_read_ns"`
-	FSWriteCount uint64 `json:"fs_write_count"`
-	FSWriteBytes uint64 `json:"fs_write_bytes"`
-	FSWriteNs    uint64 `json:"fs_write_ns"`
-	FSSyncCount  uint64 `json:"fs_sync_count"`
-	FSSyncNs     uint64 `json:"fs_sync_ns"`
+	FSTotals
 
 	BlkCount      uint64 `json:"blk_count"`
 	BlkBytes      uint64 `json:"blk_bytes"`
@@ -71,11 +64,24 @@ func (q *Query) Unaccounted() uint64 {
 	return 0
 }
 
-// FSNs is the query's time in file system calls of any kind.
-func (q *Query) FSNs() uint64 { return q.FSReadNs + q.FSWriteNs + q.FSSyncNs }
+// FSTotals is what a query or a process did through file system calls.
+// Embedded, its fields appear flat in JSON.
+type FSTotals struct {
+	FSReadCount  uint64 `json:"fs_read_count"`
+	FSReadBytes  uint64 `json:"fs_read_bytes"`
+	FSReadNs     uint64 `json:"fs_read_ns"`
+	FSWriteCount uint64 `json:"fs_write_count"`
+	FSWriteBytes uint64 `json:"fs_write_bytes"`
+	FSWriteNs    uint64 `json:"fs_write_ns"`
+	FSSyncCount  uint64 `json:"fs_sync_count"`
+	FSSyncNs     uint64 `json:"fs_sync_ns"`
+}
+
+// FSNs is the time in file system calls of any kind.
+func (f *FSTotals) FSNs() uint64 { return f.FSReadNs + f.FSWriteNs + f.FSSyncNs }
 
 // FSCount is the number of file system calls.
-func (q *Query) FSCount() uint64 { return q.FSReadCount + q.FSWriteCount + q.FSSyncCount }
+func (f *FSTotals) FSCount() uint64 { return f.FSReadCount + f.FSWriteCount + f.FSSyncCount }
 
 // Process is the whole run of a traced process that exited: an autovacuum
 // worker's, a parallel worker's, a connection's. For background work it is
@@ -94,14 +100,7 @@ type Process struct {
 	CPUUserNs uint64    `json:"cpu_user_ns"`
 	CPUSysNs  uint64    `json:"cpu_sys_ns"`
 
-	FSReadCount  uint64 `json:"fs_read_count"`
-	FSReadBytes  uint64 `json:"fs_read_bytes"`
-	FSReadNs     uint64 `json:"fs_read_ns"`
-	FSWriteCount uint64 `json:"fs_write_count"`
-	FSWriteBytes uint64 `json:"fs_write_bytes"`
-	FSWriteNs    uint64 `json:"fs_write_ns"`
-	FSSyncCount  uint64 `json:"fs_sync_count"`
-	FSSyncNs     uint64 `json:"fs_sync_ns"`
+	FSTotals
 }
 
 // Drops counts what the kernel side could not deliver or attribute. Every

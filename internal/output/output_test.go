@@ -12,7 +12,7 @@ func TestSlowLine(t *testing.T) {
 	q := &model.Query{
 		TS: time.Date(2026, 11, 22, 1, 52, 2, 512e6, time.UTC), PID: 15311, Role: "client backend",
 		User: "postgres", Database: "bench", Query: "SELECT count(*) FROM t WHERE a >= $1",
-		QueryNs: 328e6, FSReadCount: 12778, FSReadBytes: 104_660_992, FSReadNs: 261e6,
+		QueryNs: 328e6, FSTotals: model.FSTotals{FSReadCount: 12778, FSReadBytes: 104_660_992, FSReadNs: 261e6},
 		BlkCount: 40, BlkBytes: 109_150_208, BlkNs: 97.6e6, CPUNs: 300e6, IOWaitNs: 27.5e6, RunqNs: 0.5e6,
 		FSReadMissCount: 40, FSReadMissNs: 30e6,
 	}
@@ -24,7 +24,7 @@ func TestSlowLine(t *testing.T) {
 	// Syncs are named; raw multi-line SQL stays on one line; a process
 	// whose title was not seen shows its role.
 	q = &model.Query{TS: q.TS, PID: 7, Role: "client backend", Query: "INSERT INTO t\n\tVALUES (1)",
-		FSWriteCount: 1, FSWriteBytes: 8192, FSWriteNs: 20e3, FSSyncCount: 1, FSSyncNs: 2e6}
+		FSTotals: model.FSTotals{FSWriteCount: 1, FSWriteBytes: 8192, FSWriteNs: 20e3, FSSyncCount: 1, FSSyncNs: 2e6}}
 	got := SlowLine(q)
 	for _, part := range []string{"pid 7 client backend ", "fs 2.02ms (2 I/O, 8.0KiB, 1 sync 2ms)", ": INSERT INTO t VALUES (1)"} {
 		if !strings.Contains(got, part) {
@@ -50,7 +50,7 @@ func TestDropsText(t *testing.T) {
 func TestTree(t *testing.T) {
 	q := &model.Query{PID: 9, Role: "client backend", User: "u", Database: "d", Query: "SELECT 1",
 		QueryNs: 100e6, CPUNs: 60e6, IOWaitNs: 30e6, OtherWaitNs: 10e6,
-		FSReadCount: 10, FSReadBytes: 81920, FSReadNs: 35e6, FSReadMissCount: 3, FSReadMissNs: 31e6,
+		FSTotals: model.FSTotals{FSReadCount: 10, FSReadBytes: 81920, FSReadNs: 35e6}, FSReadMissCount: 3, FSReadMissNs: 31e6,
 		FSReadHitCount: 7, FSReadHitNs: 4e6, BlkCount: 3, BlkNs: 29e6}
 	var b strings.Builder
 	Tree(&b, q)

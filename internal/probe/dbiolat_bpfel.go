@@ -149,6 +149,7 @@ type dbiolatQueryEvent struct {
 	Tgid          uint32
 	Instance      uint32
 	Pad           uint32
+	Title         [64]int8
 	Acct          dbiolatQueryAcct
 	TextLen       uint32
 	TextTruncated uint32

@@ -4,11 +4,13 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -197,17 +199,32 @@ func (s *Session) process(r *probe.ProcRun) *model.Process {
 		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
 		PID: int(r.Pid), Instance: int(r.Instance), Role: string(p.Role), Database: p.Database, User: p.User,
 		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys,
-		FSReadCount: r.Fs[probe.FSRead].Count, FSReadBytes: r.Fs[probe.FSRead].Bytes, FSReadNs: r.Fs[probe.FSRead].Ns,
-		FSWriteCount: r.Fs[probe.FSWrite].Count, FSWriteBytes: r.Fs[probe.FSWrite].Bytes, FSWriteNs: r.Fs[probe.FSWrite].Ns,
-		FSSyncCount: r.Fs[probe.FSSync].Count, FSSyncNs: r.Fs[probe.FSSync].Ns,
+		FSTotals: fsTotals(&r.Fs),
+	}
+}
+
+// fsTotals turns the kernel's per-operation counters into the model's.
+func fsTotals(fs *[3]probe.IOAcct) model.FSTotals {
+	r, w, y := fs[probe.FSRead], fs[probe.FSWrite], fs[probe.FSSync]
+	return model.FSTotals{
+		FSReadCount: r.Count, FSReadBytes: r.Bytes, FSReadNs: r.Ns,
+		FSWriteCount: w.Count, FSWriteBytes: w.Bytes, FSWriteNs: w.Ns,
+		FSSyncCount: y.Count, FSSyncNs: y.Ns,
 	}
 }
 
 func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 	p := s.describe(e.Tgid)
 	if p.Role == postgres.Postmaster || p.Role == postgres.Unknown {
-		// Only backends run query__start; the title was not set yet.
-		p.Role = postgres.ClientBackend
+		// Gone before /proc could be read: the record carries the title.
+		title := unsafe.Slice((*byte)(unsafe.Pointer(&e.Title[0])), len(e.Title))
+		if n := bytes.IndexByte(title, 0); n >= 0 {
+			title = title[:n]
+		}
+		if p = postgres.ParseTitle(string(title)); p.Role != postgres.ClientBackend {
+			p = postgres.Process{Role: postgres.ClientBackend} // only backends run queries
+		}
+		s.procs[e.Tgid] = p
 	}
 	raw := strings.ToValidUTF8(string(text), "\uFFFD")
 	norm, fp := sqlnorm.Of(raw)
@@ -227,14 +244,7 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		Query:         norm,
 		Truncated:     e.TextTruncated != 0,
 		QueryNs:       e.EndNs - e.StartNs,
-		FSReadCount:   a.Fs[probe.FSRead].Count,
-		FSReadBytes:   a.Fs[probe.FSRead].Bytes,
-		FSReadNs:      a.Fs[probe.FSRead].Ns,
-		FSWriteCount:  a.Fs[probe.FSWrite].Count,
-		FSWriteBytes:  a.Fs[probe.FSWrite].Bytes,
-		FSWriteNs:     a.Fs[probe.FSWrite].Ns,
-		FSSyncCount:   a.Fs[probe.FSSync].Count,
-		FSSyncNs:      a.Fs[probe.FSSync].Ns,
+		FSTotals:      fsTotals(&a.Fs),
 		BlkCount:      a.Blk[0].Count + a.Blk[1].Count + a.Blk[2].Count,
 		BlkBytes:      a.Blk[0].Bytes + a.Blk[1].Bytes + a.Blk[2].Bytes,
 		BlkNs:         a.BlkBusyNs,
@@ -323,6 +333,28 @@ func (s *Session) Drops() (model.Drops, error) {
 		ProcRunsFull:    st[probe.StatProcRunsFull],
 		BlkMerges:       st[probe.StatBlkMerges],
 	}, nil
+}
+
+// Summary builds the closing record of the session.
+func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, error) {
+	drops, err := s.Drops()
+	if err != nil {
+		return nil, err
+	}
+	queries, err := s.Queries()
+	if err != nil {
+		return nil, err
+	}
+	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops}
+	for _, in := range s.Instances {
+		sum.Instances = append(sum.Instances, in.PID)
+	}
+	if withHists {
+		if sum.Hists, err = s.Hists(); err != nil {
+			return nil, err
+		}
+	}
+	return sum, nil
 }
 
 // Close detaches everything.

@@ -10,6 +10,7 @@
 #define QUERY_TEXT_MAX 4096 /* bytes of query text copied per query (power of 2) */
 #define HIST_SLOTS 64       /* log2 slots, see bits.bpf.h and internal/hist */
 #define USDT_MAX_ARGS 12    /* the most arguments a USDT site may have */
+#define TITLE_MAX 64        /* bytes of the process title sent with a query */
 
 /* File system operations, as seen at the syscall boundary. */
 enum fs_op {
@@ -104,6 +105,9 @@ struct query_event {
 	__u32 tgid;
 	__u32 instance; /* postmaster pid */
 	__u32 pad;
+	/* The start of the process title ("postgres: user db host …"): a
+	 * short session may be gone before Go can read /proc. */
+	char title[TITLE_MAX];
 	struct query_acct acct;
 	__u32 text_len; /* bytes of text that follow, without the NUL */
 	__u32 text_truncated;

@@ -107,6 +107,10 @@ int query_done(struct pt_regs *ctx)
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
 	e->acct = ts->acct;
+	/* PostgreSQL writes its title over argv, so it starts at arg_start. */
+	if (bpf_probe_read_user(e->title, sizeof(e->title),
+				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
+		e->title[0] = 0;
 
 	n = 0;
 	if (usdt_arg(ctx, 0, &text) == 0)
