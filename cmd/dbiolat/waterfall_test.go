@@ -365,3 +365,33 @@ func TestAutovacuumRunMatchesItsLog(t *testing.T) {
 		t.Fatalf("no autovacuum worker run with logged I/O timings was reported; processes: %+v; log timings: %v", slow.processes, pgRead)
 	}
 }
+
+var sharedReadRe = regexp.MustCompile(`Buffers: shared hit=\d+ read=(\d+)`)
+
+// A parallel scan: the workers' reads are rolled up into the leader's
+// query, so its read count matches the buffers EXPLAIN says the query
+// (workers included) read.
+func TestParallelWorkersRollUpIntoLeader(t *testing.T) {
+	c := startPG(t, nil)
+	makeBigTable(t, c)
+	var plan string
+	qs := traceQueries(t, c, func() {
+		dropCaches(t)
+		plan = psql(t, c, "SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET min_parallel_table_scan_size = 0; "+
+			"EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) SELECT count(*) FROM big WHERE id >= 0")
+	})
+	if !strings.Contains(plan, "Workers Launched: 2") {
+		t.Fatalf("the scan was not parallel:\n%s", plan)
+	}
+	m := sharedReadRe.FindStringSubmatch(plan)
+	if m == nil {
+		t.Fatalf("no buffer counts in the plan:\n%s", plan)
+	}
+	pgReads, _ := strconv.Atoi(m[1])
+	q := only(t, qs, "EXPLAIN", 1)[0]
+	t.Logf("parallel scan: PostgreSQL read %d buffers; the leader's query shows %d reads (%.1f MiB) in %.1f ms, %d block requests",
+		pgReads, q.FSReadCount, float64(q.FSReadBytes)/(1<<20), ms(q.FSReadNs), q.BlkCount)
+	if q.FSReadCount < uint64(pgReads)*95/100 || q.FSReadCount > uint64(pgReads)*110/100 {
+		t.Errorf("the leader's query shows %d reads, PostgreSQL read %d buffers", q.FSReadCount, pgReads)
+	}
+}

@@ -182,6 +182,9 @@ type dbiolatThreadState struct {
 	QuerySeq     uint64
 	SysStartNs   uint64
 	SysOp        dbiolatFsOp
+	LeaderTid    uint32
+	TitleSeen    uint8
+	Pad1         [3]uint8
 	BlkInflight  uint32
 	BlkSubmitted uint32
 	BlkAtSys     uint32

@@ -36,14 +36,20 @@ int BPF_PROG(blk_start, struct request *rq)
 	if (disk)
 		in.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
 	if (ts) {
+		/* The query the request serves: the thread's own, or for a
+		 * parallel worker its leader's. */
+		struct thread_state *q = charged(ts);
+
 		ts->blk_submitted++; /* only this thread writes it: it runs here */
 		in.owner = OWNER_TRACED;
-		in.tid = tid;
 		in.tgid = ts->tgid;
-		if (ts->query_start_ns) {
-			in.query_seq = ts->query_seq;
-			if (__sync_fetch_and_add(&ts->blk_inflight, 1) == 0)
-				ts->blk_busy_since = in.start_ns;
+		in.tid = q ? ts->leader_tid : tid;
+		if (!q && ts->query_start_ns)
+			q = ts;
+		if (q) {
+			in.query_seq = q->query_seq;
+			if (__sync_fetch_and_add(&q->blk_inflight, 1) == 0)
+				q->blk_busy_since = in.start_ns;
 		}
 	} else if (task->flags & PF_KTHREAD) {
 		in.owner = OWNER_KERNEL;

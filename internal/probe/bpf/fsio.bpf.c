@@ -24,6 +24,42 @@ static __always_inline int is_file(int fd)
 	return mode == S_IFREG || mode == S_IFBLK;
 }
 
+/*
+ * A parallel worker's title is "postgres: [cluster: ]parallel worker for
+ * PID <leader>". Read once the title is set (it starts "postgres: "), on
+ * the worker's first file syscalls; the result is kept in ts->leader_tid.
+ */
+static __always_inline void find_leader(struct thread_state *ts)
+{
+	char t[TITLE_MAX];
+	__u32 i, pid = 0;
+
+	if (bpf_probe_read_user(t, sizeof(t), (void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
+		return;
+	if (t[0] != 'p' || t[8] != ':' || t[9] != ' ') /* "postgres: " not yet written */
+		return;
+	ts->title_seen = 1;
+	for (i = 10; i < TITLE_MAX - 4; i++) {
+		if (t[i] == 'P' && t[i + 1] == 'I' && t[i + 2] == 'D' && t[i + 3] == ' ')
+			break;
+	}
+	for (i += 4; i < TITLE_MAX && t[i] >= '0' && t[i] <= '9'; i++)
+		pid = pid * 10 + (t[i] - '0');
+	ts->leader_tid = pid;
+}
+
+/* The state that a syscall's I/O is charged to: the thread's own, or, for
+ * a parallel worker while its leader runs a query, the leader's. */
+static __always_inline struct thread_state *charged(struct thread_state *ts)
+{
+	struct thread_state *leader;
+
+	if (!ts->leader_tid)
+		return NULL;
+	leader = thread_of(ts->leader_tid);
+	return leader && leader->query_start_ns ? leader : NULL;
+}
+
 static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 {
 	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
@@ -31,6 +67,8 @@ static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 
 	if (!ts || (check_fd && !is_file(fd)))
 		return 0;
+	if (!ts->title_seen)
+		find_leader(ts);
 	ts->sys_op = op;
 	if (ts->query_start_ns && (wf = waterfall_current())) {
 		/* A sleep from here to the exit is waiting for I/O. */
@@ -50,6 +88,7 @@ static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 {
 	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *leader;
 	struct io_acct *a;
 	__u64 ns, bytes;
 	__u32 op;
@@ -68,13 +107,13 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	a->count++;
 	a->bytes += bytes;
 	a->ns += ns;
+	if ((leader = charged(ts))) /* a parallel worker: roll up into the leader's query */
+		acct_add(&leader->acct.fs[op], bytes, ns);
 	if (ts->query_start_ns) {
 		struct waterfall *wf = waterfall_current();
 
-		a = &ts->acct.fs[op];
-		a->count++;
-		a->bytes += bytes;
-		a->ns += ns;
+		/* Atomic: parallel workers add to the same counters. */
+		acct_add(&ts->acct.fs[op], bytes, ns);
 		if (!wf)
 			return 0;
 		wf->in_fs = 0;

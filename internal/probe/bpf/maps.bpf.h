@@ -26,6 +26,9 @@ struct thread_state {
 	__u64 query_seq;      /* increments per query: tags block requests */
 	__u64 sys_start_ns;   /* in a file system syscall since */
 	enum fs_op sys_op;    /* the kind of that syscall */
+	__u32 leader_tid;     /* a parallel worker's leader backend, else 0 */
+	__u8 title_seen;      /* the title was read for a leader (once set) */
+	__u8 pad1[3];
 	__u32 blk_inflight;   /* block requests of this thread in flight */
 	__u32 blk_submitted;  /* block requests this thread started, ever */
 	__u32 blk_at_sys;     /* blk_submitted when the current fs syscall began */
