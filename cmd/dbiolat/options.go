@@ -20,6 +20,7 @@ type targetOptions struct {
 	Duration time.Duration
 	JSON     bool
 	RawSQL   bool
+	Buffers  bool
 }
 
 func (o *targetOptions) AddFlags(fs *flag.FlagSet) {
@@ -28,6 +29,7 @@ func (o *targetOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C")
 	fs.BoolVar(&o.JSON, "json", false, "print JSON lines, one object per record or interval, and a final summary object")
 	fs.BoolVar(&o.RawSQL, "raw-sql", false, "show query text with its literals (default: literals replaced by $n)")
+	fs.BoolVar(&o.Buffers, "buffers", false, "count shared-buffer hits and reads per query (a probe on every buffer access: costly)")
 }
 
 // parseArgs parses flags placed before, between or after positional

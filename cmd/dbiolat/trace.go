@@ -30,6 +30,7 @@ type tracer struct {
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
+	t.families.Buffers = t.opts.Buffers
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit,
 	})

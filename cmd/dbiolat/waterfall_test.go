@@ -395,3 +395,28 @@ func TestParallelWorkersRollUpIntoLeader(t *testing.T) {
 		t.Errorf("the leader's query shows %d reads, PostgreSQL read %d buffers", q.FSReadCount, pgReads)
 	}
 }
+
+// --buffers: the query's shared-buffer hits and reads equal what
+// pg_stat_statements counted for it, once the session's catalog caches are
+// warm (parsing a session's first query reads catalog buffers that no
+// statement counts).
+func TestSharedBuffersMatchPgStatStatements(t *testing.T) {
+	c := startPG(t, map[string]string{"pg_stat_statements.track_planning": "on"})
+	makeBigTable(t, c)
+	const scan = "SELECT count(*) FROM big WHERE id >= 0"
+	tr := startTrace(t, "slowlog", "--json", "--buffers", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	// The first run warms the session's catalog caches; only the second counts.
+	psql(t, c, scan+"; SELECT pg_stat_statements_reset(); "+scan)
+	qs, _, _ := tr.stop(t)
+	q := only(t, qs, "SELECT count(*) FROM big", 2)[1]
+	row := strings.Split(psql(t, c, "SELECT shared_blks_hit, shared_blks_read FROM pg_stat_statements WHERE query LIKE 'SELECT count(*) FROM big%'"), "|")
+	if len(row) != 2 {
+		t.Fatalf("pg_stat_statements row: %q", row)
+	}
+	hits, _ := strconv.ParseUint(row[0], 10, 64)
+	reads, _ := strconv.ParseUint(row[1], 10, 64)
+	t.Logf("pg_stat_statements: %d hits, %d reads; dbiolat: %d hits, %d reads", hits, reads, q.SharedHit, q.SharedRead)
+	if reads == 0 || q.SharedRead != reads || q.SharedHit != hits {
+		t.Errorf("shared buffers: dbiolat %d hit %d read, pg_stat_statements %d hit %d read", q.SharedHit, q.SharedRead, hits, reads)
+	}
+}

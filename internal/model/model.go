@@ -48,6 +48,8 @@ type Query struct {
 	FSReadMissCount uint64 `json:"fs_read_miss_count"` // reads that waited for I/O or started it
 	FSReadMissNs    uint64 `json:"fs_read_miss_ns"`
 	ReadaheadPages  uint64 `json:"readahead_pages"`
+	SharedHit       uint64 `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
+	SharedRead      uint64 `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
 }
 
 // Accounted is the sum of the waterfall's boxes.

@@ -51,6 +51,11 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 		b = strconv.AppendUint(append(b, ", "...), q.FSSyncCount, 10)
 		b = append(append(b, " sync "...), dur(q.FSSyncNs)...)
 	}
+	if q.SharedHit+q.SharedRead > 0 {
+		b = strconv.AppendUint(append(b, ", shared buffers "...), q.SharedHit, 10)
+		b = strconv.AppendUint(append(b, " hit "...), q.SharedRead, 10)
+		b = append(b, " read"...)
+	}
 	b = append(append(b, "), blk "...), dur(q.BlkNs)...)
 	b = strconv.AppendUint(append(b, " ("...), q.BlkCount, 10)
 	b = append(append(append(b, " req, "...), hist.FormatBytes(q.BlkBytes)...), ')')

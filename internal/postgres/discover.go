@@ -28,6 +28,7 @@ const (
 	LockWaitDone    = "lock__wait__done"
 	LWLockWaitStart = "lwlock__wait__start"
 	LWLockWaitDone  = "lwlock__wait__done"
+	BufferReadDone  = "buffer__read__done"
 )
 
 // procRoot is /proc; tests do not change it, but naming it keeps paths plain.

@@ -139,6 +139,8 @@ type dbiolatQueryAcct struct {
 	FsReadHit      dbiolatIoAcct
 	FsReadMiss     dbiolatIoAcct
 	ReadaheadPages uint64
+	SharedHit      uint64
+	SharedRead     uint64
 }
 
 type dbiolatQueryEvent struct {
@@ -248,6 +250,7 @@ const (
 	dbiolatProgBlkFrontmerge        = "blk_frontmerge"
 	dbiolatProgBlkIssue             = "blk_issue"
 	dbiolatProgBlkStart             = "blk_start"
+	dbiolatProgBufferReadDone       = "buffer_read_done"
 	dbiolatProgFsEnterFdatasync     = "fs_enter_fdatasync"
 	dbiolatProgFsEnterFsync         = "fs_enter_fsync"
 	dbiolatProgFsEnterPread64       = "fs_enter_pread64"
@@ -339,6 +342,7 @@ type dbiolatProgramSpecs struct {
 	BlkFrontmerge        *ebpf.ProgramSpec `ebpf:"blk_frontmerge"`
 	BlkIssue             *ebpf.ProgramSpec `ebpf:"blk_issue"`
 	BlkStart             *ebpf.ProgramSpec `ebpf:"blk_start"`
+	BufferReadDone       *ebpf.ProgramSpec `ebpf:"buffer_read_done"`
 	FsEnterFdatasync     *ebpf.ProgramSpec `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.ProgramSpec `ebpf:"fs_enter_fsync"`
 	FsEnterPread64       *ebpf.ProgramSpec `ebpf:"fs_enter_pread64"`
@@ -477,6 +481,7 @@ type dbiolatPrograms struct {
 	BlkFrontmerge        *ebpf.Program `ebpf:"blk_frontmerge"`
 	BlkIssue             *ebpf.Program `ebpf:"blk_issue"`
 	BlkStart             *ebpf.Program `ebpf:"blk_start"`
+	BufferReadDone       *ebpf.Program `ebpf:"buffer_read_done"`
 	FsEnterFdatasync     *ebpf.Program `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.Program `ebpf:"fs_enter_fsync"`
 	FsEnterPread64       *ebpf.Program `ebpf:"fs_enter_pread64"`
@@ -524,6 +529,7 @@ func (p *dbiolatPrograms) Close() error {
 		p.BlkFrontmerge,
 		p.BlkIssue,
 		p.BlkStart,
+		p.BufferReadDone,
 		p.FsEnterFdatasync,
 		p.FsEnterFsync,
 		p.FsEnterPread64,

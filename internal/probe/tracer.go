@@ -27,10 +27,13 @@ type Families struct {
 	Query bool // per-query records (USDT query__start/done)
 	FS    bool // file system syscalls
 	Block bool // block requests
-	Sched bool // on-CPU time of queries
+	Sched bool // the waterfall: CPU, run queue, waits
+	// Buffers counts shared-buffer hits and reads per query with a probe
+	// on every buffer access: exact, but not cheap; off in All.
+	Buffers bool
 }
 
-// All is every family.
+// All is every family of the default mode.
 var All = Families{Query: true, FS: true, Block: true, Sched: true}
 
 // Types shared with the kernel side, generated from bpf/dbiolat.h.
@@ -54,6 +57,7 @@ type Tracer struct {
 	links    []link.Link
 	events   *ringbuf.Reader
 	runs     *ringbuf.Reader
+	families Families
 	specs    uint32                 // USDT specs written so far (cookie of the next site)
 	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose query probes are attached
 }
@@ -99,7 +103,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
 	}
-	t := &Tracer{binaries: map[[2]uint64]struct{}{}}
+	t := &Tracer{binaries: map[[2]uint64]struct{}{}, families: f}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
@@ -211,6 +215,7 @@ type USDTProbes struct {
 	QueryStart, QueryDone   string
 	LockStart, LockDone     string
 	LWLockStart, LWLockDone string
+	BufferReadDone          string // attached only with Families.Buffers
 }
 
 // AttachUSDT attaches the probes at every site in the binary. The kernel
@@ -244,7 +249,11 @@ func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 		{p.QueryStart, o.QueryStart, true}, {p.QueryDone, o.QueryDone, true},
 		{p.LockStart, o.LockWaitStart, false}, {p.LockDone, o.LockWaitDone, false},
 		{p.LWLockStart, o.LwlockWaitStart, false}, {p.LWLockDone, o.LockWaitDone, false},
+		{p.BufferReadDone, o.BufferReadDone, t.families.Buffers},
 	} {
+		if w.prog == o.BufferReadDone && !t.families.Buffers {
+			continue
+		}
 		sites := usdt.Find(probes, p.Provider, w.name)
 		if len(sites) == 0 && w.required {
 			return n, fmt.Errorf("%s has no USDT probe %s:%s: %w", binary, p.Provider, w.name, ErrNoProbe)

@@ -121,6 +121,7 @@ func (s *Session) attach(in postgres.Instance) error {
 		QueryStart: postgres.QueryStart, QueryDone: postgres.QueryDone,
 		LockStart: postgres.LockWaitStart, LockDone: postgres.LockWaitDone,
 		LWLockStart: postgres.LWLockWaitStart, LWLockDone: postgres.LWLockWaitDone,
+		BufferReadDone: postgres.BufferReadDone,
 	})
 	if errors.Is(err, usdt.ErrNoProbes) || errors.Is(err, probe.ErrNoProbe) {
 		exe, _ := os.Readlink(in.Binary)
@@ -264,6 +265,8 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		FSReadMissCount: a.FsReadMiss.Count,
 		FSReadMissNs:    a.FsReadMiss.Ns,
 		ReadaheadPages:  a.ReadaheadPages,
+		SharedHit:       a.SharedHit,
+		SharedRead:      a.SharedRead,
 	}
 	q.UnaccountedNs = q.Unaccounted()
 	return q

@@ -24,6 +24,7 @@
 #include "sched.bpf.c"
 #include "lock.bpf.c"
 #include "pagecache.bpf.c"
+#include "buffers.bpf.c"
 #include "selftest.bpf.c"
 
 /* Sent only through a ring buffer: named here so that BTF, and so bpf2go, has it. */

@@ -95,6 +95,9 @@ struct query_acct {
 	struct io_acct fs_read_hit;
 	struct io_acct fs_read_miss;
 	__u64 readahead_pages; /* pages the kernel decided to read ahead */
+	/* Shared buffers (opt-in: a probe on every buffer access). */
+	__u64 shared_hit;
+	__u64 shared_read;
 };
 
 /* One finished query, sent through the ring buffer at query__done. */
