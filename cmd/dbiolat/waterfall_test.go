@@ -408,6 +408,7 @@ func TestSharedBuffersMatchPgStatStatements(t *testing.T) {
 	// The first run warms the session's catalog caches; only the second counts.
 	psql(t, c, scan+"; SELECT pg_stat_statements_reset(); "+scan)
 	qs, _, _ := tr.stop(t)
+	checkBoxesAddUp(t, qs)
 	q := only(t, qs, "SELECT count(*) FROM big", 2)[1]
 	row := strings.Split(psql(t, c, "SELECT shared_blks_hit, shared_blks_read FROM pg_stat_statements WHERE query LIKE 'SELECT count(*) FROM big%'"), "|")
 	if len(row) != 2 {
