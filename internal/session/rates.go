@@ -21,11 +21,7 @@ type totals struct {
 // Interval returns what happened since the previous call (or since the
 // session started): I/O per second by layer, role and device, and queries.
 func (s *Session) Interval() (*model.Interval, error) {
-	drops, err := s.Drops()
-	if err != nil {
-		return nil, err
-	}
-	queries, err := s.Queries()
+	drops, queries, err := s.counters()
 	if err != nil {
 		return nil, err
 	}

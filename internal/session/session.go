@@ -340,11 +340,7 @@ func (s *Session) Drops() (model.Drops, error) {
 
 // Summary builds the closing record of the session.
 func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, error) {
-	drops, err := s.Drops()
-	if err != nil {
-		return nil, err
-	}
-	queries, err := s.Queries()
+	drops, queries, err := s.counters()
 	if err != nil {
 		return nil, err
 	}
@@ -358,6 +354,16 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 		}
 	}
 	return sum, nil
+}
+
+// counters reads the drop counters and the number of queries so far.
+func (s *Session) counters() (model.Drops, uint64, error) {
+	drops, err := s.Drops()
+	if err != nil {
+		return drops, 0, err
+	}
+	queries, err := s.Queries()
+	return drops, queries, err
 }
 
 // Close detaches everything.

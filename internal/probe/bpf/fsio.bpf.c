@@ -28,6 +28,8 @@ static __always_inline int is_file(int fd)
  * A parallel worker's title is "postgres: [cluster: ]parallel worker for
  * PID <leader>". Read once the title is set (it starts "postgres: "), on
  * the worker's first file syscalls; the result is kept in ts->leader_tid.
+ * The postmaster's title (its command line) never qualifies, so it is read
+ * on each of the postmaster's rare file syscalls.
  */
 static __always_inline void find_leader(struct thread_state *ts)
 {
@@ -48,8 +50,8 @@ static __always_inline void find_leader(struct thread_state *ts)
 	ts->leader_tid = pid;
 }
 
-/* The state that a syscall's I/O is charged to: the thread's own, or, for
- * a parallel worker while its leader runs a query, the leader's. */
+/* For a parallel worker whose leader is running a query, the leader's
+ * state: the worker's I/O is charged to that query. Else NULL. */
 static __always_inline struct thread_state *charged(struct thread_state *ts)
 {
 	struct thread_state *leader;
