@@ -26,6 +26,8 @@ var commands = []command{
 	{"hist", "log2 latency histograms per layer: query, fs read/write/sync, block", runHistCmd},
 	{"explain", "the waterfall of the slowest queries, as trees: CPU, run queue, I/O, locks", runExplainCmd},
 	{"iops", "I/O per second by process role and device, per interval", runIOPSCmd},
+	{"record", "write everything a trace sees into one file (SQLite), for report and compare", runRecordCmd},
+	{"report", "summarize a recording: queries by fingerprint, I/O share, histograms", runReportCmd},
 	{"doctor", "check privileges, kernel features and the PostgreSQL instances", runDoctorCmd},
 	{"demo", "start a throwaway PostgreSQL, run a workload, trace it and show the result", runDemoCmd},
 }

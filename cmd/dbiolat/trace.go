@@ -22,8 +22,9 @@ type tracer struct {
 	opts      targetOptions
 	families  probe.Families
 	emit      probe.Emit
-	interval  time.Duration // 0: no ticks
-	count     int           // ticks before stopping; 0 = no limit
+	interval  time.Duration                  // 0: no ticks
+	count     int                            // ticks before stopping; 0 = no limit
+	onStart   func(s *session.Session) error // once attached, before any record
 	onQuery   func(*model.Query) error
 	onProcess func(*model.Process) error // runs of traced processes that exited
 	onTick    func(s *session.Session) error
@@ -36,6 +37,12 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if t.onStart != nil {
+		if err := t.onStart(s); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	// On stderr even with --json: scripts wait for this line to know the probes are attached.
 	fmt.Fprintf(os.Stderr, "Tracing %s... Hit Ctrl-C to end.\n", describeInstances(s))

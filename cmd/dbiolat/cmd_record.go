@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/record"
+	"github.com/dbiolat/dbiolat/internal/session"
+)
+
+type recordOptions struct {
+	targetOptions
+	Output   string
+	Interval time.Duration
+	MinQuery time.Duration
+}
+
+func runRecordCmd(ctx context.Context, args []string) error {
+	var o recordOptions
+	fs := flag.NewFlagSet("record", flag.ContinueOnError)
+	o.AddFlags(fs)
+	fs.StringVar(&o.Output, "o", "", "the recording file to create (required)")
+	fs.DurationVar(&o.Interval, "interval", time.Second, "how often to record rates")
+	fs.DurationVar(&o.MinQuery, "min-query", 0, "record queries at least this long (0: every query)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q: record takes only options", pos[0])
+	}
+	if o.Output == "" {
+		return errors.New("say where to write the recording with -o FILE")
+	}
+	if o.Interval <= 0 {
+		return fmt.Errorf("--interval %s: give a positive duration", o.Interval)
+	}
+	return runRecord(ctx, o)
+}
+
+// runRecord writes everything the other commands see into one file:
+// query records, process runs, per-interval rates, and at the end the
+// histograms and drops. It flushes every interval, so an interrupted
+// recording keeps what it had.
+func runRecord(ctx context.Context, o recordOptions) error {
+	var w *record.Writer
+	t := tracer{opts: o.targetOptions, families: probe.All, interval: o.Interval,
+		emit: probe.Emit{MinQuery: o.MinQuery, MinFS: -1},
+		onStart: func(s *session.Session) (err error) {
+			w, err = record.Create(o.Output, record.Environment(s.Instances[0].DataDir))
+			return err
+		},
+		onQuery:   func(q *model.Query) error { w.Query(q); return nil },
+		onProcess: func(p *model.Process) error { w.Process(p); return nil },
+		onTick: func(s *session.Session) error {
+			iv, err := s.Interval()
+			if err != nil {
+				return err
+			}
+			w.Interval(iv)
+			return w.Flush()
+		}}
+	s, err := t.run(ctx)
+	if s == nil {
+		return err
+	}
+	defer s.Close()
+	if iv, ierr := s.Interval(); ierr == nil { // the part since the last tick
+		w.Interval(iv)
+	}
+	sum, serr := s.Summary(0, true)
+	if serr != nil {
+		return serr
+	}
+	w.Summary(sum)
+	if cerr := w.Close(); cerr != nil {
+		return cerr
+	}
+	fmt.Fprintf(os.Stderr, "recorded %d queries in %.1fs to %s\n", sum.Queries, sum.Seconds, o.Output)
+	return err
+}

@@ -1,0 +1,212 @@
+// Package record writes and reads recordings: everything a trace saw, in
+// one SQLite file, written incrementally so that an interrupted recording
+// keeps what it had. Records are stored as the JSON of their model type
+// (one definition: internal/model), beside the columns reports query by.
+package record
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	_ "modernc.org/sqlite" // pure Go: the binary stays static
+
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+// Version is the recording format's version, stored in meta.
+const Version = "1"
+
+const schema = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE queries (ts INTEGER NOT NULL, fingerprint TEXT NOT NULL, query_ns INTEGER NOT NULL, record TEXT NOT NULL);
+CREATE TABLE processes (ts INTEGER NOT NULL, record TEXT NOT NULL);
+CREATE TABLE intervals (ts INTEGER NOT NULL, record TEXT NOT NULL);
+CREATE TABLE summaries (ts INTEGER NOT NULL, record TEXT NOT NULL);
+CREATE INDEX queries_fingerprint ON queries (fingerprint);
+`
+
+// Writer appends to a new recording. Records are buffered and written in
+// one transaction per Flush; the trace loop flushes after every drain.
+type Writer struct {
+	db      *sql.DB
+	pending []func(*sql.Tx) error
+}
+
+// Create makes a new recording at path (mode 0600: query texts are
+// private) with the given environment facts in meta.
+func Create(path string, env map[string]string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the recording %s: %w", path, err)
+	}
+	f.Close()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initializing the recording %s: %w", path, err)
+	}
+	w := &Writer{db: db}
+	meta := map[string]string{"format": "dbiolat", "version": Version, "started": time.Now().UTC().Format(time.RFC3339Nano)}
+	for k, v := range env {
+		meta[k] = v
+	}
+	for k, v := range meta {
+		w.pending = append(w.pending, insert("INSERT INTO meta VALUES (?, ?)", k, v))
+	}
+	return w, w.Flush()
+}
+
+func insert(q string, args ...any) func(*sql.Tx) error {
+	return func(tx *sql.Tx) error { _, err := tx.Exec(q, args...); return err }
+}
+
+func encode(v any) string {
+	b, _ := json.Marshal(v) // model types always marshal
+	return string(b)
+}
+
+// Query adds a query record.
+func (w *Writer) Query(q *model.Query) {
+	w.pending = append(w.pending, insert("INSERT INTO queries VALUES (?, ?, ?, ?)", q.TS.UnixNano(), q.Fingerprint, q.QueryNs, encode(q)))
+}
+
+// Process adds a process run.
+func (w *Writer) Process(p *model.Process) {
+	w.pending = append(w.pending, insert("INSERT INTO processes VALUES (?, ?)", p.TS.UnixNano(), encode(p)))
+}
+
+// Interval adds an interval.
+func (w *Writer) Interval(iv *model.Interval) {
+	w.pending = append(w.pending, insert("INSERT INTO intervals VALUES (?, ?)", iv.TS.UnixNano(), encode(iv)))
+}
+
+// Summary adds the closing summary.
+func (w *Writer) Summary(s *model.Summary) {
+	w.pending = append(w.pending, insert("INSERT INTO summaries VALUES (?, ?)", time.Now().UnixNano(), encode(s)))
+}
+
+// Flush writes what is pending in one transaction.
+func (w *Writer) Flush() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	tx, err := w.db.Begin()
+	if err != nil {
+		return fmt.Errorf("writing the recording: %w", err)
+	}
+	for _, f := range w.pending {
+		if err := f(tx); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("writing the recording: %w", err)
+		}
+	}
+	w.pending = w.pending[:0]
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("writing the recording: %w", err)
+	}
+	return nil
+}
+
+// Close flushes and closes the recording.
+func (w *Writer) Close() error {
+	return errors.Join(w.Flush(), w.db.Close())
+}
+
+// Recording is an opened recording, read-only.
+type Recording struct {
+	Meta      map[string]string
+	Queries   []model.Query
+	Processes []model.Process
+	Intervals []model.Interval
+	Summary   *model.Summary // nil when the recording was interrupted
+}
+
+// Open reads a whole recording. A file that is not a dbiolat recording,
+// or a damaged one, gives one plain sentence.
+func Open(path string) (*Recording, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("cannot open the recording %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	bad := func(err error) error {
+		return fmt.Errorf("%s is not a readable dbiolat recording (%v): was it written by dbiolat record, and is it complete?", path, err)
+	}
+	r := &Recording{Meta: map[string]string{}}
+	rows, err := db.Query("SELECT key, value FROM meta")
+	if err != nil {
+		return nil, bad(err)
+	}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return nil, bad(err)
+		}
+		r.Meta[k] = v
+	}
+	rows.Close()
+	if r.Meta["format"] != "dbiolat" {
+		return nil, bad(errors.New("no dbiolat format mark"))
+	}
+	if r.Meta["version"] != Version {
+		return nil, fmt.Errorf("%s is a version %s recording; this dbiolat reads version %s", path, r.Meta["version"], Version)
+	}
+	for _, t := range []struct {
+		table string
+		add   func([]byte) error
+	}{
+		{"queries", func(b []byte) error {
+			var q model.Query
+			err := json.Unmarshal(b, &q)
+			r.Queries = append(r.Queries, q)
+			return err
+		}},
+		{"processes", func(b []byte) error {
+			var p model.Process
+			err := json.Unmarshal(b, &p)
+			r.Processes = append(r.Processes, p)
+			return err
+		}},
+		{"intervals", func(b []byte) error {
+			var iv model.Interval
+			err := json.Unmarshal(b, &iv)
+			r.Intervals = append(r.Intervals, iv)
+			return err
+		}},
+		{"summaries", func(b []byte) error { r.Summary = &model.Summary{}; return json.Unmarshal(b, r.Summary) }},
+	} {
+		rows, err := db.Query("SELECT record FROM " + t.table + " ORDER BY ts")
+		if err != nil {
+			return nil, bad(err)
+		}
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				rows.Close()
+				return nil, bad(err)
+			}
+			if err := t.add(b); err != nil {
+				rows.Close()
+				return nil, bad(err)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, bad(err)
+		}
+	}
+	return r, nil
+}

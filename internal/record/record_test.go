@@ -1,0 +1,125 @@
+package record
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+func sampleQuery(i int) *model.Query {
+	return &model.Query{Type: "query", TS: time.Unix(1700000000, int64(i)), PID: 42, Role: "client backend",
+		Fingerprint: "00000000000000aa", Query: "SELECT $1", QueryNs: uint64(1000 + i), CPUNs: 900,
+		FSTotals: model.FSTotals{FSReadCount: 2, FSReadNs: 50}}
+}
+
+func TestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.dbiolat")
+	w, err := Create(path, map[string]string{"kernel": "6.18"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		w.Query(sampleQuery(i))
+	}
+	w.Process(&model.Process{Type: "process", Role: "autovacuum worker", PID: 7, ElapsedNs: 5})
+	w.Interval(&model.Interval{Type: "interval", Seconds: 1, Rates: []model.Rate{{Layer: "fs", Role: "checkpointer", WriteOps: 3}}})
+	w.Summary(&model.Summary{Type: "summary", Queries: 100})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("recording mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Queries) != 100 || r.Queries[99].QueryNs != 1099 || r.Queries[0].FSReadCount != 2 {
+		t.Errorf("queries read back: %d, last %+v", len(r.Queries), r.Queries[len(r.Queries)-1])
+	}
+	if len(r.Processes) != 1 || r.Processes[0].Role != "autovacuum worker" || len(r.Intervals) != 1 || r.Intervals[0].Rates[0].WriteOps != 3 {
+		t.Errorf("processes %+v, intervals %+v", r.Processes, r.Intervals)
+	}
+	if r.Summary == nil || r.Summary.Queries != 100 || r.Meta["kernel"] != "6.18" || r.Meta["version"] != Version {
+		t.Errorf("summary %+v, meta %v", r.Summary, r.Meta)
+	}
+	if _, err := Create(path, nil); err == nil {
+		t.Error("Create overwrote an existing recording")
+	}
+}
+
+// A writer killed with SIGKILL leaves a recording that opens and holds
+// what was flushed.
+func TestKilledRecordingOpens(t *testing.T) {
+	if os.Getenv("RECORD_KILL_CHILD") != "" {
+		w, err := Create(os.Getenv("RECORD_KILL_CHILD"), nil)
+		if err != nil {
+			os.Exit(3)
+		}
+		for i := 0; ; i++ {
+			w.Query(sampleQuery(i))
+			if i%100 == 99 {
+				w.Flush()
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "killed.dbiolat")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestKilledRecordingOpens$")
+	cmd.Env = append(os.Environ(), "RECORD_KILL_CHILD="+path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Queries) == 0 || r.Summary != nil {
+		t.Errorf("after SIGKILL: %d queries, summary %v; want the flushed queries and no summary", len(r.Queries), r.Summary)
+	}
+	t.Logf("recovered %d queries after SIGKILL", len(r.Queries))
+}
+
+func TestBadFilesGiveOneSentence(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.dbiolat")
+	w, err := Create(good, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		w.Query(sampleQuery(i))
+	}
+	w.Close()
+	data, _ := os.ReadFile(good)
+
+	text := filepath.Join(dir, "text")
+	os.WriteFile(text, []byte("hello, not a database\n"), 0o600)
+	truncated := filepath.Join(dir, "truncated")
+	os.WriteFile(truncated, data[:len(data)/3], 0o600)
+	garbled := filepath.Join(dir, "garbled")
+	g := append([]byte(nil), data...)
+	for i := 100; i < len(g); i += 7 {
+		g[i] ^= 0x5a
+	}
+	os.WriteFile(garbled, g, 0o600)
+	for name, path := range map[string]string{"missing": filepath.Join(dir, "nope"), "text": text, "truncated": truncated, "garbled": garbled} {
+		_, err := Open(path)
+		if err == nil {
+			t.Errorf("%s: opened without error", name)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, path) {
+			t.Errorf("%s: %q is not one sentence naming the file", name, msg)
+		}
+	}
+}
