@@ -28,6 +28,7 @@ var commands = []command{
 	{"iops", "I/O per second by process role and device, per interval", runIOPSCmd},
 	{"record", "write everything a trace sees into one file (SQLite), for report and compare", runRecordCmd},
 	{"report", "summarize a recording: queries by fingerprint, I/O share, histograms", runReportCmd},
+	{"compare", "two recordings side by side, per layer, and the layer where they differ", runCompareCmd},
 	{"doctor", "check privileges, kernel features and the PostgreSQL instances", runDoctorCmd},
 	{"demo", "start a throwaway PostgreSQL, run a workload, trace it and show the result", runDemoCmd},
 }

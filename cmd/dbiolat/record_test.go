@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -66,5 +67,59 @@ func TestKilledRecordingStillReports(t *testing.T) {
 	out, err = exec.Command(binary, "report", "/etc/hostname").CombinedOutput()
 	if msg := strings.TrimSpace(string(out)); err == nil || strings.Contains(msg, "\n") || !strings.Contains(msg, "not a readable dbiolat recording") {
 		t.Errorf("report of a foreign file: %v: %q", err, msg)
+	}
+}
+
+// Two storage setups on one machine: the same cold scans, then with reads
+// throttled by a cgroup v1 blkio limit. The throttle holds bios before
+// they become requests, so compare must find the time added above the
+// block device, by about the factor the limit implies.
+func TestCompareFindsTheLayer(t *testing.T) {
+	c := startPG(t, nil)
+	psql(t, c, "CREATE TABLE cmp AS SELECT g AS id, repeat('c', 300) AS pad FROM generate_series(1, 100000) g; CHECKPOINT")
+	dir := t.TempDir()
+	recordScans := func(name string) string {
+		file := filepath.Join(dir, name)
+		tr := startTrace(t, "record", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
+		for i := 0; i < 2; i++ {
+			dropCaches(t)
+			psql(t, c, "SELECT count(*) FROM cmp WHERE id >= 0")
+		}
+		tr.cmd.Process.Signal(syscall.SIGINT)
+		if err := tr.cmd.Wait(); err != nil {
+			t.Fatalf("record: %v: %s", err, tr.stderr.String())
+		}
+		return file
+	}
+	a := recordScans("plain.dbiolat")
+	throttleReads(t, c, 20<<20)
+	b := recordScans("throttled.dbiolat")
+
+	out, err := exec.Command(binary, "compare", a, b).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := exec.Command(binary, "compare", "--json", a, b).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmp struct {
+		Verdict string
+		Layers  []struct {
+			Layer     string
+			MeanRatio float64 `json:"mean_ratio"`
+		}
+	}
+	if err := json.Unmarshal(js, &cmp); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cmp.Verdict, "above the block device") {
+		t.Errorf("verdict %q does not place the difference above the block device", cmp.Verdict)
+	}
+	for _, l := range cmp.Layers {
+		if l.Layer == "fs_read_miss" && l.MeanRatio < 3 {
+			t.Errorf("read misses only %.2fx slower under a 20 MB/s limit", l.MeanRatio)
+		}
 	}
 }

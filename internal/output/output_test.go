@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 )
 
@@ -59,6 +60,31 @@ func TestTree(t *testing.T) {
 		"└─ unaccounted          0ns   0%", "7 page-cache hits 4ms, 3 misses 31ms", "block device        29ms busy with 3 requests"} {
 		if !strings.Contains(out, oneLine(want)) {
 			t.Errorf("tree lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCompareVerdict(t *testing.T) {
+	h := func(ns ...uint64) *hist.Hist {
+		var x hist.Hist
+		for _, v := range ns {
+			x.Add(v)
+		}
+		return &x
+	}
+	fast := model.Hists{model.HistFSRead: h(10e3, 12e3), model.HistBlkRead: h(100e3, 120e3)}
+	for _, c := range []struct {
+		name string
+		b    model.Hists
+		want string
+	}{
+		{"device slower", model.Hists{model.HistFSRead: h(300e3, 350e3), model.HistBlkRead: h(1e6, 1.2e6)}, "arises at the block device"},
+		{"above the device", model.Hists{model.HistFSRead: h(300e3, 350e3), model.HistBlkRead: h(100e3, 110e3)}, "above the block device"},
+		{"device faster, reads slower", model.Hists{model.HistFSRead: h(300e3, 350e3), model.HistBlkRead: h(30e3, 40e3)}, "above the block device"},
+		{"alike", model.Hists{model.HistFSRead: h(11e3, 12e3), model.HistBlkRead: h(100e3, 120e3)}, "alike"},
+	} {
+		if v := Compare(fast, c.b).Verdict; !strings.Contains(v, c.want) {
+			t.Errorf("%s: verdict %q, want %q", c.name, v, c.want)
 		}
 	}
 }

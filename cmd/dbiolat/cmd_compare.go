@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/dbiolat/dbiolat/internal/output"
+	"github.com/dbiolat/dbiolat/internal/record"
+)
+
+func runCompareCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the comparison as one JSON object")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return errors.New("give two recordings: dbiolat compare A B")
+	}
+	var recs [2]*record.Recording
+	for i, path := range pos {
+		if recs[i], err = record.Open(path); err != nil {
+			return err
+		}
+		if recs[i].Summary == nil {
+			return fmt.Errorf("%s was interrupted and has no histograms: compare needs recordings that ended normally", path)
+		}
+	}
+	c := output.Compare(recs[0].Summary.Hists, recs[1].Summary.Hists)
+	if *asJSON {
+		return output.NewJSON(stdout).Write(c)
+	}
+	fmt.Fprintf(stdout, "A: %s on %s (%s)\nB: %s on %s (%s)\n\n", pos[0], recs[0].Meta["device"], recs[0].Meta["fs_type"],
+		pos[1], recs[1].Meta["device"], recs[1].Meta["fs_type"])
+	output.PrintComparison(stdout, c)
+	return nil
+}

@@ -1,0 +1,90 @@
+package output
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+// LayerDiff is one layer and operation of two recordings side by side.
+type LayerDiff struct {
+	Layer     string  `json:"layer"`
+	CountA    uint64  `json:"count_a"`
+	CountB    uint64  `json:"count_b"`
+	MeanA     float64 `json:"mean_ns_a"`
+	MeanB     float64 `json:"mean_ns_b"`
+	P50A      uint64  `json:"p50_ns_a"`
+	P50B      uint64  `json:"p50_ns_b"`
+	P99A      uint64  `json:"p99_ns_a"`
+	P99B      uint64  `json:"p99_ns_b"`
+	MeanRatio float64 `json:"mean_ratio"` // B / A
+}
+
+// Comparison is what compare prints: per layer, and the verdict.
+type Comparison struct {
+	Type    string      `json:"type"` // "comparison"
+	Layers  []LayerDiff `json:"layers"`
+	Verdict string      `json:"verdict"`
+}
+
+// A layer differs when its mean moves by this factor or more.
+const differs = 1.5
+
+// Compare sets the latency histograms of two recordings side by side and
+// names the layer where the difference arises, walking down the stack:
+// file system reads, then the block device under them.
+func Compare(a, b model.Hists) *Comparison {
+	c := &Comparison{Type: "comparison"}
+	for _, name := range model.HistOrder {
+		ha, hb := a[name], b[name]
+		if ha == nil || hb == nil || ha.Count == 0 || hb.Count == 0 || name == model.HistBlkReadSize || name == model.HistBlkWriteSize {
+			continue
+		}
+		c.Layers = append(c.Layers, LayerDiff{Layer: name, CountA: ha.Count, CountB: hb.Count,
+			MeanA: ha.Mean(), MeanB: hb.Mean(), P50A: ha.Quantile(0.5), P50B: hb.Quantile(0.5),
+			P99A: ha.Quantile(0.99), P99B: hb.Quantile(0.99), MeanRatio: hb.Mean() / ha.Mean()})
+	}
+	c.Verdict = verdict(c.Layers)
+	return c
+}
+
+func verdict(ls []LayerDiff) string {
+	get := func(name string) *LayerDiff {
+		for i := range ls {
+			if ls[i].Layer == name {
+				return &ls[i]
+			}
+		}
+		return nil
+	}
+	fs, blk := get(model.HistFSRead), get(model.HistBlkRead)
+	if miss := get(model.HistFSReadMiss); miss != nil {
+		fs = miss // the reads that reached below the page cache
+	}
+	switch {
+	case fs == nil:
+		return "no file system reads in both recordings: nothing to compare down the stack"
+	case fs.MeanRatio < differs && fs.MeanRatio > 1/differs:
+		return fmt.Sprintf("file system reads are alike (mean %.2fx): no layer differs by %.1fx or more", fs.MeanRatio, differs)
+	// The device explains the reads only if it moved the same way.
+	case blk != nil && (fs.MeanRatio > 1 && blk.MeanRatio >= differs || fs.MeanRatio < 1 && blk.MeanRatio <= 1/differs):
+		return fmt.Sprintf("file system reads %.2fx (mean %s → %s) and block device reads %.2fx (mean %s → %s): the difference arises at the block device",
+			fs.MeanRatio, dur(uint64(fs.MeanA)), dur(uint64(fs.MeanB)), blk.MeanRatio, dur(uint64(blk.MeanA)), dur(uint64(blk.MeanB)))
+	case blk != nil:
+		return fmt.Sprintf("file system reads %.2fx (mean %s → %s) while block device reads did not follow (%.2fx): the time is added above the block device (file system, page cache, or block cgroup throttling)",
+			fs.MeanRatio, dur(uint64(fs.MeanA)), dur(uint64(fs.MeanB)), blk.MeanRatio)
+	default:
+		return fmt.Sprintf("file system reads %.2fx (mean %s → %s), with no block reads to compare", fs.MeanRatio, dur(uint64(fs.MeanA)), dur(uint64(fs.MeanB)))
+	}
+}
+
+// PrintComparison prints a comparison as a table and its verdict.
+func PrintComparison(w io.Writer, c *Comparison) {
+	fmt.Fprintf(w, "%-13s %9s %9s %10s %10s %10s %10s %10s %10s %7s\n", "layer", "count A", "count B", "mean A", "mean B", "p50 A", "p50 B", "p99 A", "p99 B", "B/A")
+	for _, l := range c.Layers {
+		fmt.Fprintf(w, "%-13s %9d %9d %10s %10s %10s %10s %10s %10s %6.2fx\n", l.Layer, l.CountA, l.CountB,
+			dur(uint64(l.MeanA)), dur(uint64(l.MeanB)), dur(l.P50A), dur(l.P50B), dur(l.P99A), dur(l.P99B), l.MeanRatio)
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", c.Verdict)
+}
