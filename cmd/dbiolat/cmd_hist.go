@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -11,14 +10,7 @@ import (
 )
 
 func runHistCmd(ctx context.Context, args []string) error {
-	var o targetOptions
-	fs := flag.NewFlagSet("hist", flag.ContinueOnError)
-	o.AddFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	interval, count, err := intervalArgs(pos, 0)
+	o, interval, count, err := parseIntervalCmd("hist", args, 0)
 	if err != nil {
 		return err
 	}

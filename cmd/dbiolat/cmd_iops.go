@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -11,14 +10,7 @@ import (
 )
 
 func runIOPSCmd(ctx context.Context, args []string) error {
-	var o targetOptions
-	fs := flag.NewFlagSet("iops", flag.ContinueOnError)
-	o.AddFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	interval, count, err := intervalArgs(pos, time.Second)
+	o, interval, count, err := parseIntervalCmd("iops", args, time.Second)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,19 @@ var positionalHelp = map[string]string{
 	"iops": " [interval [count]]",
 }
 
+// parseIntervalCmd parses the options and the "[interval [count]]" of a
+// periodic command (hist, iops).
+func parseIntervalCmd(name string, args []string, def time.Duration) (o targetOptions, interval time.Duration, count int, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	o.AddFlags(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return o, 0, 0, err
+	}
+	interval, count, err = intervalArgs(pos, def)
+	return o, interval, count, err
+}
+
 // intervalArgs reads the optional "interval [count]" of bcc tools.
 func intervalArgs(pos []string, def time.Duration) (time.Duration, int, error) {
 	interval, count := def, 0

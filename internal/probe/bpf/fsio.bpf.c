@@ -91,7 +91,6 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 {
 	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
 	struct thread_state *leader;
-	struct io_acct *a;
 	__u64 ns, bytes;
 	__u32 op;
 
@@ -105,10 +104,7 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
 
 	hist_add(HIST_FS_READ + op, ns);
-	a = &ts->fs_total[op];
-	a->count++;
-	a->bytes += bytes;
-	a->ns += ns;
+	acct_add_own(&ts->fs_total[op], bytes, ns);
 	if ((leader = charged(ts))) /* a parallel worker: roll up into the leader's query */
 		acct_add(&leader->acct.fs[op], bytes, ns);
 	if (ts->query_start_ns) {
@@ -128,15 +124,12 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 		 */
 		if (wf->wait_ns[WAIT_IO] != wf->io_wait_at_sys || ts->blk_submitted != ts->blk_at_sys ||
 		    ts->acct.readahead_pages != ts->ra_at_sys) {
-			a = &ts->acct.fs_read_miss;
+			acct_add_own(&ts->acct.fs_read_miss, bytes, ns);
 			hist_add(HIST_FS_READ_MISS, ns);
 		} else {
-			a = &ts->acct.fs_read_hit;
+			acct_add_own(&ts->acct.fs_read_hit, bytes, ns);
 			hist_add(HIST_FS_READ_HIT, ns);
 		}
-		a->count++;
-		a->bytes += bytes;
-		a->ns += ns;
 	}
 	return 0;
 }

@@ -179,6 +179,14 @@ static __always_inline void hist_add(enum hist_id id, __u64 v)
 	h->sum += v;
 }
 
+/* For counters only their own thread writes: no atomics needed. */
+static __always_inline void acct_add_own(struct io_acct *a, __u64 bytes, __u64 ns)
+{
+	a->count++;
+	a->bytes += bytes;
+	a->ns += ns;
+}
+
 static __always_inline void acct_add(struct io_acct *a, __u64 bytes, __u64 ns)
 {
 	__sync_fetch_and_add(&a->count, 1);
