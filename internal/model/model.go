@@ -4,6 +4,7 @@
 package model
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/hist"
@@ -187,4 +188,36 @@ type Summary struct {
 	Reported  uint64  `json:"reported"`  // queries printed (slowlog)
 	Hists     Hists   `json:"hists,omitempty"`
 	Drops     Drops   `json:"drops"`
+}
+
+// FioJob is one fio reference run of a bench: fio's own figures, and what
+// dbiolat measured for fio's process at the same time, so that a reader
+// can check the two against each other.
+type FioJob struct {
+	Type      string  `json:"type"` // "fio"
+	Name      string  `json:"name"` // "seqread", "randread", "randwrite", "randread-qd16"
+	RW        string  `json:"rw"`   // fio's rw=
+	BlockSize int     `json:"block_size"`
+	IODepth   int     `json:"iodepth"`
+	Engine    string  `json:"ioengine"`
+	Seconds   float64 `json:"seconds"`
+	Read      FioSide `json:"read"`
+	Write     FioSide `json:"write"`
+	// What dbiolat saw of fio's process: block I/O latency histograms
+	// (blk_read, blk_write) and the file system calls under them.
+	Hists Hists `json:"hists,omitempty"`
+	// fio's JSON output for the run, unchanged.
+	FioOutput json.RawMessage `json:"fio_output"`
+}
+
+// FioSide is one direction of a fio run, as fio reported it.
+type FioSide struct {
+	Ops        uint64  `json:"ops"`
+	Bytes      uint64  `json:"bytes"`
+	IOPS       float64 `json:"iops"`
+	BWBytes    float64 `json:"bw_bytes"` // per second
+	ClatMeanNs float64 `json:"clat_mean_ns"`
+	ClatP50Ns  uint64  `json:"clat_p50_ns"`
+	ClatP99Ns  uint64  `json:"clat_p99_ns"`
+	LatMeanNs  float64 `json:"lat_mean_ns"` // submission + completion
 }

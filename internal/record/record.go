@@ -26,6 +26,7 @@ CREATE TABLE queries (ts INTEGER NOT NULL, fingerprint TEXT NOT NULL, query_ns I
 CREATE TABLE processes (ts INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE TABLE intervals (ts INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE TABLE summaries (ts INTEGER NOT NULL, record TEXT NOT NULL);
+CREATE TABLE fio (ts INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE INDEX queries_fingerprint ON queries (fingerprint);
 `
 
@@ -93,6 +94,11 @@ func (w *Writer) Summary(s *model.Summary) {
 	w.pending = append(w.pending, insert("INSERT INTO summaries VALUES (?, ?)", time.Now().UnixNano(), encode(s)))
 }
 
+// Fio adds a fio reference run (dbiolat bench).
+func (w *Writer) Fio(j *model.FioJob) {
+	w.pending = append(w.pending, insert("INSERT INTO fio VALUES (?, ?)", time.Now().UnixNano(), encode(j)))
+}
+
 // Flush writes what is pending in one transaction.
 func (w *Writer) Flush() error {
 	if len(w.pending) == 0 {
@@ -127,6 +133,7 @@ type Recording struct {
 	Processes []model.Process
 	Intervals []model.Interval
 	Summary   *model.Summary // nil when the recording was interrupted
+	Fio       []model.FioJob // the fio reference runs of a bench
 }
 
 // Open reads a whole recording. A file that is not a dbiolat recording,
@@ -186,6 +193,12 @@ func Open(path string) (*Recording, error) {
 			return err
 		}},
 		{"summaries", func(b []byte) error { r.Summary = &model.Summary{}; return json.Unmarshal(b, r.Summary) }},
+		{"fio", func(b []byte) error {
+			var j model.FioJob
+			err := json.Unmarshal(b, &j)
+			r.Fio = append(r.Fio, j)
+			return err
+		}},
 	} {
 		rows, err := db.Query("SELECT record FROM " + t.table + " ORDER BY ts")
 		if err != nil {
