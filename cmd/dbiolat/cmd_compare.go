@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 
+	"github.com/dbiolat/dbiolat/internal/htmlreport"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/record"
 )
@@ -13,12 +15,17 @@ import (
 func runCompareCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the comparison as one JSON object")
+	top := fs.Int("top", 10, "list the N query fingerprints in both recordings whose total time changed most")
+	htmlOut := fs.String("html", "", "write the comparison as one self-contained HTML file (mode 0600) instead")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 2 {
 		return errors.New("give two recordings: dbiolat compare A B")
+	}
+	if *top < 1 {
+		return fmt.Errorf("--top %d: give a positive number of fingerprints", *top)
 	}
 	var recs [2]*record.Recording
 	for i, path := range pos {
@@ -30,6 +37,12 @@ func runCompareCmd(ctx context.Context, args []string) error {
 		}
 	}
 	c := output.Compare(recs[0].Summary.Hists, recs[1].Summary.Hists)
+	c.Queries, c.Common = output.QueryDeltas(recs[0].Queries, recs[1].Queries, *top)
+	if *htmlOut != "" {
+		return writeHTML(*htmlOut, func(w io.Writer) error {
+			return htmlreport.Compare(w, c, htmlreport.Side{Name: pos[0], Rec: recs[0]}, htmlreport.Side{Name: pos[1], Rec: recs[1]})
+		})
+	}
 	if *asJSON {
 		return output.NewJSON(stdout).Write(c)
 	}

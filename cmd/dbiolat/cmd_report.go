@@ -1,21 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"sort"
+	"io"
+	"os"
 
-	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/htmlreport"
 	"github.com/dbiolat/dbiolat/internal/output"
-	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/record"
 )
 
 func runReportCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	top := fs.Int("top", 10, "show the N query fingerprints with the most total time")
+	htmlOut := fs.String("html", "", "write the report as one self-contained HTML file (mode 0600) instead")
+	slowest := fs.Int("slowest", 10, "with --html: the waterfall of the N slowest queries")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -23,9 +26,17 @@ func runReportCmd(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return errors.New("give one recording file: dbiolat report FILE")
 	}
+	if *top < 1 || *slowest < 1 {
+		return errors.New("--top and --slowest take a positive number")
+	}
 	r, err := record.Open(pos[0])
 	if err != nil {
 		return err
+	}
+	if *htmlOut != "" {
+		return writeHTML(*htmlOut, func(w io.Writer) error {
+			return htmlreport.Report(w, r, pos[0], htmlreport.Options{Top: *top, Slowest: *slowest})
+		})
 	}
 	return report(r, *top)
 }
@@ -41,45 +52,9 @@ func report(r *record.Recording, top int) error {
 		fmt.Fprintf(w, "the recording was interrupted: it has no summary; what it holds is shown\n")
 	}
 
-	type agg struct {
-		query                    string
-		calls                    int
-		total, cpu, fs, blk, iow uint64
-	}
-	byFP := map[string]*agg{}
-	for i := range r.Queries {
-		q := &r.Queries[i]
-		a := byFP[q.Fingerprint]
-		if a == nil {
-			a = &agg{query: q.Query}
-			byFP[q.Fingerprint] = a
-		}
-		a.calls++
-		a.total += q.QueryNs
-		a.cpu += q.CPUNs
-		a.fs += q.FSNs()
-		a.blk += q.BlkNs
-		a.iow += q.IOWaitNs
-	}
-	list := make([]*agg, 0, len(byFP))
-	for _, a := range byFP {
-		list = append(list, a)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].total > list[j].total })
-	if len(list) > top {
-		list = list[:top]
-	}
-	fmt.Fprintf(w, "\n%d queries recorded, %d fingerprints; the %d with the most time:\n", len(r.Queries), len(byFP), len(list))
-	fmt.Fprintf(w, "%7s %10s %10s %10s %10s %10s %9s  %s\n", "calls", "total", "mean", "cpu", "fs", "io wait", "io share", "query")
-	for _, a := range list {
-		fmt.Fprintf(w, "%7d %10s %10s %10s %10s %10s %8.0f%%  %.80s\n", a.calls, hist.FormatDuration(a.total),
-			hist.FormatDuration(a.total/uint64(a.calls)), hist.FormatDuration(a.cpu), hist.FormatDuration(a.fs),
-			hist.FormatDuration(a.iow), 100*float64(a.iow)/float64(max(a.total, 1)), a.query)
-	}
-	for i := range r.Processes { // background runs; connections are their queries
-		if p := &r.Processes[i]; p.Role != string(postgres.ClientBackend) && p.Role != string(postgres.Postmaster) {
-			fmt.Fprintln(w, output.ProcessLine(p))
-		}
+	output.FingerprintTable(w, len(r.Queries), output.ByFingerprint(r.Queries), top)
+	for _, p := range output.BackgroundRuns(r.Processes) { // connections are their queries
+		fmt.Fprintln(w, output.ProcessLine(&p))
 	}
 	if r.Summary != nil {
 		if err := output.Hists(w, r.Summary.Hists); err != nil {
@@ -87,5 +62,31 @@ func report(r *record.Recording, top int) error {
 		}
 		output.Summary(w, r.Summary)
 	}
+	return nil
+}
+
+// writeHTML writes an HTML file mode 0600 (query texts are private),
+// replacing one that exists, and says where it went.
+func writeHTML(path string, render func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := render(&b); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := f.Chmod(0o600); err != nil { // a file that existed keeps its mode otherwise
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
 	return nil
 }

@@ -56,10 +56,8 @@ func (h *Hist) Render(w io.Writer, unit Unit) error {
 	rows := make([]row, 0, last-first+1)
 	loW, hiW := 0, 0
 	for i := first; i <= last; i++ {
-		r := row{lo: slotLabel(i, unit), hi: slotLabel(i+1, unit)}
-		if i == 0 {
-			r.lo = "0" // slot 0 starts at 0, not 2^0
-		}
+		var r row
+		r.lo, r.hi = SlotLabel(i, unit)
 		loW, hiW = max(loW, len(r.lo)), max(hiW, len(r.hi))
 		rows = append(rows, r)
 	}
@@ -82,6 +80,16 @@ func (h *Hist) Render(w io.Writer, unit Unit) error {
 			loW, r.lo, hiW, r.hi, countW, n, barWidth, strings.Repeat("*", stars))
 	}
 	return bw.Flush()
+}
+
+// SlotLabel labels the bounds of slot i as Render does, "64us" and
+// "128us" for slot 16 of a Time histogram (slot 0 starts at "0").
+func SlotLabel(i int, unit Unit) (lo, hi string) {
+	lo, hi = slotLabel(i, unit), slotLabel(i+1, unit)
+	if i == 0 {
+		lo = "0"
+	}
+	return lo, hi
 }
 
 // slotLabel labels 2^e in the given unit (e in [0, 64]).

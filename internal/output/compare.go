@@ -21,11 +21,15 @@ type LayerDiff struct {
 	MeanRatio float64 `json:"mean_ratio"` // B / A
 }
 
-// Comparison is what compare prints: per layer, and the verdict.
+// Comparison is what compare prints: per layer, the verdict, and the
+// query fingerprints found in both recordings (set by the caller with
+// QueryDeltas: the histograms alone do not have them).
 type Comparison struct {
-	Type    string      `json:"type"` // "comparison"
-	Layers  []LayerDiff `json:"layers"`
-	Verdict string      `json:"verdict"`
+	Type    string       `json:"type"` // "comparison"
+	Layers  []LayerDiff  `json:"layers"`
+	Verdict string       `json:"verdict"`
+	Queries []QueryDelta `json:"queries"`              // the largest changes in total time first
+	Common  int          `json:"fingerprints_in_both"` // how many fingerprints both recordings have
 }
 
 // A layer differs when its mean moves by this factor or more.
@@ -35,7 +39,7 @@ const differs = 1.5
 // names the layer where the difference arises, walking down the stack:
 // file system reads, then the block device under them.
 func Compare(a, b model.Hists) *Comparison {
-	c := &Comparison{Type: "comparison"}
+	c := &Comparison{Type: "comparison", Queries: []QueryDelta{}}
 	for _, name := range model.HistOrder {
 		ha, hb := a[name], b[name]
 		if ha == nil || hb == nil || ha.Count == 0 || hb.Count == 0 || name == model.HistBlkReadSize || name == model.HistBlkWriteSize {
@@ -87,4 +91,14 @@ func PrintComparison(w io.Writer, c *Comparison) {
 			dur(uint64(l.MeanA)), dur(uint64(l.MeanB)), dur(l.P50A), dur(l.P50B), dur(l.P99A), dur(l.P99B), l.MeanRatio)
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", c.Verdict)
+	if c.Common == 0 {
+		fmt.Fprintf(w, "\nno query fingerprint is in both recordings\n")
+		return
+	}
+	fmt.Fprintf(w, "\n%d query fingerprints in both recordings; the %d whose total time changed most:\n", c.Common, len(c.Queries))
+	fmt.Fprintf(w, "%8s %8s %10s %10s %7s %10s %10s %11s  %s\n", "calls A", "calls B", "mean A", "mean B", "B/A", "io wait A", "io wait B", "total B-A", "query")
+	for _, d := range c.Queries {
+		fmt.Fprintf(w, "%8d %8d %10s %10s %6.2fx %10s %10s %11s  %.70s\n", d.CallsA, d.CallsB, dur(uint64(d.MeanA)), dur(uint64(d.MeanB)),
+			d.MeanRatio, dur(uint64(d.IOWaitA)), dur(uint64(d.IOWaitB)), FormatChange(d.TotalChange()), oneLine(d.Query))
+	}
 }

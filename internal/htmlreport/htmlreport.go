@@ -1,0 +1,422 @@
+// Package htmlreport writes a recording's report, and the comparison of
+// two recordings, as one self-contained HTML file: inline CSS, plots as
+// inline SVG whose geometry is computed here, no script, nothing fetched
+// when the file is opened. Text from the recording (query texts above
+// all) goes through html/template, which escapes it.
+package htmlreport
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/output"
+	"github.com/dbiolat/dbiolat/internal/record"
+)
+
+//go:embed *.tmpl
+var files embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+}).ParseFS(files, "*.tmpl"))
+
+// layer says what a histogram shows and where its numbers come from (the
+// README's "Where each number comes from", per histogram).
+type layer struct{ Title, Source string }
+
+var layers = map[string]layer{
+	model.HistQuery: {"query latency",
+		"Each finished query, from the USDT probe postgresql:query__start to query__done in its backend: every query seen, recorded or not."},
+	model.HistRunq: {"run-queue waits of queries",
+		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and sched_wakeup."},
+	model.HistLock: {"lock waits of queries",
+		"Each sleep of a backend in a query between the USDT probes lock__wait__start/done (heavyweight locks) or lwlock__wait__start/done (LWLocks), timed by sched_switch and sched_wakeup."},
+	model.HistFSRead: {"file system reads",
+		"Time of read, readv, pread64, preadv and preadv2 syscalls on regular files and block devices by the traced PostgreSQL processes, from the syscalls:sys_enter_/sys_exit_ tracepoints: the time track_io_timing measures around the same calls."},
+	model.HistFSReadHit: {"file system reads served by the page cache",
+		"The reads of backends in a query that, during the call, neither slept for I/O, nor started block requests, nor triggered readahead."},
+	model.HistFSReadMiss: {"file system reads that missed the page cache",
+		"The reads of backends in a query that, during the call, slept for I/O, started block requests or triggered readahead."},
+	model.HistFSWrite: {"file system writes",
+		"Time of write, writev, pwrite64, pwritev and pwritev2 syscalls on regular files and block devices by the traced PostgreSQL processes, from the syscalls:sys_enter_/sys_exit_ tracepoints."},
+	model.HistFSSync: {"file system syncs",
+		"Time of fsync, fdatasync and sync_file_range syscalls by the traced PostgreSQL processes, from the syscalls:sys_enter_/sys_exit_ tracepoints."},
+	model.HistBlkRead: {"block device reads",
+		"Block request latency from tp_btf/block_io_start (in the submitting task) to block_io_done, for read requests the traced processes submitted; kernel threads' (writeback) and other processes' requests are not in it."},
+	model.HistBlkWrite: {"block device writes",
+		"Block request latency from tp_btf/block_io_start to block_io_done, for write requests the traced processes submitted; writeback by kernel threads is not in it."},
+	model.HistBlkOther: {"block device flushes and discards",
+		"Block request latency from tp_btf/block_io_start to block_io_done of requests without data (cache flushes) and discards the traced processes submitted."},
+	model.HistBlkReadSize: {"block read request sizes",
+		"Each read request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted: merged bios make larger requests."},
+	model.HistBlkWriteSize: {"block write request sizes",
+		"Each write request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted."},
+}
+
+func unitOf(name string) (hist.Unit, func(uint64) string) {
+	if strings.HasSuffix(name, "_size") {
+		return hist.Bytes, hist.FormatBytes
+	}
+	return hist.Time, dur
+}
+
+type kv struct{ K, V string }
+
+// plot is a chart with its title, its source and its figures.
+type plot struct {
+	Name, Title, Source, Stats string
+	Chart                      Chart
+}
+
+func histPlot(name string, h *hist.Hist) plot {
+	unit, format := unitOf(name)
+	return plot{Name: name, Title: layers[name].Title, Source: layers[name].Source, Chart: HistChart("hist-"+name, h, unit),
+		Stats: fmt.Sprintf("count %d, mean %s, p50 %s, p99 %s", h.Count, format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))}
+}
+
+type rateRow struct {
+	Layer, Role, Device                         string
+	Reads, ReadBytes, Writes, WriteBytes, Other string
+	Mean                                        string
+}
+
+type fpRow struct {
+	output.FingerprintStats
+	Mean, Total, CPU, FS, IOWait, Share string
+}
+
+type slowRow struct {
+	N                      int
+	Time, When, Who, Query string
+	Boxes                  []string
+	FS, Blk                string
+	PID                    int
+}
+
+type fioRow struct {
+	Name, RW, BS, Dir          string
+	IODepth                    int
+	IOPS, MiBs                 string
+	ClatMean, ClatP50, ClatP99 string
+	BlkCount, BlkMean, BlkP50  string
+}
+
+type procRow struct {
+	When, Role, Elapsed, CPU, Read, Write, Sync string
+	PID                                         int
+}
+
+type reportPage struct {
+	File         string
+	Meta         []kv
+	Interrupted  bool
+	Summary      string
+	Hists        []plot
+	Rates        []plot
+	RateRows     []rateRow
+	Queries      int
+	Fingerprints int
+	FPs          []fpRow
+	Slowest      []slowRow
+	Waterfall    *Chart
+	Boxes        []Box
+	Fio          []fioRow
+	Processes    []procRow
+}
+
+// Options are report's choices.
+type Options struct {
+	Top     int // fingerprints listed
+	Slowest int // queries in the waterfall
+}
+
+// Report writes the HTML report of a recording; name is its file name.
+func Report(w io.Writer, r *record.Recording, name string, o Options) error {
+	p := reportPage{File: filepath.Base(name), Meta: where(r), Interrupted: r.Summary == nil, Boxes: Boxes,
+		Queries: len(r.Queries)}
+	if r.Summary != nil {
+		var b strings.Builder
+		output.Summary(&b, r.Summary)
+		p.Summary = strings.TrimSpace(b.String())
+		for _, n := range model.HistOrder {
+			if h := r.Summary.Hists[n]; h != nil && h.Count > 0 {
+				p.Hists = append(p.Hists, histPlot(n, h))
+			}
+		}
+	} else if n := len(r.Intervals); n > 0 {
+		p.Summary = "counters as of the last interval: " + output.DropsText(r.Intervals[n-1].Drops)
+	}
+	p.Rates, p.RateRows = rates(r.Intervals)
+
+	fps := output.ByFingerprint(r.Queries)
+	p.Fingerprints = len(fps)
+	for _, f := range fps[:min(o.Top, len(fps))] {
+		p.FPs = append(p.FPs, fpRow{FingerprintStats: f, Mean: dur(f.MeanNs()), Total: dur(f.TotalNs), CPU: dur(f.CPUNs),
+			FS: dur(f.FSNs), IOWait: dur(f.IOWaitNs), Share: fmt.Sprintf("%.0f%%", 100*f.IOShare())})
+	}
+	if slow := output.Slowest(r.Queries, o.Slowest); len(slow) > 0 {
+		c := WaterfallChart(slow)
+		p.Waterfall = &c
+		for i := range slow {
+			q := &slow[i]
+			row := slowRow{N: i + 1, Time: dur(q.QueryNs), When: q.TS.Format("15:04:05.000"), PID: q.PID, Query: q.Query,
+				Who: q.User + "@" + q.Database,
+				FS:  fmt.Sprintf("%s in %d calls (%s), %d missed the page cache", dur(q.FSNs()), q.FSCount(), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes), q.FSReadMissCount),
+				Blk: fmt.Sprintf("%s busy, %d requests (%s)", dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes))}
+			if q.User == "" && q.Database == "" {
+				row.Who = q.Role
+			}
+			for _, v := range boxValues(q) {
+				row.Boxes = append(row.Boxes, dur(v))
+			}
+			p.Slowest = append(p.Slowest, row)
+		}
+	}
+	p.Fio = fioRows(r.Fio)
+	for _, pr := range output.BackgroundRuns(r.Processes) {
+		p.Processes = append(p.Processes, procRow{When: pr.TS.Format("15:04:05.000"), Role: pr.Role, PID: pr.PID,
+			Elapsed: dur(pr.ElapsedNs), CPU: fmt.Sprintf("%s (user %s, sys %s)", dur(pr.CPUNs), dur(pr.CPUUserNs), dur(pr.CPUSysNs)),
+			Read:  fmt.Sprintf("%s, %d calls, %s", dur(pr.FSReadNs), pr.FSReadCount, hist.FormatBytes(pr.FSReadBytes)),
+			Write: fmt.Sprintf("%s, %d calls, %s", dur(pr.FSWriteNs), pr.FSWriteCount, hist.FormatBytes(pr.FSWriteBytes)),
+			Sync:  fmt.Sprintf("%s, %d calls", dur(pr.FSSyncNs), pr.FSSyncCount)})
+	}
+	return execute(w, "report", p)
+}
+
+// execute renders into memory first: a failed template leaves no half file.
+func execute(w io.Writer, name string, data any) error {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// where lists the facts about the machine and the database the recording
+// keeps in its meta table.
+func where(r *record.Recording) []kv {
+	m := r.Meta
+	mem := m["memory_bytes"]
+	if n, err := strconv.ParseUint(mem, 10, 64); err == nil {
+		mem = hist.FormatBytes(n)
+	}
+	started := m["started"]
+	if t, err := time.Parse(time.RFC3339Nano, started); err == nil {
+		started = t.Format("2006-01-02 15:04:05 MST")
+	}
+	return []kv{
+		{"host", m["hostname"]}, {"kernel", m["kernel"]}, {"CPUs", m["cpus"]}, {"memory", mem},
+		{"PostgreSQL", m["postgres_version"]}, {"data directory", m["data_dir"]},
+		{"device", m["device"]}, {"file system", strings.TrimSpace(m["fs_type"] + " at " + m["mount_point"])},
+		{"mount options", m["mount_options"]}, {"started", started}, {"duration", duration(r)},
+	}
+}
+
+func duration(r *record.Recording) string {
+	if r.Summary != nil {
+		return fmt.Sprintf("%.1fs", r.Summary.Seconds)
+	}
+	var s float64
+	for _, iv := range r.Intervals {
+		s += iv.Seconds
+	}
+	return fmt.Sprintf("%.1fs until it was interrupted", s)
+}
+
+// isOurs says whether a block rate row is PostgreSQL's own I/O.
+func isOurs(r *model.Rate) bool { return r.Role != "kernel" && r.Role != "other process" }
+
+// rates draws the per-interval rates and sums them per layer, role and
+// device over the whole recording.
+func rates(ivs []model.Interval) ([]plot, []rateRow) {
+	if len(ivs) == 0 {
+		return nil, nil
+	}
+	const mib = 1 << 20
+	type key struct{ layer, role, dev string }
+	type sum struct{ reads, rbytes, writes, wbytes, other, ns, ops float64 }
+	sums := map[key]*sum{}
+	n := len(ivs)
+	fsR, fsW, fsS, fsRB, fsWB := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	bR, bW, bO, bX, bRB, bWB, bXB := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, iv := range ivs {
+		for _, r := range iv.Rates {
+			k := key{r.Layer, r.Role, r.Device}
+			s := sums[k]
+			if s == nil {
+				s = &sum{}
+				sums[k] = s
+			}
+			ops := (r.ReadOps + r.WriteOps + r.SyncOps + r.OtherOps) * iv.Seconds
+			s.reads += r.ReadOps * iv.Seconds
+			s.rbytes += r.ReadBytes * iv.Seconds
+			s.writes += r.WriteOps * iv.Seconds
+			s.wbytes += r.WriteBytes * iv.Seconds
+			s.other += (r.SyncOps + r.OtherOps) * iv.Seconds
+			s.ns += r.AvgNs * ops
+			s.ops += ops
+			switch {
+			case r.Layer == "fs":
+				fsR[i] += r.ReadOps
+				fsW[i] += r.WriteOps
+				fsS[i] += r.SyncOps
+				fsRB[i] += r.ReadBytes / mib
+				fsWB[i] += r.WriteBytes / mib
+			case isOurs(&r):
+				bR[i] += r.ReadOps
+				bW[i] += r.WriteOps
+				bO[i] += r.OtherOps
+				bRB[i] += r.ReadBytes / mib
+				bWB[i] += r.WriteBytes / mib
+			default:
+				bX[i] += r.ReadOps + r.WriteOps + r.OtherOps
+				bXB[i] += (r.ReadBytes + r.WriteBytes) / mib
+			}
+		}
+	}
+	others := "kernel threads and other processes"
+	plots := []plot{
+		{Name: "fs-ops", Title: "file system operations per second",
+			Source: "read, write and sync syscalls of the traced PostgreSQL processes per interval, from the syscall tracepoints",
+			Chart:  RateChart("rate-fs-ops", "ops/s", ivs, []Series{{"read", ColorRead, false, fsR}, {"write", ColorWrite, false, fsW}, {"sync", ColorSync, false, fsS}})},
+		{Name: "fs-bytes", Title: "file system throughput",
+			Source: "bytes read and written by those syscalls, in MiB per second (reads served by the page cache included)",
+			Chart:  RateChart("rate-fs-bytes", "MiB/s", ivs, []Series{{"read", ColorRead, false, fsRB}, {"write", ColorWrite, false, fsWB}})},
+		{Name: "blk-ops", Title: "block requests per second",
+			Source: "requests completed per interval (block_io_start to block_io_done): those PostgreSQL's processes submitted, and, dashed, all others (" + others + ", on every device)",
+			Chart: RateChart("rate-blk-ops", "requests/s", ivs, []Series{{"read", ColorRead, false, bR}, {"write", ColorWrite, false, bW},
+				{"flush/discard", ColorSync, false, bO}, {"not PostgreSQL", ColorOthers, true, bX}})},
+		{Name: "blk-bytes", Title: "block throughput",
+			Source: "bytes of those requests, in MiB per second; dashed: " + others,
+			Chart: RateChart("rate-blk-bytes", "MiB/s", ivs, []Series{{"read", ColorRead, false, bRB}, {"write", ColorWrite, false, bWB},
+				{"not PostgreSQL", ColorOthers, true, bXB}})},
+	}
+	keys := make([]key, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.layer != b.layer {
+			return a.layer > b.layer // fs above blk: down the stack
+		}
+		if a.dev != b.dev {
+			return a.dev < b.dev
+		}
+		return a.role < b.role
+	})
+	var rows []rateRow
+	for _, k := range keys {
+		s := sums[k]
+		dev := k.dev
+		if dev == "" {
+			dev = "-"
+		}
+		rows = append(rows, rateRow{Layer: k.layer, Role: k.role, Device: dev,
+			Reads: fmt.Sprintf("%.0f", s.reads), ReadBytes: hist.FormatBytes(uint64(s.rbytes)),
+			Writes: fmt.Sprintf("%.0f", s.writes), WriteBytes: hist.FormatBytes(uint64(s.wbytes)),
+			Other: fmt.Sprintf("%.0f", s.other), Mean: dur(uint64(s.ns / max(s.ops, 1)))})
+	}
+	return plots, rows
+}
+
+func fioRows(jobs []model.FioJob) []fioRow {
+	var rows []fioRow
+	for _, j := range jobs {
+		for _, side := range []struct {
+			dir string
+			s   model.FioSide
+		}{{"read", j.Read}, {"write", j.Write}} {
+			if side.s.Ops == 0 {
+				continue
+			}
+			r := fioRow{Name: j.Name, RW: j.RW, BS: hist.FormatBytes(uint64(j.BlockSize)), IODepth: j.IODepth, Dir: side.dir,
+				IOPS: fmt.Sprintf("%.0f", side.s.IOPS), MiBs: fmt.Sprintf("%.1f", side.s.BWBytes/(1<<20)),
+				ClatMean: dur(uint64(side.s.ClatMeanNs)), ClatP50: dur(side.s.ClatP50Ns), ClatP99: dur(side.s.ClatP99Ns),
+				BlkCount: "0", BlkMean: "-", BlkP50: "-"}
+			if h := j.Hists["blk_"+side.dir]; h != nil && h.Count > 0 {
+				r.BlkCount = strconv.FormatUint(h.Count, 10)
+				r.BlkMean, r.BlkP50 = dur(uint64(h.Mean())), dur(h.Quantile(0.5))
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// Side is one recording of a comparison, and the name it goes by.
+type Side struct {
+	Name string
+	Rec  *record.Recording
+}
+
+type deltaRow struct {
+	output.QueryDelta
+	MeanA, MeanB, Ratio, IOWaitA, IOWaitB, Change string
+}
+
+type layerRow struct {
+	output.LayerDiff
+	MeanA, MeanB, P50A, P50B, P99A, P99B, Ratio string
+}
+
+type comparePage struct {
+	NameA, NameB string
+	Meta         []struct{ K, A, B string }
+	Layers       []layerRow
+	Verdict      string
+	Plots        []plot
+	Common       int
+	Deltas       []deltaRow
+	ColorA       string
+	ColorB       string
+}
+
+// Compare writes the HTML comparison of two recordings.
+func Compare(w io.Writer, c *output.Comparison, a, b Side) error {
+	legend := func(tag string, s Side) string {
+		return fmt.Sprintf("%s: %s (%s, %s)", tag, filepath.Base(s.Name), s.Rec.Meta["device"], s.Rec.Meta["fs_type"])
+	}
+	p := comparePage{NameA: legend("A", a), NameB: legend("B", b), Verdict: c.Verdict, Common: c.Common, ColorA: ColorA, ColorB: ColorB}
+	wa, wb := where(a.Rec), where(b.Rec)
+	for i := range wa {
+		p.Meta = append(p.Meta, struct{ K, A, B string }{wa[i].K, wa[i].V, wb[i].V})
+	}
+	for _, l := range c.Layers {
+		p.Layers = append(p.Layers, layerRow{LayerDiff: l, MeanA: dur(uint64(l.MeanA)), MeanB: dur(uint64(l.MeanB)),
+			P50A: dur(l.P50A), P50B: dur(l.P50B), P99A: dur(l.P99A), P99B: dur(l.P99B), Ratio: fmt.Sprintf("%.2f×", l.MeanRatio)})
+	}
+	ha, hb := a.Rec.Summary.Hists, b.Rec.Summary.Hists
+	for _, n := range model.HistOrder {
+		x, y := ha[n], hb[n]
+		if (x == nil || x.Count == 0) && (y == nil || y.Count == 0) {
+			continue
+		}
+		unit, format := unitOf(n)
+		stats := func(tag string, h *hist.Hist) string {
+			if h == nil || h.Count == 0 {
+				return tag + ": none"
+			}
+			return fmt.Sprintf("%s: count %d, mean %s, p50 %s, p99 %s", tag, h.Count, format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))
+		}
+		p.Plots = append(p.Plots, plot{Name: n, Title: layers[n].Title, Source: layers[n].Source,
+			Stats: stats("A", x) + "; " + stats("B", y), Chart: OverlayChart("cmp-"+n, x, y, unit, p.NameA, p.NameB)})
+	}
+	for _, d := range c.Queries {
+		p.Deltas = append(p.Deltas, deltaRow{QueryDelta: d, MeanA: dur(uint64(d.MeanA)), MeanB: dur(uint64(d.MeanB)),
+			Ratio: fmt.Sprintf("%.2f×", d.MeanRatio), IOWaitA: dur(uint64(d.IOWaitA)), IOWaitB: dur(uint64(d.IOWaitB)),
+			Change: micro(output.FormatChange(d.TotalChange()))})
+	}
+	return execute(w, "compare", p)
+}

@@ -1,0 +1,235 @@
+package htmlreport
+
+import (
+	"encoding/xml"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/output"
+	"github.com/dbiolat/dbiolat/internal/record"
+)
+
+const hostile = `SELECT '<script>alert(1)</script>' & "x" FROM t`
+
+func histOf(vs ...uint64) *hist.Hist {
+	var h hist.Hist
+	for _, v := range vs {
+		h.Add(v)
+	}
+	return &h
+}
+
+// sample is a recording with a bit of everything a report shows.
+func sample(scale uint64) *record.Recording {
+	t0 := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	r := &record.Recording{Meta: map[string]string{"kernel": "6.18.0", "cpus": "4", "memory_bytes": "8589934592",
+		"device": "/dev/vda1", "fs_type": "ext4", "mount_point": "/", "mount_options": "rw,relatime",
+		"postgres_version": "15", "data_dir": "/tmp/pg", "started": t0.Format(time.RFC3339Nano), "hostname": "box"}}
+	for i := 0; i < 30; i++ {
+		q := model.Query{Type: "query", TS: t0.Add(time.Duration(i) * 10 * time.Millisecond), PID: 100 + i%2, Role: "client backend",
+			User: "postgres", Database: "postgres", Fingerprint: "00000000000000aa", Query: "UPDATE t SET a = a + $1 WHERE id = $2",
+			QueryNs: scale * uint64(1e6+i*1e4), CPUNs: scale * 6e5, IOWaitNs: scale * 3e5, RunqNs: 5e4, LockNs: 2e4, OtherWaitNs: 1e4}
+		q.UnaccountedNs = q.QueryNs - q.Accounted()
+		if i%3 == 0 {
+			q.Fingerprint, q.Query = "00000000000000bb", hostile
+		}
+		r.Queries = append(r.Queries, q)
+	}
+	r.Processes = []model.Process{{Type: "process", TS: t0, PID: 7, Role: "autovacuum worker", ElapsedNs: 5e8, CPUNs: 1e8},
+		{Type: "process", TS: t0, PID: 8, Role: "client backend", ElapsedNs: 1e9}}
+	for i := 1; i <= 3; i++ {
+		r.Intervals = append(r.Intervals, model.Interval{Type: "interval", TS: t0.Add(time.Duration(i) * 500 * time.Millisecond), Seconds: 0.5,
+			Rates: []model.Rate{{Layer: "fs", Role: "client backend", ReadOps: float64(100 * i), ReadBytes: float64(819200 * i), WriteOps: 20, SyncOps: 2, AvgNs: 4000},
+				{Layer: "blk", Role: "client backend", Device: "vda", ReadOps: float64(10 * i), ReadBytes: 1 << 20, AvgNs: 2e5},
+				{Layer: "blk", Role: "kernel", Device: "vda", WriteOps: 5, WriteBytes: 1 << 19, AvgNs: 1e6}}})
+	}
+	r.Summary = &model.Summary{Type: "summary", Seconds: 1.5, Instances: []int{42}, Queries: 30, Hists: model.Hists{
+		model.HistQuery:       histOf(scale*1e6, scale*2e6, scale*3e6),
+		model.HistFSRead:      histOf(2e3, 3e3, 3e3, 4e3, 70e3, 150e3),
+		model.HistBlkRead:     histOf(scale*100e3, scale*200e3),
+		model.HistBlkReadSize: histOf(8192, 131072),
+		model.HistLock:        {}, // empty: not drawn
+	}}
+	r.Fio = []model.FioJob{{Type: "fio", Name: "randread", RW: "randread", BlockSize: 8192, IODepth: 1, Seconds: 5,
+		Read:  model.FioSide{Ops: 1000, IOPS: 200, BWBytes: 1638400, ClatMeanNs: 150e3, ClatP50Ns: 140e3, ClatP99Ns: 400e3},
+		Hists: model.Hists{model.HistBlkRead: histOf(140e3, 150e3)}}}
+	return r
+}
+
+// page is what a test reads of a rendered page: it must be well-formed
+// (every element closed), and these are its plots and table rows.
+type page struct {
+	plots []string            // data-plot of every svg.plot
+	rows  map[string][]string // the text of each tr, by class
+	text  string
+}
+
+func parse(t *testing.T, html string) page {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(html))
+	d.Strict, d.Entity = true, xml.HTMLEntity
+	p := page{rows: map[string][]string{}}
+	var rowClass string
+	var row strings.Builder
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the page is not well-formed: %v", err)
+		}
+		switch x := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range x.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			if x.Name.Local == "svg" && attr["class"] == "plot" {
+				p.plots = append(p.plots, attr["data-plot"])
+			}
+			if x.Name.Local == "tr" {
+				rowClass = attr["class"]
+				row.Reset()
+			}
+		case xml.EndElement:
+			if x.Name.Local == "tr" && rowClass != "" {
+				p.rows[rowClass] = append(p.rows[rowClass], row.String())
+				rowClass = ""
+			}
+		case xml.CharData:
+			row.Write(x)
+			p.text += string(x)
+		}
+	}
+	return p
+}
+
+// network finds anything a browser would fetch.
+var network = regexp.MustCompile(`(?i)(src|href|xlink:href|action)\s*=\s*["']?\s*[a-z]*:?//|url\(|@import|<script|<link|<img|<iframe`)
+
+func render(t *testing.T, f func(w io.Writer) error) string {
+	t.Helper()
+	var b strings.Builder
+	if err := f(&b); err != nil {
+		t.Fatal(err)
+	}
+	if m := network.FindString(b.String()); m != "" {
+		t.Errorf("the page refers to something to fetch or run: %q", m)
+	}
+	if strings.Contains(b.String(), "<script>alert") {
+		t.Error("a query text went into the page unescaped")
+	}
+	return b.String()
+}
+
+func TestReport(t *testing.T) {
+	r := sample(1)
+	html := render(t, func(w io.Writer) error { return Report(w, r, "/tmp/run.dbiolat", Options{Top: 10, Slowest: 5}) })
+	p := parse(t, html)
+	want := []string{"hist-query", "hist-fs_read", "hist-blk_read", "hist-blk_read_size",
+		"rate-fs-ops", "rate-fs-bytes", "rate-blk-ops", "rate-blk-bytes", "waterfall"}
+	if !slices.Equal(p.plots, want) {
+		t.Errorf("plots %q, want %q", p.plots, want)
+	}
+	if fp := p.rows["fp"]; len(fp) != 2 || !strings.Contains(fp[0], "UPDATE t SET") || !strings.Contains(fp[1], hostile) {
+		t.Errorf("fingerprint rows %q", fp)
+	}
+	if n := len(p.rows["slow"]); n != 5 {
+		t.Errorf("%d slowest queries shown, want 5", n)
+	}
+	if pr := p.rows["proc"]; len(pr) != 1 || !strings.Contains(pr[0], "autovacuum worker") {
+		t.Errorf("process rows %q, want the autovacuum worker alone", pr)
+	}
+	if f := p.rows["fio"]; len(f) != 1 || !strings.Contains(f[0], "randread") || !strings.Contains(f[0], "145µs") {
+		t.Errorf("fio rows %q", f)
+	}
+	if n := len(p.rows["rate"]); n != 3 {
+		t.Errorf("%d rate rows, want 3 (fs, blk backend, blk kernel)", n)
+	}
+	for _, s := range []string{"6.18.0", "/dev/vda1", "ext4", "rw,relatime", "8.0GiB", "nothing dropped", "fio's own JSON output",
+		"block_io_start", "sys_enter_", "query__start", "count 6, mean", "2µs–4µs", "8KiB–16KiB", "1.5s"} {
+		if !strings.Contains(p.text, s) {
+			t.Errorf("the page does not say %q", s)
+		}
+	}
+	if strings.Contains(p.text, "interrupted") {
+		t.Error("a complete recording is called interrupted")
+	}
+
+	// Interrupted: no summary, so no histograms, and the page says so.
+	r.Summary, r.Fio = nil, nil
+	p = parse(t, render(t, func(w io.Writer) error { return Report(w, r, "x", Options{Top: 1, Slowest: 1}) }))
+	if !slices.Equal(p.plots, want[4:]) || !strings.Contains(p.text, "was interrupted") || len(p.rows["fp"]) != 1 {
+		t.Errorf("interrupted: plots %q, fingerprints %d", p.plots, len(p.rows["fp"]))
+	}
+}
+
+func TestCompare(t *testing.T) {
+	a, b := sample(1), sample(3)
+	c := output.Compare(a.Summary.Hists, b.Summary.Hists)
+	c.Queries, c.Common = output.QueryDeltas(a.Queries, b.Queries, 10)
+	html := render(t, func(w io.Writer) error {
+		return Compare(w, c, Side{Name: "/x/plain.dbiolat", Rec: a}, Side{Name: "/x/slow.dbiolat", Rec: b})
+	})
+	p := parse(t, html)
+	want := []string{"cmp-query", "cmp-fs_read", "cmp-blk_read", "cmp-blk_read_size"}
+	if !slices.Equal(p.plots, want) {
+		t.Errorf("plots %q, want %q", p.plots, want)
+	}
+	if d := p.rows["delta"]; len(d) != 2 || !strings.Contains(d[0], "UPDATE t SET") || !strings.Contains(d[0], "3.00×") {
+		t.Errorf("delta rows %q", d)
+	}
+	if n := len(p.rows["layer"]); n != 3 {
+		t.Errorf("%d layer rows, want 3", n)
+	}
+	for _, s := range []string{"A: plain.dbiolat (/dev/vda1, ext4)", "B: slow.dbiolat", c.Verdict} {
+		if !strings.Contains(p.text, s) {
+			t.Errorf("the page does not say %q", s)
+		}
+	}
+}
+
+func TestAxis(t *testing.T) {
+	for _, c := range []struct {
+		v         float64
+		counts    bool
+		top, step float64
+	}{{0, false, 1, 0.25}, {1, true, 1, 1}, {3, true, 3, 1}, {7, false, 8, 2}, {2.2, false, 3, 1}, {10, true, 10, 5},
+		{999, true, 1000, 250}, {1001, true, 1500, 500}, {0.03, false, 0.03, 0.01}, {37, false, 40, 10}} {
+		if top, step := axis(c.v, c.counts); math.Abs(top-c.top) > 1e-9 || math.Abs(step-c.step) > 1e-9 {
+			t.Errorf("axis(%v, %v) = %v, %v; want %v, %v", c.v, c.counts, top, step, c.top, c.step)
+		}
+	}
+}
+
+// The histogram's bars are as long as their counts, on the same scale.
+func TestHistChartBars(t *testing.T) {
+	h := histOf(3e3, 3e3, 3e3, 3e3, 100e3, 100e3) // 4 in 2µs–4µs, 2 in 64µs–128µs
+	c := HistChart("x", h, hist.Time)
+	var bars []Rect
+	for _, r := range c.Rects {
+		if r.Fill == ColorHist {
+			bars = append(bars, r)
+		}
+	}
+	if len(bars) != 2 || bars[0].W != 2*bars[1].W || bars[0].W != histBarW {
+		t.Errorf("bars %+v: want two, of the whole width and half of it", bars)
+	}
+	var labels []string
+	for _, x := range c.Texts {
+		if strings.Contains(x.S, "–") {
+			labels = append(labels, x.S)
+		}
+	}
+	if len(labels) != 6 || labels[0] != "2µs–4µs" || labels[5] != "64µs–128µs" {
+		t.Errorf("bucket labels %q", labels)
+	}
+}

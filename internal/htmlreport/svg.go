@@ -1,0 +1,376 @@
+package htmlreport
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+// The plots' colors. They are distinctive on purpose: the tests find them
+// in a screenshot to check that the plots were drawn.
+const (
+	ColorHist   = "#3a6fb0" // histogram bars
+	ColorRead   = "#1b9e77" // rate lines
+	ColorWrite  = "#d95f02"
+	ColorSync   = "#7570b3"
+	ColorOthers = "#8c8c8c" // I/O that is not PostgreSQL's
+	ColorA      = "#2c7fb8" // compare: recording A
+	ColorB      = "#f03b20" // compare: recording B
+)
+
+// Box is one box of the waterfall, with its color.
+type Box struct{ Name, Color string }
+
+// Boxes are the waterfall's boxes in the order model.Query's fields list them.
+var Boxes = []Box{
+	{"cpu", "#4daf4a"}, {"runq", "#ffd92f"}, {"io wait", "#e41a1c"}, {"lock", "#984ea3"},
+	{"lwlock", "#f781bf"}, {"other wait", "#a6761d"}, {"unaccounted", "#cccccc"},
+}
+
+func boxValues(q *model.Query) []uint64 {
+	return []uint64{q.CPUNs, q.RunqNs, q.IOWaitNs, q.LockNs, q.LWLockNs, q.OtherWaitNs, q.UnaccountedNs}
+}
+
+// Chart is one SVG plot, its geometry computed here; the template only
+// writes the elements out.
+type Chart struct {
+	ID    string // data-plot: what the plot shows, for readers and tests
+	W, H  int
+	Label string // aria-label
+	Lines []Line
+	Rects []Rect
+	Paths []Path
+	Texts []Text
+}
+
+// Line is an axis (Class "axis") or grid line ("grid").
+type Line struct {
+	X1, Y1, X2, Y2 float64
+	Class          string
+}
+
+// Rect is a bar or a legend swatch; Tip shows on hover.
+type Rect struct {
+	X, Y, W, H float64
+	Fill, Tip  string
+}
+
+// Path is a series of a line chart.
+type Path struct {
+	D, Stroke string
+	Dash      bool
+}
+
+// Text is a label. Rotate turns it (degrees) around its anchor point.
+type Text struct {
+	X, Y          float64
+	Anchor, Class string
+	Rotate        float64
+	S             string
+}
+
+func (c *Chart) text(x, y float64, anchor, s string) {
+	c.Texts = append(c.Texts, Text{X: x, Y: y, Anchor: anchor, S: s})
+}
+
+func (c *Chart) legend(x, y float64, items []Box, dashed map[string]bool) {
+	for _, it := range items {
+		if dashed[it.Name] {
+			c.Paths = append(c.Paths, Path{D: fmt.Sprintf("M%.1f %.1fH%.1f", x, y-4, x+14), Stroke: it.Color, Dash: true})
+		} else {
+			c.Rects = append(c.Rects, Rect{X: x, Y: y - 9, W: 12, H: 10, Fill: it.Color})
+		}
+		c.text(x+17, y, "start", it.Name)
+		x += 17 + 6.5*float64(len([]rune(it.Name))) + 16
+	}
+}
+
+// axis chooses the scale of an axis holding values up to v: a step of 1,
+// 2, 2.5 or 5 times a power of ten (a whole number for counts) giving at
+// most 5 ticks, and the top, the first tick at or above v.
+func axis(v float64, counts bool) (top, step float64) {
+	if !(v > 0) {
+		v = 1
+	}
+	raw := v / 4
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	step = 10 * p
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if counts && m*p == 2.5 {
+			continue
+		}
+		if m*p >= raw*(1-1e-9) {
+			step = m * p
+			break
+		}
+	}
+	if counts {
+		step = max(step, 1)
+	}
+	return step * math.Ceil(v/step*(1-1e-9)), step
+}
+
+// number formats an axis value: "0", "2.5", "750", "12k", "1.5M".
+func number(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	case v >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// dur is hist.FormatDuration with the micro sign.
+func dur(ns uint64) string { return micro(hist.FormatDuration(ns)) }
+
+func micro(s string) string {
+	if strings.HasSuffix(s, "us") {
+		return strings.TrimSuffix(s, "us") + "µs"
+	}
+	return s
+}
+
+// bucketLabel names slot i: "64µs–128µs", "4KiB–8KiB".
+func bucketLabel(i int, unit hist.Unit) string {
+	lo, hi := hist.SlotLabel(i, unit)
+	if unit == hist.Time {
+		lo, hi = micro(lo), micro(hi)
+	}
+	return lo + "–" + hi
+}
+
+// span returns the first and last non-empty slots of the histograms (-1
+// when all are empty).
+func span(hs ...*hist.Hist) (first, last int) {
+	first, last = -1, -1
+	for _, h := range hs {
+		if h == nil {
+			continue
+		}
+		for i, n := range h.Buckets {
+			if n == 0 {
+				continue
+			}
+			if first < 0 || i < first {
+				first = i
+			}
+			last = max(last, i)
+		}
+	}
+	return first, last
+}
+
+// Histogram geometry: one row per log2 bucket, bcc's layout drawn.
+const (
+	histLabelW = 150.0
+	histBarW   = 400.0
+	histW      = histLabelW + histBarW + 80
+	histRowH   = 18.0
+)
+
+// histFrame is a histogram's rows from y = top down, with an x axis of
+// values up to v (counts, or percent).
+type histFrame struct {
+	top, scale float64
+	rows       int
+}
+
+// histAxes draws the frame of a histogram and returns it; the chart's
+// height follows from the rows.
+func histAxes(c *Chart, top float64, rows int, v float64, counts bool, xTitle string, format func(float64) string) histFrame {
+	max, step := axis(v, counts)
+	bottom := top + float64(rows)*histRowH
+	for t := 0.0; t <= max*(1+1e-9); t += step {
+		x := histLabelW + histBarW*t/max
+		c.Lines = append(c.Lines, Line{X1: x, Y1: top - 4, X2: x, Y2: bottom, Class: "grid"})
+		c.text(x, bottom+14, "middle", format(t))
+	}
+	c.Lines = append(c.Lines, Line{X1: histLabelW, Y1: top - 4, X2: histLabelW, Y2: bottom, Class: "axis"},
+		Line{X1: histLabelW, Y1: bottom, X2: histLabelW + histBarW, Y2: bottom, Class: "axis"})
+	c.text(histLabelW+histBarW/2, bottom+30, "middle", xTitle)
+	c.H = int(bottom + 40)
+	return histFrame{top: top, scale: histBarW / max, rows: rows}
+}
+
+// HistChart draws one histogram: a bar per log2 bucket from the first
+// non-empty one to the last, labelled with its range and count.
+func HistChart(id string, h *hist.Hist, unit hist.Unit) Chart {
+	c := Chart{ID: id, W: histW, Label: id + " histogram"}
+	first, last := span(h)
+	var most uint64
+	for i := first; i <= last; i++ {
+		most = max(most, h.Buckets[i])
+	}
+	const top = 34.0
+	ylabel := "latency"
+	if unit == hist.Bytes {
+		ylabel = "request size"
+	}
+	c.text(histLabelW-8, top-12, "end", ylabel)
+	c.text(histLabelW+4, top-12, "start", "operations in each bucket")
+	f := histAxes(&c, top, last-first+1, float64(most), true, "count", number)
+	for k := 0; k < f.rows; k++ {
+		n := h.Buckets[first+k]
+		y := top + float64(k)*histRowH
+		label := bucketLabel(first+k, unit)
+		c.text(histLabelW-8, y+13, "end", label)
+		if n == 0 {
+			continue
+		}
+		w := max(1, f.scale*float64(n))
+		c.Rects = append(c.Rects, Rect{X: histLabelW, Y: y + 2, W: w, H: histRowH - 4, Fill: ColorHist,
+			Tip: fmt.Sprintf("%s: %d (%.1f%%)", label, n, 100*float64(n)/float64(h.Count))})
+		c.text(histLabelW+w+4, y+13, "start", strconv.FormatUint(n, 10))
+	}
+	return c
+}
+
+// OverlayChart draws two histograms on the same log2 buckets, as the share
+// of each one's operations, so recordings of different lengths compare.
+func OverlayChart(id string, a, b *hist.Hist, unit hist.Unit, nameA, nameB string) Chart {
+	c := Chart{ID: id, W: histW, Label: id + " histograms of A and B"}
+	first, last := span(a, b)
+	share := func(h *hist.Hist, i int) float64 {
+		if h == nil || h.Count == 0 {
+			return 0
+		}
+		return 100 * float64(h.Buckets[i]) / float64(h.Count)
+	}
+	var most float64
+	for i := first; i <= last; i++ {
+		most = max(most, share(a, i), share(b, i))
+	}
+	const top = 52.0
+	c.legend(histLabelW, 14, []Box{{nameA, ColorA}}, nil)
+	c.legend(histLabelW, 32, []Box{{nameB, ColorB}}, nil)
+	f := histAxes(&c, top, last-first+1, most, false, "% of the recording's operations", func(v float64) string { return number(v) + "%" })
+	for k := 0; k < f.rows; k++ {
+		i := first + k
+		y := top + float64(k)*histRowH
+		label := bucketLabel(i, unit)
+		c.text(histLabelW-8, y+13, "end", label)
+		for j, side := range []struct {
+			h           *hist.Hist
+			color, name string
+		}{{a, ColorA, "A"}, {b, ColorB, "B"}} {
+			if s := share(side.h, i); s > 0 {
+				c.Rects = append(c.Rects, Rect{X: histLabelW, Y: y + 2 + float64(j)*7, W: max(1, f.scale*s), H: 7,
+					Fill: side.color, Tip: fmt.Sprintf("%s %s: %d (%.1f%%)", side.name, label, side.h.Buckets[i], s)})
+			}
+		}
+	}
+	return c
+}
+
+// Series is one line of a rate chart: a value per interval.
+type Series struct {
+	Name, Color string
+	Dash        bool
+	Values      []float64
+}
+
+// Rate chart geometry: the plot area and its margins.
+const (
+	rateW, rateH   = 640.0, 250.0
+	rateL, rateT   = 64.0, 34.0 // left and top margins
+	ratePW, ratePH = rateW - rateL - 16, rateH - rateT - 40
+	rateMinSeconds = 1.0
+)
+
+// RateChart draws per-interval rates as steps: each interval's rate is an
+// average over it, so it is drawn flat across the interval.
+func RateChart(id, yTitle string, ivs []model.Interval, ss []Series) Chart {
+	c := Chart{ID: id, W: int(rateW), H: int(rateH), Label: id}
+	if len(ivs) == 0 {
+		return c
+	}
+	t0 := ivs[0].TS.Add(-time.Duration(ivs[0].Seconds * float64(time.Second)))
+	sec := func(t time.Time) float64 { return t.Sub(t0).Seconds() }
+	xmax, xstep := axis(max(sec(ivs[len(ivs)-1].TS), rateMinSeconds), false)
+	var most float64
+	for _, s := range ss {
+		for _, v := range s.Values {
+			most = max(most, v)
+		}
+	}
+	ymax, ystep := axis(most, false)
+	x := func(s float64) float64 { return rateL + ratePW*s/xmax }
+	y := func(v float64) float64 { return rateT + ratePH*(1-v/ymax) }
+	for v := 0.0; v <= ymax*(1+1e-9); v += ystep {
+		c.Lines = append(c.Lines, Line{X1: rateL, Y1: y(v), X2: rateL + ratePW, Y2: y(v), Class: "grid"})
+		c.text(rateL-6, y(v)+4, "end", number(v))
+	}
+	for s := 0.0; s <= xmax*(1+1e-9); s += xstep {
+		c.text(x(s), rateT+ratePH+15, "middle", number(s)+"s")
+	}
+	c.Lines = append(c.Lines, Line{X1: rateL, Y1: rateT, X2: rateL, Y2: rateT + ratePH, Class: "axis"},
+		Line{X1: rateL, Y1: rateT + ratePH, X2: rateL + ratePW, Y2: rateT + ratePH, Class: "axis"})
+	c.text(rateL+ratePW/2, rateH-6, "middle", "seconds since the recording started")
+	c.Texts = append(c.Texts, Text{X: 14, Y: rateT + ratePH/2, Anchor: "middle", Rotate: -90, S: yTitle})
+	var items []Box
+	dashed := map[string]bool{}
+	for _, s := range ss {
+		var d strings.Builder
+		for i, iv := range ivs {
+			end := sec(iv.TS)
+			if start := end - iv.Seconds; i == 0 {
+				fmt.Fprintf(&d, "M%.1f %.1f", x(start), y(s.Values[i]))
+			} else {
+				fmt.Fprintf(&d, "H%.1fV%.1f", x(start), y(s.Values[i]))
+			}
+			fmt.Fprintf(&d, "H%.1f", x(end))
+		}
+		c.Paths = append(c.Paths, Path{D: d.String(), Stroke: s.Color, Dash: s.Dash})
+		items = append(items, Box{s.Name, s.Color})
+		dashed[s.Name] = s.Dash
+	}
+	c.legend(rateL, 14, items, dashed)
+	return c
+}
+
+// Waterfall geometry: one row per query.
+const (
+	wfW, wfLabelW, wfRowH, wfTop = 1000.0, 130.0, 24.0, 30.0
+	wfBarW                       = wfW - wfLabelW - 20
+)
+
+// WaterfallChart draws each query's time as one bar split into the
+// waterfall's boxes, 100% being that query's time (the label gives it).
+func WaterfallChart(qs []model.Query) Chart {
+	c := Chart{ID: "waterfall", W: int(wfW), H: int(wfTop + float64(len(qs))*wfRowH + 24), Label: "waterfall of the slowest queries"}
+	c.legend(wfLabelW, 16, Boxes, nil)
+	bottom := wfTop + float64(len(qs))*wfRowH
+	for k := 0; k <= 4; k++ {
+		x := wfLabelW + wfBarW*float64(k)/4
+		c.Lines = append(c.Lines, Line{X1: x, Y1: wfTop - 2, X2: x, Y2: bottom, Class: "grid"})
+		c.text(x, bottom+15, "middle", fmt.Sprintf("%d%%", 25*k))
+	}
+	for i := range qs {
+		q := &qs[i]
+		y := wfTop + float64(i)*wfRowH
+		vals := boxValues(q)
+		var sum uint64
+		for _, v := range vals {
+			sum += v
+		}
+		total := max(sum, q.QueryNs, 1)
+		c.text(wfLabelW-8, y+16, "end", fmt.Sprintf("#%d  %s", i+1, dur(q.QueryNs)))
+		x := wfLabelW
+		for j, v := range vals {
+			if v == 0 {
+				continue
+			}
+			w := wfBarW * float64(v) / float64(total)
+			c.Rects = append(c.Rects, Rect{X: x, Y: y + 3, W: w, H: wfRowH - 6, Fill: Boxes[j].Color,
+				Tip: fmt.Sprintf("#%d %s %s (%.0f%%)", i+1, Boxes[j].Name, dur(v), 100*float64(v)/float64(total))})
+			x += w
+		}
+	}
+	return c
+}

@@ -1,0 +1,162 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/postgres"
+)
+
+// FingerprintStats sums the recorded queries of one fingerprint: what the
+// terminal and HTML reports list, and what compare sets side by side.
+type FingerprintStats struct {
+	Fingerprint string
+	Query       string // the text of its first query
+	Calls       int
+	TotalNs     uint64
+	CPUNs       uint64
+	FSNs        uint64 // in file system calls (across the waterfall's boxes)
+	BlkNs       uint64
+	IOWaitNs    uint64
+}
+
+// MeanNs is the mean query time.
+func (f *FingerprintStats) MeanNs() uint64 { return f.TotalNs / uint64(max(f.Calls, 1)) }
+
+// IOShare is the fraction of the time spent asleep waiting for I/O.
+func (f *FingerprintStats) IOShare() float64 { return float64(f.IOWaitNs) / float64(max(f.TotalNs, 1)) }
+
+// ByFingerprint groups queries by fingerprint, the most total time first
+// (ties by fingerprint, so the order is stable).
+func ByFingerprint(qs []model.Query) []FingerprintStats {
+	index := map[string]int{}
+	var list []FingerprintStats
+	for i := range qs {
+		q := &qs[i]
+		k, ok := index[q.Fingerprint]
+		if !ok {
+			k = len(list)
+			index[q.Fingerprint] = k
+			list = append(list, FingerprintStats{Fingerprint: q.Fingerprint, Query: q.Query})
+		}
+		f := &list[k]
+		f.Calls++
+		f.TotalNs += q.QueryNs
+		f.CPUNs += q.CPUNs
+		f.FSNs += q.FSNs()
+		f.BlkNs += q.BlkNs
+		f.IOWaitNs += q.IOWaitNs
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].TotalNs != list[j].TotalNs {
+			return list[i].TotalNs > list[j].TotalNs
+		}
+		return list[i].Fingerprint < list[j].Fingerprint
+	})
+	return list
+}
+
+// FingerprintTable prints the fingerprints of a recording with the most
+// total time (at most top of them).
+func FingerprintTable(w io.Writer, queries int, fps []FingerprintStats, top int) {
+	shown := fps[:max(0, min(top, len(fps)))]
+	fmt.Fprintf(w, "\n%d queries recorded, %d fingerprints; the %d with the most time:\n", queries, len(fps), len(shown))
+	fmt.Fprintf(w, "%7s %10s %10s %10s %10s %10s %9s  %s\n", "calls", "total", "mean", "cpu", "fs", "io wait", "io share", "query")
+	for _, f := range shown {
+		fmt.Fprintf(w, "%7d %10s %10s %10s %10s %10s %8.0f%%  %.80s\n", f.Calls, dur(f.TotalNs), dur(f.MeanNs()), dur(f.CPUNs),
+			dur(f.FSNs), dur(f.IOWaitNs), 100*f.IOShare(), oneLine(f.Query))
+	}
+}
+
+// Slowest returns the n slowest queries, slowest first.
+func Slowest(qs []model.Query, n int) []model.Query {
+	out := append([]model.Query(nil), qs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].QueryNs > out[j].QueryNs })
+	return out[:max(0, min(n, len(out)))]
+}
+
+// BackgroundRuns returns the process runs of background work (autovacuum,
+// parallel workers, checkpointer...): connections are shown as their
+// queries, and the postmaster's run is the whole trace.
+func BackgroundRuns(ps []model.Process) []model.Process {
+	var out []model.Process
+	for _, p := range ps {
+		if p.Role != string(postgres.ClientBackend) && p.Role != string(postgres.Postmaster) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// QueryDelta is one fingerprint found in both recordings of a comparison.
+type QueryDelta struct {
+	Fingerprint string  `json:"fingerprint"`
+	Query       string  `json:"query"`
+	CallsA      int     `json:"calls_a"`
+	CallsB      int     `json:"calls_b"`
+	TotalA      uint64  `json:"total_ns_a"`
+	TotalB      uint64  `json:"total_ns_b"`
+	MeanA       float64 `json:"mean_ns_a"`
+	MeanB       float64 `json:"mean_ns_b"`
+	MeanRatio   float64 `json:"mean_ratio"` // B / A; 0 when A's mean is 0
+	IOWaitA     float64 `json:"mean_io_wait_ns_a"`
+	IOWaitB     float64 `json:"mean_io_wait_ns_b"`
+}
+
+// TotalChange is B's total time minus A's, in nanoseconds.
+func (d *QueryDelta) TotalChange() int64 { return int64(d.TotalB) - int64(d.TotalA) }
+
+// QueryDeltas sets side by side the fingerprints present in both lists of
+// queries, the largest absolute change in total time first (ties by
+// fingerprint), at most top of them; and says how many there were in all.
+func QueryDeltas(a, b []model.Query, top int) (deltas []QueryDelta, common int) {
+	fa := map[string]FingerprintStats{}
+	for _, f := range ByFingerprint(a) {
+		fa[f.Fingerprint] = f
+	}
+	for _, y := range ByFingerprint(b) {
+		x, ok := fa[y.Fingerprint]
+		if !ok {
+			continue
+		}
+		d := QueryDelta{Fingerprint: y.Fingerprint, Query: x.Query, CallsA: x.Calls, CallsB: y.Calls,
+			TotalA: x.TotalNs, TotalB: y.TotalNs,
+			MeanA: float64(x.TotalNs) / float64(x.Calls), MeanB: float64(y.TotalNs) / float64(y.Calls),
+			IOWaitA: float64(x.IOWaitNs) / float64(x.Calls), IOWaitB: float64(y.IOWaitNs) / float64(y.Calls)}
+		if d.MeanA > 0 {
+			d.MeanRatio = d.MeanB / d.MeanA
+		}
+		deltas = append(deltas, d)
+	}
+	abs := func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	}
+	sort.Slice(deltas, func(i, j int) bool {
+		ci, cj := abs(deltas[i].TotalChange()), abs(deltas[j].TotalChange())
+		if ci != cj {
+			return ci > cj
+		}
+		return deltas[i].Fingerprint < deltas[j].Fingerprint
+	})
+	common = len(deltas)
+	if deltas == nil {
+		deltas = []QueryDelta{} // JSON: an empty list, not null
+	}
+	return deltas[:max(0, min(top, len(deltas)))], common
+}
+
+// FormatChange formats a signed change of time: "+12.3ms", "-4us", "0ns".
+func FormatChange(ns int64) string {
+	switch {
+	case ns > 0:
+		return "+" + dur(uint64(ns))
+	case ns < 0:
+		return "-" + dur(uint64(-ns))
+	}
+	return "0ns"
+}
