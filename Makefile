@@ -31,7 +31,7 @@ check-generated: generate
 
 # Tests that need neither root nor PostgreSQL.
 unit:
-	$(GO) test -count=1 ./internal/hist/ ./internal/sqlnorm/ ./internal/usdt/ ./internal/postgres/ ./internal/output/
+	$(GO) test -count=1 ./internal/hist/ ./internal/sqlnorm/ ./internal/usdt/ ./internal/postgres/ ./internal/output/ ./internal/htmlreport/
 
 # Bounded fuzzing of the parsers that read foreign input.
 fuzz:
