@@ -44,16 +44,34 @@ func runRecordCmd(ctx context.Context, args []string) error {
 	return runRecord(ctx, o)
 }
 
-// runRecord writes everything the other commands see into one file:
-// query records, process runs, per-interval rates, and at the end the
-// histograms and drops. It flushes every interval, so an interrupted
-// recording keeps what it had.
+// runRecord writes everything a trace sees into a new recording file.
 func runRecord(ctx context.Context, o recordOptions) error {
+	var w *record.Writer
+	sum, err := recordTrace(ctx, o, func(s *session.Session) (*record.Writer, error) {
+		var err error
+		w, err = record.Create(o.Output, record.Environment(s.Instances[0].DataDir))
+		return w, err
+	})
+	if w != nil {
+		err = errors.Join(err, w.Close())
+	}
+	if sum != nil {
+		fmt.Fprintf(os.Stderr, "recorded %d queries in %.1fs to %s\n", sum.Queries, sum.Seconds, o.Output)
+	}
+	return err
+}
+
+// recordTrace traces until ctx ends and writes into the writer that open
+// returns once the probes are attached: query records, process runs, and
+// per-interval rates, flushed every interval so that an interrupted
+// recording keeps what it had; at the end the summary with the
+// histograms and drops, which it also returns.
+func recordTrace(ctx context.Context, o recordOptions, open func(*session.Session) (*record.Writer, error)) (*model.Summary, error) {
 	var w *record.Writer
 	t := tracer{opts: o.targetOptions, families: probe.All, interval: o.Interval,
 		emit: probe.Emit{MinQuery: o.MinQuery, MinFS: -1},
 		onStart: func(s *session.Session) (err error) {
-			w, err = record.Create(o.Output, record.Environment(s.Instances[0].DataDir))
+			w, err = open(s)
 			return err
 		},
 		onQuery:   func(q *model.Query) error { w.Query(q); return nil },
@@ -68,7 +86,7 @@ func runRecord(ctx context.Context, o recordOptions) error {
 		}}
 	s, err := t.run(ctx)
 	if s == nil {
-		return err
+		return nil, err
 	}
 	defer s.Close()
 	if iv, ierr := s.Interval(); ierr == nil { // the part since the last tick
@@ -76,12 +94,8 @@ func runRecord(ctx context.Context, o recordOptions) error {
 	}
 	sum, serr := s.Summary(0, true)
 	if serr != nil {
-		return serr
+		return nil, errors.Join(err, serr)
 	}
 	w.Summary(sum)
-	if cerr := w.Close(); cerr != nil {
-		return cerr
-	}
-	fmt.Fprintf(os.Stderr, "recorded %d queries in %.1fs to %s\n", sum.Queries, sum.Seconds, o.Output)
-	return err
+	return sum, errors.Join(err, w.Flush())
 }

@@ -51,6 +51,10 @@ func report(r *record.Recording, top int) error {
 	if r.Summary == nil {
 		fmt.Fprintf(w, "the recording was interrupted: it has no summary; what it holds is shown\n")
 	}
+	if len(r.Fio) > 0 {
+		fmt.Fprintf(w, "\nfio reference on %s:\n", r.Meta["bench_dir"])
+		output.FioTable(w, r.Fio)
+	}
 
 	output.FingerprintTable(w, len(r.Queries), output.ByFingerprint(r.Queries), top)
 	for _, p := range output.BackgroundRuns(r.Processes) { // connections are their queries

@@ -29,6 +29,7 @@ var commands = []command{
 	{"record", "write everything a trace sees into one file (SQLite), for report and compare", runRecordCmd},
 	{"report", "summarize a recording: queries by fingerprint, I/O share, histograms", runReportCmd},
 	{"compare", "two recordings side by side, per layer, and the layer where they differ", runCompareCmd},
+	{"bench", "measure a storage: fio's reference and a traced PostgreSQL workload, into one recording", runBenchCmd},
 	{"doctor", "check privileges, kernel features and the PostgreSQL instances", runDoctorCmd},
 	{"demo", "start a throwaway PostgreSQL, run a workload, trace it and show the result", runDemoCmd},
 }

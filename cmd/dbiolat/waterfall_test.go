@@ -174,12 +174,24 @@ func TestColdScanMissesWarmScanHits(t *testing.T) {
 // reads from the device under its data directory to bps.
 func throttleReads(t *testing.T, c *pgsandbox.Cluster, bps int) {
 	t.Helper()
+	dir := blkioGroup(t, c.DataDir(), map[string]int{"read_bps_device": bps})
+	// New backends are forked by the postmaster: they inherit its group.
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprint(c.PostmasterPID())), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blkioGroup makes a cgroup v1 blkio group with throttle limits (by file:
+// "read_iops_device": 1000) on the disk under path, removed at the end of
+// the test, and returns its directory.
+func blkioGroup(t *testing.T, path string, limits map[string]int) string {
+	t.Helper()
 	root := "/sys/fs/cgroup/blkio"
 	if _, err := os.Stat(filepath.Join(root, "blkio.throttle.read_bps_device")); err != nil {
 		t.Fatalf("cgroup v1 blkio throttling is not available: %v", err)
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(c.DataDir(), &st); err != nil {
+	if err := syscall.Stat(path, &st); err != nil {
 		t.Fatal(err)
 	}
 	dev := wholeDisk(t, uint64(st.Dev))
@@ -194,13 +206,12 @@ func throttleReads(t *testing.T, c *pgsandbox.Cluster, bps int) {
 		}
 		os.Remove(dir)
 	})
-	if err := os.WriteFile(filepath.Join(dir, "blkio.throttle.read_bps_device"), []byte(fmt.Sprintf("%s %d", dev, bps)), 0); err != nil {
-		t.Fatal(err)
+	for file, limit := range limits {
+		if err := os.WriteFile(filepath.Join(dir, "blkio.throttle."+file), []byte(fmt.Sprintf("%s %d", dev, limit)), 0); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// New backends are forked by the postmaster: they inherit its group.
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprint(c.PostmasterPID())), 0); err != nil {
-		t.Fatal(err)
-	}
+	return dir
 }
 
 // wholeDisk names the disk holding a partition's dev_t as "MAJ:MIN".

@@ -204,7 +204,7 @@ type FioJob struct {
 	Read      FioSide `json:"read"`
 	Write     FioSide `json:"write"`
 	// What dbiolat saw of fio's process: block I/O latency histograms
-	// (blk_read, blk_write) and the file system calls under them.
+	// (fs_read, fs_write, blk_read, blk_write).
 	Hists Hists `json:"hists,omitempty"`
 	// fio's JSON output for the run, unchanged.
 	FioOutput json.RawMessage `json:"fio_output"`

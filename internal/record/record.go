@@ -59,9 +59,7 @@ func Create(path string, env map[string]string) (*Writer, error) {
 	for k, v := range env {
 		meta[k] = v
 	}
-	for k, v := range meta {
-		w.pending = append(w.pending, insert("INSERT INTO meta VALUES (?, ?)", k, v))
-	}
+	w.Meta(meta)
 	return w, w.Flush()
 }
 
@@ -92,6 +90,13 @@ func (w *Writer) Interval(iv *model.Interval) {
 // Summary adds the closing summary.
 func (w *Writer) Summary(s *model.Summary) {
 	w.pending = append(w.pending, insert("INSERT INTO summaries VALUES (?, ?)", time.Now().UnixNano(), encode(s)))
+}
+
+// Meta adds or replaces facts about the recording.
+func (w *Writer) Meta(facts map[string]string) {
+	for k, v := range facts {
+		w.pending = append(w.pending, insert("INSERT OR REPLACE INTO meta VALUES (?, ?)", k, v))
+	}
 }
 
 // Fio adds a fio reference run (dbiolat bench).

@@ -55,6 +55,31 @@ func Open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.Instances = instances
+	for _, in := range instances {
+		if err := s.attach(in); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// OpenProcesses attaches the file system and block probes with no
+// database: the caller names the processes to trace with Track. A bench
+// traces fio this way, to check dbiolat's block latency against fio's.
+func OpenProcesses() (*Session, error) {
+	if err := CheckPrivileges(); err != nil {
+		return nil, err
+	}
+	return open(Config{Families: probe.Families{FS: true, Block: true}, Emit: probe.EmitNone})
+}
+
+func open(cfg Config) (*Session, error) {
 	if err := CheckBTF(); err != nil {
 		return nil, err
 	}
@@ -67,17 +92,13 @@ func Open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, tracer: t, Instances: instances, procs: map[uint32]postgres.Process{},
-		exited: map[uint32]time.Time{}, start: time.Now()}
-	s.wallOff = wallOffset()
-	for _, in := range instances {
-		if err := s.attach(in); err != nil {
-			t.Close()
-			return nil, err
-		}
-	}
-	return s, nil
+	return &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{},
+		exited: map[uint32]time.Time{}, start: time.Now(), wallOff: wallOffset()}, nil
 }
+
+// Track traces process pid, its threads and its children from now on, on
+// their own (not as part of a database instance).
+func (s *Session) Track(pid int) error { return s.tracer.Track(pid, pid) }
 
 func findInstances(cfg Config) ([]postgres.Instance, error) {
 	switch {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/output"
+	"github.com/dbiolat/dbiolat/internal/record"
+)
+
+// benchDir is a directory PostgreSQL (run as postgres) can use.
+func benchDir(t *testing.T) string {
+	t.Helper()
+	needRoot(t)
+	if _, err := exec.LookPath("fio"); err != nil {
+		t.Fatal("fio is not installed (make deps installs it)")
+	}
+	dir, err := os.MkdirTemp("", "dbiolat-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	return dir
+}
+
+// runBenchIn runs a small bench on dir (with group set, inside that
+// cgroup) and returns its recording, opened, and the file.
+func runBenchIn(t *testing.T, dir, group string) (*record.Recording, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "bench.dbiolat")
+	args := []string{"bench", "--dir", dir, "-o", file, "--fio-size", "64", "--fio-seconds", "3",
+		"--scale", "3", "--scans", "2", "--seconds", "2"}
+	cmd := exec.Command(binary, args...)
+	if group != "" { // the shell joins the group, then becomes dbiolat: everything it starts is in it
+		cmd = exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, group, binary}, args...)...)
+	}
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := record.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := exec.Command(binary, "report", file).CombinedOutput(); err != nil || !strings.Contains(string(rep), "randread-qd16") {
+		t.Errorf("report of a bench recording lacks the fio reference: %v\n%s", err, rep)
+	}
+	return r, file
+}
+
+// One bench: the fio figures it keeps are fio's own, dbiolat times fio's
+// calls as fio does, and the PostgreSQL workload is in the same recording.
+func TestBenchKeepsFioAndAgreesWithIt(t *testing.T) {
+	r, _ := runBenchIn(t, benchDir(t), "")
+	if len(r.Fio) != 4 || r.Summary == nil || r.Meta["postgres_version"] != "15" || r.Meta["bench_dir"] == "" {
+		t.Fatalf("bench recording: %d fio jobs, summary %v, meta %v", len(r.Fio), r.Summary != nil, r.Meta)
+	}
+	for i := range r.Fio {
+		j := &r.Fio[i]
+		checkFioFigures(t, j)
+		if j.IODepth != 1 {
+			continue
+		}
+		c := output.CheckFio(j)
+		if c.FS == nil || c.Blk == nil {
+			t.Fatalf("%s: dbiolat saw no %s calls or block requests of fio's process: %v", j.Name, c.Op, j.Hists)
+		}
+		// With psync, fio's completion latency is the whole system call,
+		// which dbiolat times at the syscall tracepoints: the same span.
+		fs, clat := c.FS.Mean(), c.Side.ClatMeanNs
+		t.Logf("%s: fio clat mean %.1fµs p50 %.1fµs; dbiolat fs mean %.1fµs (%.3fx), block mean %.1fµs p50 %.1fµs, %d requests for %d fio ops",
+			j.Name, clat/1e3, float64(c.Side.ClatP50Ns)/1e3, fs/1e3, fs/clat, c.Blk.Mean()/1e3, float64(c.Blk.Quantile(0.5))/1e3, c.Blk.Count, c.Side.Ops)
+		if math.Abs(fs/clat-1) > 0.10 {
+			t.Errorf("%s: dbiolat's %s call mean %.1fµs is not within 10%% of fio's clat mean %.1fµs", j.Name, c.Op, fs/1e3, clat/1e3)
+		}
+		// The block request lies inside the call: never longer, and its
+		// median at most one log2 bucket from fio's.
+		if c.Blk.Mean() > clat {
+			t.Errorf("%s: block mean %.1fµs exceeds fio's clat mean %.1fµs", j.Name, c.Blk.Mean()/1e3, clat/1e3)
+		}
+		if d := hist.Slot(c.Side.ClatP50Ns) - hist.Slot(c.Blk.Quantile(0.5)); d < 0 || d > 1 {
+			t.Errorf("%s: block p50 %d ns is %d log2 buckets from fio's clat p50 %d ns", j.Name, c.Blk.Quantile(0.5), d, c.Side.ClatP50Ns)
+		}
+		// One block request per 8 KiB direct I/O (the job runs a little past
+		// fio's own count while fio stops).
+		if n := float64(c.Blk.Count) / float64(c.Side.Ops); n < 0.98 || n > 1.05 {
+			t.Errorf("%s: %d block requests for %d fio operations", j.Name, c.Blk.Count, c.Side.Ops)
+		}
+	}
+	scans := 0
+	for _, q := range r.Queries {
+		if strings.HasPrefix(q.Query, "SELECT count(*) FROM pgbench_accounts") {
+			scans++
+		}
+	}
+	if scans != 2 || r.Summary.Hists[model.HistBlkRead].Count == 0 {
+		t.Errorf("the recording has %d cold scans (want 2), %d block reads", scans, r.Summary.Hists[model.HistBlkRead].Count)
+	}
+}
+
+// checkFioFigures reads fio's output kept in the recording on its own and
+// checks the figures dbiolat shows are the same numbers.
+func checkFioFigures(t *testing.T, j *model.FioJob) {
+	t.Helper()
+	var raw struct {
+		Jobs []map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(j.FioOutput, &raw); err != nil || len(raw.Jobs) != 1 {
+		t.Fatalf("%s: fio's output in the recording: %v", j.Name, err)
+	}
+	for dir, side := range map[string]model.FioSide{"read": j.Read, "write": j.Write} {
+		var s struct {
+			TotalIOs uint64  `json:"total_ios"`
+			IOPS     float64 `json:"iops"`
+			BW       float64 `json:"bw_bytes"`
+			Clat     struct {
+				Mean       float64
+				Percentile map[string]uint64
+			} `json:"clat_ns"`
+		}
+		if err := json.Unmarshal(raw.Jobs[0][dir], &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.TotalIOs != side.Ops || s.IOPS != side.IOPS || s.BW != side.BWBytes || s.Clat.Mean != side.ClatMeanNs ||
+			s.Clat.Percentile["50.000000"] != side.ClatP50Ns || s.Clat.Percentile["99.000000"] != side.ClatP99Ns {
+			t.Errorf("%s %s: dbiolat shows %+v, fio said %+v", j.Name, dir, side, s)
+		}
+	}
+}
+
+// Two storage setups: the same disk, then the same disk behind a cgroup v1
+// blkio limit of 500 IOPS (each direction). The limit holds bios before
+// they become requests: fio's QD1 jobs run at the limit, the block device
+// is as fast as before, and compare places the difference above it.
+func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
+	dir := benchDir(t)
+	a, fa := runBenchIn(t, dir, "")
+	const iops = 500
+	group := blkioGroup(t, dir, map[string]int{"read_iops_device": iops, "write_iops_device": iops})
+	b, fb := runBenchIn(t, dir, group)
+	for i := range b.Fio {
+		ca, cb := output.CheckFio(&a.Fio[i]), output.CheckFio(&b.Fio[i])
+		t.Logf("%s: IOPS %.0f → %.0f, block mean %.1fµs → %.1fµs", b.Fio[i].Name, ca.Side.IOPS, cb.Side.IOPS, ca.Blk.Mean()/1e3, cb.Blk.Mean()/1e3)
+		if cb.Side.IOPS > iops*1.1 {
+			t.Errorf("%s: %.0f IOPS under a %d IOPS limit", b.Fio[i].Name, cb.Side.IOPS, iops)
+		}
+		if r := cb.Blk.Mean() / ca.Blk.Mean(); r > 1.5 {
+			t.Errorf("%s: block latency %.2fx under a throttle that holds bios above the device", b.Fio[i].Name, r)
+		}
+	}
+	out, err := exec.Command(binary, "compare", fa, fb).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.Contains(string(out), "above the block device") {
+		t.Errorf("compare does not place the difference above the block device: %v", err)
+	}
+}

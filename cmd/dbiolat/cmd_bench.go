@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/fio"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/output"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/record"
+	"github.com/dbiolat/dbiolat/internal/session"
+)
+
+type benchOptions struct {
+	Dir        string
+	Output     string
+	FioSizeMB  int
+	FioSeconds int
+	Scale      int
+	Scans      int
+	Seconds    int
+}
+
+func runBenchCmd(ctx context.Context, args []string) error {
+	var o benchOptions
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.Dir, "dir", "", "a directory on the storage to measure (required)")
+	fs.StringVar(&o.Output, "o", "", "the recording file to create (required)")
+	fs.IntVar(&o.FioSizeMB, "fio-size", 1024, "size of fio's test file in MiB")
+	fs.IntVar(&o.FioSeconds, "fio-seconds", 15, "seconds per fio job")
+	fs.IntVar(&o.Scale, "scale", 10, "pgbench scale of the PostgreSQL data (15 MB each)")
+	fs.IntVar(&o.Scans, "scans", 3, "cold-cache full scans")
+	fs.IntVar(&o.Seconds, "seconds", 15, "seconds per pgbench run")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return fmt.Errorf("unexpected argument %q: bench takes only options", pos[0])
+	case o.Dir == "":
+		return errors.New("say which storage to measure with --dir PATH (a directory on it)")
+	case o.Output == "":
+		return errors.New("say where to write the recording with -o FILE")
+	case o.FioSizeMB < 1 || o.FioSeconds < 1 || o.Scale < 1 || o.Scans < 0 || o.Seconds < 1:
+		return errors.New("--fio-size, --fio-seconds, --scale and --seconds must be positive, --scans at least 0")
+	}
+	if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--dir %s is not a directory: create it on the storage to measure", o.Dir)
+	}
+	if _, err := exec.LookPath("fio"); err != nil {
+		return errors.New("fio is not installed: apt-get install fio")
+	}
+	if err := session.CheckPrivileges(); err != nil {
+		return err
+	}
+	return runBench(ctx, o)
+}
+
+// runBench is the storage methodology of the seeds in one command: fio's
+// reference on the storage under --dir, with dbiolat tracing fio's
+// process, then a throwaway PostgreSQL on the same storage running a
+// cold-cache scan, TPC-B-like and select-only pgbench, traced throughout.
+// Everything goes into one recording; two of them go to compare.
+func runBench(ctx context.Context, o benchOptions) error {
+	steps := 2 + len(fio.Reference) + 2
+	n := 0
+	step := func(f string, a ...any) {
+		n++
+		fmt.Fprintf(os.Stderr, "==> [%d/%d] %s\n", n, steps, fmt.Sprintf(f, a...))
+	}
+	w, err := record.Create(o.Output, record.Environment(o.Dir))
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	w.Meta(map[string]string{"bench_dir": o.Dir})
+
+	size := int64(o.FioSizeMB) << 20
+	file := filepath.Join(o.Dir, "dbiolat-fio.dat")
+	defer os.Remove(file)
+	step("fio: writing a %d MiB test file in %s", o.FioSizeMB, o.Dir)
+	if out, err := exec.CommandContext(ctx, "fio", fio.LayoutArgs(file, size)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("fio could not write its test file in %s: %s", o.Dir, lastLine(out, err))
+	}
+	var jobs []model.FioJob
+	for _, j := range fio.Reference {
+		step("fio %s: %s %d KiB, direct I/O, queue depth %d, %ds", j.Name, j.RW, fio.BlockSize>>10, j.IODepth, o.FioSeconds)
+		fj, err := traceFio(ctx, j, file, size, o.FioSeconds)
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, *fj)
+		w.Fio(fj)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	os.Remove(file) // room for PostgreSQL
+
+	step("PostgreSQL: a throwaway instance under %s, pgbench -i -s %d", o.Dir, o.Scale)
+	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Dir: o.Dir})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.Scale)); err != nil {
+		return err
+	}
+	w.Meta(record.Environment(c.DataDir()))
+
+	step("tracing PostgreSQL: %d cold-cache full scans, then pgbench TPC-B-like and select-only, %ds each", o.Scans, o.Seconds)
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	defer stopTrace()
+	attached := make(chan struct{})
+	workErr := make(chan error, 1)
+	go func() {
+		select {
+		case <-attached:
+			workErr <- benchWorkload(traceCtx, c, o)
+		case <-traceCtx.Done():
+			workErr <- nil
+		}
+		stopTrace()
+	}()
+	ro := recordOptions{targetOptions: targetOptions{PID: c.PostmasterPID()}, Interval: time.Second}
+	sum, err := recordTrace(traceCtx, ro, func(*session.Session) (*record.Writer, error) {
+		close(attached)
+		return w, nil
+	})
+	stopTrace()
+	if err == nil {
+		err = <-workErr
+	}
+	if err != nil {
+		return err
+	}
+
+	step("done: %d queries traced; fio's reference beside dbiolat's latencies for fio's process:", sum.Queries)
+	output.FioTable(stdout, jobs)
+	fmt.Fprintf(stdout, "\nrecording: %s (dbiolat report %s; run bench on another storage and dbiolat compare the two)\n", o.Output, o.Output)
+	return nil
+}
+
+// traceFio runs one fio job with dbiolat tracing fio's process, so that
+// the recording holds fio's latency and dbiolat's block latency of the
+// same I/O, each a check on the other.
+func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds int) (*model.FioJob, error) {
+	s, err := session.OpenProcesses()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	cmd := exec.CommandContext(ctx, "fio", j.Args(file, size, seconds)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting fio: %w", err)
+	}
+	// Before fio's job thread starts: it is caught either in /proc or at its creation.
+	if err := s.Track(cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("fio %s failed: %s", j.Name, lastLine(errOut.Bytes(), err))
+	}
+	fj, err := fio.Parse(j, out.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.Hists()
+	if err != nil {
+		return nil, err
+	}
+	fj.Hists = model.Hists{}
+	for _, name := range []string{model.HistFSRead, model.HistFSWrite, model.HistBlkRead, model.HistBlkWrite} {
+		if h[name].Count > 0 {
+			fj.Hists[name] = h[name]
+		}
+	}
+	return fj, nil
+}
+
+// benchWorkload is what a DBA would run by hand: full scans with the page
+// cache dropped before each, then pgbench TPC-B-like and select-only.
+func benchWorkload(ctx context.Context, c *pgsandbox.Cluster, o benchOptions) error {
+	scan := "SELECT count(*) FROM pgbench_accounts WHERE abalance >= 0"
+	for i := 0; i < o.Scans; i++ {
+		if _, err := c.Psql(ctx, "postgres", "CHECKPOINT"); err != nil {
+			return err
+		}
+		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+			return fmt.Errorf("dropping the page cache: %w", err)
+		}
+		if _, err := c.Psql(ctx, "postgres", scan); err != nil {
+			return err
+		}
+	}
+	secs := fmt.Sprint(o.Seconds)
+	if _, err := c.Pgbench(ctx, "postgres", "-c", "2", "-T", secs); err != nil {
+		return err
+	}
+	if _, err := c.Pgbench(ctx, "postgres", "-S", "-c", "2", "-T", secs); err != nil {
+		return err
+	}
+	time.Sleep(2 * drainEvery) // the last records reach the ring buffer and are drained
+	return nil
+}
+
+// lastLine is the last non-empty line of a tool's output, or err.
+func lastLine(out []byte, err error) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+		return l
+	}
+	return err.Error()
+}

@@ -1,0 +1,59 @@
+package output
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+// FioCheck is one fio run's latency beside what dbiolat measured for
+// fio's process: the time of its read or write calls (for a psync job,
+// the span fio's completion latency times) and of its block requests.
+type FioCheck struct {
+	Side model.FioSide // the direction fio did (read or write)
+	Op   string        // "read" or "write"
+	FS   *hist.Hist    // dbiolat's fs latency for fio's process; nil when none (libaio)
+	Blk  *hist.Hist    // dbiolat's block latency for fio's process; nil when none
+}
+
+// CheckFio picks the direction of job j and sets dbiolat's latencies
+// beside fio's.
+func CheckFio(j *model.FioJob) FioCheck {
+	c := FioCheck{Side: j.Read, Op: "read", FS: j.Hists[model.HistFSRead], Blk: j.Hists[model.HistBlkRead]}
+	if j.Write.Ops > j.Read.Ops {
+		c = FioCheck{Side: j.Write, Op: "write", FS: j.Hists[model.HistFSWrite], Blk: j.Hists[model.HistBlkWrite]}
+	}
+	if j.Engine != "psync" { // libaio's I/O is not in read/write calls
+		c.FS = nil
+	}
+	return c
+}
+
+// FioTable prints a bench's fio reference: fio's own figures, then
+// dbiolat's file system and block latency for fio's process.
+func FioTable(w io.Writer, jobs []model.FioJob) {
+	fmt.Fprintf(w, "%-14s %-6s %3s %8s %7s %9s %9s %9s | %9s %9s %9s\n", "fio job", "engine", "QD", "IOPS", "MB/s",
+		"clat mean", "clat p50", "clat p99", "fs mean", "blk mean", "blk p50")
+	mean := func(h *hist.Hist) string {
+		if h == nil {
+			return "-"
+		}
+		return dur(uint64(h.Mean()))
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		c := CheckFio(j)
+		p50 := "-"
+		if c.Blk != nil {
+			p50 = dur(c.Blk.Quantile(0.5))
+		}
+		fmt.Fprintf(w, "%-14s %-6s %3d %8.0f %7.1f %9s %9s %9s | %9s %9s %9s\n", j.Name, j.Engine, j.IODepth, c.Side.IOPS,
+			c.Side.BWBytes/1e6, dur(uint64(c.Side.ClatMeanNs)), dur(c.Side.ClatP50Ns), dur(c.Side.ClatP99Ns), mean(c.FS), mean(c.Blk), p50)
+	}
+	fmt.Fprint(w, `IOPS to clat p99 are fio's own JSON output. fs: dbiolat's time of fio's read/write
+calls (with psync the span fio's clat times); blk: dbiolat's block_io_start to
+block_io_done of fio's requests, below fs by the system call and the wake-up.
+`)
+}
