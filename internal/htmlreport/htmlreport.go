@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -355,6 +356,9 @@ func fioRows(jobs []model.FioJob) []fioRow {
 	return rows
 }
 
+// microsIn finds durations in microseconds in a sentence: "12.3us".
+var microsIn = regexp.MustCompile(`([0-9])us\b`)
+
 // Side is one recording of a comparison, and the name it goes by.
 type Side struct {
 	Name string
@@ -385,10 +389,15 @@ type comparePage struct {
 
 // Compare writes the HTML comparison of two recordings.
 func Compare(w io.Writer, c *output.Comparison, a, b Side) error {
+	for _, s := range []Side{a, b} {
+		if s.Rec.Summary == nil {
+			return fmt.Errorf("%s was interrupted and has no histograms: compare needs recordings that ended normally", s.Name)
+		}
+	}
 	legend := func(tag string, s Side) string {
 		return fmt.Sprintf("%s: %s (%s, %s)", tag, filepath.Base(s.Name), s.Rec.Meta["device"], s.Rec.Meta["fs_type"])
 	}
-	p := comparePage{NameA: legend("A", a), NameB: legend("B", b), Verdict: c.Verdict, Common: c.Common, ColorA: ColorA, ColorB: ColorB}
+	p := comparePage{NameA: legend("A", a), NameB: legend("B", b), Verdict: microsIn.ReplaceAllString(c.Verdict, "${1}µs"), Common: c.Common, ColorA: ColorA, ColorB: ColorB}
 	wa, wb := where(a.Rec), where(b.Rec)
 	for i := range wa {
 		p.Meta = append(p.Meta, struct{ K, A, B string }{wa[i].K, wa[i].V, wb[i].V})

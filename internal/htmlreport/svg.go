@@ -68,10 +68,10 @@ type Path struct {
 
 // Text is a label. Rotate turns it (degrees) around its anchor point.
 type Text struct {
-	X, Y          float64
-	Anchor, Class string
-	Rotate        float64
-	S             string
+	X, Y   float64
+	Anchor string
+	Rotate float64
+	S      string
 }
 
 func (c *Chart) text(x, y float64, anchor, s string) {
@@ -115,15 +115,18 @@ func axis(v float64, counts bool) (top, step float64) {
 	return step * math.Ceil(v/step*(1-1e-9)), step
 }
 
-// number formats an axis value: "0", "2.5", "750", "12k", "1.5M".
+// number formats an axis value: "0", "0.25", "750", "2500", "12.5k", "1.5M".
 func number(v float64) string {
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) } // 6 digits: no float noise
 	switch {
+	case v >= 1e9:
+		return g(v/1e9) + "G"
 	case v >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+		return g(v/1e6) + "M"
 	case v >= 1e4:
-		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+		return g(v/1e3) + "k"
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+	return g(v)
 }
 
 // dur is hist.FormatDuration with the micro sign.
@@ -145,8 +148,8 @@ func bucketLabel(i int, unit hist.Unit) string {
 	return lo + "–" + hi
 }
 
-// span returns the first and last non-empty slots of the histograms (-1
-// when all are empty).
+// span returns the first and last non-empty slots of the histograms (0
+// and -1, no slot, when all are empty).
 func span(hs ...*hist.Hist) (first, last int) {
 	first, last = -1, -1
 	for _, h := range hs {
@@ -163,6 +166,9 @@ func span(hs ...*hist.Hist) (first, last int) {
 			last = max(last, i)
 		}
 	}
+	if first < 0 {
+		return 0, -1
+	}
 	return first, last
 }
 
@@ -174,20 +180,21 @@ const (
 	histRowH   = 18.0
 )
 
-// histFrame is a histogram's rows from y = top down, with an x axis of
-// values up to v (counts, or percent).
+// histFrame is what the bars of a histogram need of its frame: how many
+// rows, and the pixels per unit of the x axis.
 type histFrame struct {
-	top, scale float64
-	rows       int
+	rows  int
+	scale float64
 }
 
-// histAxes draws the frame of a histogram and returns it; the chart's
+// histAxes draws the frame of a histogram whose rows start at y = top,
+// with an x axis for values up to v (counts, or percent); the chart's
 // height follows from the rows.
 func histAxes(c *Chart, top float64, rows int, v float64, counts bool, xTitle string, format func(float64) string) histFrame {
-	max, step := axis(v, counts)
+	xmax, step := axis(v, counts)
 	bottom := top + float64(rows)*histRowH
-	for t := 0.0; t <= max*(1+1e-9); t += step {
-		x := histLabelW + histBarW*t/max
+	for t := 0.0; t <= xmax*(1+1e-9); t += step {
+		x := histLabelW + histBarW*t/xmax
 		c.Lines = append(c.Lines, Line{X1: x, Y1: top - 4, X2: x, Y2: bottom, Class: "grid"})
 		c.text(x, bottom+14, "middle", format(t))
 	}
@@ -195,7 +202,7 @@ func histAxes(c *Chart, top float64, rows int, v float64, counts bool, xTitle st
 		Line{X1: histLabelW, Y1: bottom, X2: histLabelW + histBarW, Y2: bottom, Class: "axis"})
 	c.text(histLabelW+histBarW/2, bottom+30, "middle", xTitle)
 	c.H = int(bottom + 40)
-	return histFrame{top: top, scale: histBarW / max, rows: rows}
+	return histFrame{rows: rows, scale: histBarW / xmax}
 }
 
 // HistChart draws one histogram: a bar per log2 bucket from the first
