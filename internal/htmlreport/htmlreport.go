@@ -105,10 +105,11 @@ type slowRow struct {
 }
 
 type fioRow struct {
-	Name, RW, BS, Dir          string
+	Name, RW, Engine, BS, Dir  string
 	IODepth                    int
-	IOPS, MiBs                 string
+	IOPS, MBs                  string
 	ClatMean, ClatP50, ClatP99 string
+	FSMean                     string
 	BlkCount, BlkMean, BlkP50  string
 }
 
@@ -332,21 +333,29 @@ func rates(ivs []model.Interval) ([]plot, []rateRow) {
 	return plots, rows
 }
 
+// fioRows sets each direction of each fio run beside what dbiolat saw of
+// fio's process: its read or write calls (for psync only: libaio's I/O is
+// not in them) and its block requests.
 func fioRows(jobs []model.FioJob) []fioRow {
 	var rows []fioRow
 	for _, j := range jobs {
 		for _, side := range []struct {
 			dir string
 			s   model.FioSide
-		}{{"read", j.Read}, {"write", j.Write}} {
+			fs  string
+			blk string
+		}{{"read", j.Read, model.HistFSRead, model.HistBlkRead}, {"write", j.Write, model.HistFSWrite, model.HistBlkWrite}} {
 			if side.s.Ops == 0 {
 				continue
 			}
-			r := fioRow{Name: j.Name, RW: j.RW, BS: hist.FormatBytes(uint64(j.BlockSize)), IODepth: j.IODepth, Dir: side.dir,
-				IOPS: fmt.Sprintf("%.0f", side.s.IOPS), MiBs: fmt.Sprintf("%.1f", side.s.BWBytes/(1<<20)),
+			r := fioRow{Name: j.Name, RW: j.RW, Engine: j.Engine, BS: hist.FormatBytes(uint64(j.BlockSize)), IODepth: j.IODepth, Dir: side.dir,
+				IOPS: fmt.Sprintf("%.0f", side.s.IOPS), MBs: fmt.Sprintf("%.1f", side.s.BWBytes/1e6),
 				ClatMean: dur(uint64(side.s.ClatMeanNs)), ClatP50: dur(side.s.ClatP50Ns), ClatP99: dur(side.s.ClatP99Ns),
-				BlkCount: "0", BlkMean: "-", BlkP50: "-"}
-			if h := j.Hists["blk_"+side.dir]; h != nil && h.Count > 0 {
+				FSMean: "-", BlkCount: "0", BlkMean: "-", BlkP50: "-"}
+			if h := j.Hists[side.fs]; h != nil && h.Count > 0 && j.Engine == "psync" {
+				r.FSMean = dur(uint64(h.Mean()))
+			}
+			if h := j.Hists[side.blk]; h != nil && h.Count > 0 {
 				r.BlkCount = strconv.FormatUint(h.Count, 10)
 				r.BlkMean, r.BlkP50 = dur(uint64(h.Mean())), dur(h.Quantile(0.5))
 			}

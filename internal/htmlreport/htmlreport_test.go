@@ -57,9 +57,9 @@ func sample(scale uint64) *record.Recording {
 		model.HistBlkReadSize: histOf(8192, 131072),
 		model.HistLock:        {}, // empty: not drawn
 	}}
-	r.Fio = []model.FioJob{{Type: "fio", Name: "randread", RW: "randread", BlockSize: 8192, IODepth: 1, Seconds: 5,
+	r.Fio = []model.FioJob{{Type: "fio", Name: "randread", RW: "randread", Engine: "psync", BlockSize: 8192, IODepth: 1, Seconds: 5,
 		Read:  model.FioSide{Ops: 1000, IOPS: 200, BWBytes: 1638400, ClatMeanNs: 150e3, ClatP50Ns: 140e3, ClatP99Ns: 400e3},
-		Hists: model.Hists{model.HistBlkRead: histOf(140e3, 150e3)}}}
+		Hists: model.Hists{model.HistBlkRead: histOf(140e3, 150e3), model.HistFSRead: histOf(152e3, 154e3)}}}
 	return r
 }
 
@@ -148,7 +148,8 @@ func TestReport(t *testing.T) {
 	if pr := p.rows["proc"]; len(pr) != 1 || !strings.Contains(pr[0], "autovacuum worker") {
 		t.Errorf("process rows %q, want the autovacuum worker alone", pr)
 	}
-	if f := p.rows["fio"]; len(f) != 1 || !strings.Contains(f[0], "randread") || !strings.Contains(f[0], "145µs") {
+	if f := p.rows["fio"]; len(f) != 1 || !strings.Contains(f[0], "randread") || !strings.Contains(f[0], "1.6") ||
+		!strings.Contains(f[0], "153µs") || !strings.Contains(f[0], "145µs") {
 		t.Errorf("fio rows %q", f)
 	}
 	if n := len(p.rows["rate"]); n != 3 {
