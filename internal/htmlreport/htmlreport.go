@@ -206,7 +206,7 @@ func execute(w io.Writer, name string, data any) error {
 }
 
 // where lists the facts about the machine and the database the recording
-// keeps in its meta table.
+// keeps in its meta table, always the same keys (a value may be empty).
 func where(r *record.Recording) []kv {
 	m := r.Meta
 	mem := m["memory_bytes"]
@@ -222,6 +222,7 @@ func where(r *record.Recording) []kv {
 		{"PostgreSQL", m["postgres_version"]}, {"data directory", m["data_dir"]},
 		{"device", m["device"]}, {"file system", strings.TrimSpace(m["fs_type"] + " at " + m["mount_point"])},
 		{"mount options", m["mount_options"]}, {"started", started}, {"duration", duration(r)},
+		{"bench directory", m["bench_dir"]},
 	}
 }
 
@@ -333,34 +334,25 @@ func rates(ivs []model.Interval) ([]plot, []rateRow) {
 	return plots, rows
 }
 
-// fioRows sets each direction of each fio run beside what dbiolat saw of
-// fio's process: its read or write calls (for psync only: libaio's I/O is
-// not in them) and its block requests.
+// fioRows sets each fio run beside what dbiolat saw of fio's process, as
+// the terminal's table does (output.CheckFio).
 func fioRows(jobs []model.FioJob) []fioRow {
 	var rows []fioRow
-	for _, j := range jobs {
-		for _, side := range []struct {
-			dir string
-			s   model.FioSide
-			fs  string
-			blk string
-		}{{"read", j.Read, model.HistFSRead, model.HistBlkRead}, {"write", j.Write, model.HistFSWrite, model.HistBlkWrite}} {
-			if side.s.Ops == 0 {
-				continue
-			}
-			r := fioRow{Name: j.Name, RW: j.RW, Engine: j.Engine, BS: hist.FormatBytes(uint64(j.BlockSize)), IODepth: j.IODepth, Dir: side.dir,
-				IOPS: fmt.Sprintf("%.0f", side.s.IOPS), MBs: fmt.Sprintf("%.1f", side.s.BWBytes/1e6),
-				ClatMean: dur(uint64(side.s.ClatMeanNs)), ClatP50: dur(side.s.ClatP50Ns), ClatP99: dur(side.s.ClatP99Ns),
-				FSMean: "-", BlkCount: "0", BlkMean: "-", BlkP50: "-"}
-			if h := j.Hists[side.fs]; h != nil && h.Count > 0 && j.Engine == "psync" {
-				r.FSMean = dur(uint64(h.Mean()))
-			}
-			if h := j.Hists[side.blk]; h != nil && h.Count > 0 {
-				r.BlkCount = strconv.FormatUint(h.Count, 10)
-				r.BlkMean, r.BlkP50 = dur(uint64(h.Mean())), dur(h.Quantile(0.5))
-			}
-			rows = append(rows, r)
+	for i := range jobs {
+		j := &jobs[i]
+		c := output.CheckFio(j)
+		r := fioRow{Name: j.Name, RW: j.RW, Engine: j.Engine, BS: hist.FormatBytes(uint64(j.BlockSize)), IODepth: j.IODepth, Dir: c.Op,
+			IOPS: fmt.Sprintf("%.0f", c.Side.IOPS), MBs: fmt.Sprintf("%.1f", c.Side.BWBytes/1e6),
+			ClatMean: dur(uint64(c.Side.ClatMeanNs)), ClatP50: dur(c.Side.ClatP50Ns), ClatP99: dur(c.Side.ClatP99Ns),
+			FSMean: "-", BlkCount: "0", BlkMean: "-", BlkP50: "-"}
+		if c.FS != nil && c.FS.Count > 0 {
+			r.FSMean = dur(uint64(c.FS.Mean()))
 		}
+		if c.Blk != nil && c.Blk.Count > 0 {
+			r.BlkCount = strconv.FormatUint(c.Blk.Count, 10)
+			r.BlkMean, r.BlkP50 = dur(uint64(c.Blk.Mean())), dur(c.Blk.Quantile(0.5))
+		}
+		rows = append(rows, r)
 	}
 	return rows
 }
@@ -409,7 +401,9 @@ func Compare(w io.Writer, c *output.Comparison, a, b Side) error {
 	p := comparePage{NameA: legend("A", a), NameB: legend("B", b), Verdict: microsIn.ReplaceAllString(c.Verdict, "${1}µs"), Common: c.Common, ColorA: ColorA, ColorB: ColorB}
 	wa, wb := where(a.Rec), where(b.Rec)
 	for i := range wa {
-		p.Meta = append(p.Meta, struct{ K, A, B string }{wa[i].K, wa[i].V, wb[i].V})
+		if wa[i].V != "" || wb[i].V != "" {
+			p.Meta = append(p.Meta, struct{ K, A, B string }{wa[i].K, wa[i].V, wb[i].V})
+		}
 	}
 	for _, l := range c.Layers {
 		p.Layers = append(p.Layers, layerRow{LayerDiff: l, MeanA: dur(uint64(l.MeanA)), MeanB: dur(uint64(l.MeanB)),

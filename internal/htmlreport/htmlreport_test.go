@@ -149,7 +149,7 @@ func TestReport(t *testing.T) {
 		t.Errorf("process rows %q, want the autovacuum worker alone", pr)
 	}
 	if f := p.rows["fio"]; len(f) != 1 || !strings.Contains(f[0], "randread") || !strings.Contains(f[0], "1.6") ||
-		!strings.Contains(f[0], "153µs") || !strings.Contains(f[0], "145µs") {
+		!strings.Contains(f[0], "153µs") || !strings.Contains(f[0], "145µs") || !strings.Contains(f[0], "psync") {
 		t.Errorf("fio rows %q", f)
 	}
 	if n := len(p.rows["rate"]); n != 3 {
@@ -160,6 +160,9 @@ func TestReport(t *testing.T) {
 		if !strings.Contains(p.text, s) {
 			t.Errorf("the page does not say %q", s)
 		}
+	}
+	if strings.Contains(p.text, "bench directory") {
+		t.Error("a fact the recording does not have is listed")
 	}
 	if strings.Contains(p.text, "interrupted") {
 		t.Error("a complete recording is called interrupted")
