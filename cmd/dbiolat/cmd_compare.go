@@ -38,6 +38,7 @@ func runCompareCmd(ctx context.Context, args []string) error {
 	}
 	c := output.Compare(recs[0].Summary.Hists, recs[1].Summary.Hists)
 	c.Queries, c.Common = output.QueryDeltas(recs[0].Queries, recs[1].Queries, *top)
+	c.Fio = output.CompareFio(recs[0].Fio, recs[1].Fio)
 	if *htmlOut != "" {
 		return writeHTML(*htmlOut, func(w io.Writer) error {
 			return htmlreport.Compare(w, c, htmlreport.Side{Name: pos[0], Rec: recs[0]}, htmlreport.Side{Name: pos[1], Rec: recs[1]})

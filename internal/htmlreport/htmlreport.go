@@ -384,8 +384,14 @@ type comparePage struct {
 	Plots        []plot
 	Common       int
 	Deltas       []deltaRow
+	Fio          []fioDiffRow
 	ColorA       string
 	ColorB       string
+}
+
+// fioDiffRow is one fio run of two bench recordings, formatted.
+type fioDiffRow struct {
+	Name, Op, IOPSA, IOPSB, ClatA, ClatB, ClatRatio, BlkA, BlkB, BlkRatio string
 }
 
 // Compare writes the HTML comparison of two recordings.
@@ -424,6 +430,11 @@ func Compare(w io.Writer, c *output.Comparison, a, b Side) error {
 		}
 		p.Plots = append(p.Plots, plot{Name: n, Title: layers[n].Title, Source: layers[n].Source,
 			Stats: stats("A", x) + "; " + stats("B", y), Chart: OverlayChart("cmp-"+n, x, y, unit, p.NameA, p.NameB)})
+	}
+	for _, d := range c.Fio {
+		p.Fio = append(p.Fio, fioDiffRow{Name: d.Name, Op: d.Op, IOPSA: fmt.Sprintf("%.0f", d.IOPSA), IOPSB: fmt.Sprintf("%.0f", d.IOPSB),
+			ClatA: dur(uint64(d.ClatMeanA)), ClatB: dur(uint64(d.ClatMeanB)), ClatRatio: fmt.Sprintf("%.2f×", d.ClatRatio),
+			BlkA: dur(uint64(d.BlkMeanA)), BlkB: dur(uint64(d.BlkMeanB)), BlkRatio: fmt.Sprintf("%.2f×", d.BlkRatio)})
 	}
 	for _, d := range c.Queries {
 		p.Deltas = append(p.Deltas, deltaRow{QueryDelta: d, MeanA: dur(uint64(d.MeanA)), MeanB: dur(uint64(d.MeanB)),

@@ -30,6 +30,7 @@ type Comparison struct {
 	Verdict string       `json:"verdict"`
 	Queries []QueryDelta `json:"queries"`              // the largest changes in total time first
 	Common  int          `json:"fingerprints_in_both"` // how many fingerprints both recordings have
+	Fio     []FioDiff    `json:"fio,omitempty"`        // bench recordings: fio's runs side by side
 }
 
 // A layer differs when its mean moves by this factor or more.
@@ -89,6 +90,9 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	for _, l := range c.Layers {
 		fmt.Fprintf(w, "%-13s %9d %9d %10s %10s %10s %10s %10s %10s %6.2fx\n", l.Layer, l.CountA, l.CountB,
 			dur(uint64(l.MeanA)), dur(uint64(l.MeanB)), dur(l.P50A), dur(l.P50B), dur(l.P99A), dur(l.P99B), l.MeanRatio)
+	}
+	if len(c.Fio) > 0 {
+		PrintFioDiffs(w, c.Fio)
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", c.Verdict)
 	if c.Common == 0 {

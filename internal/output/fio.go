@@ -57,3 +57,52 @@ calls (with psync the span fio's clat times); blk: dbiolat's block_io_start to
 block_io_done of fio's requests, below fs by the system call and the wake-up.
 `)
 }
+
+// FioDiff is one fio run of two bench recordings side by side: what fio
+// measured, and what the block device did under it.
+type FioDiff struct {
+	Name      string  `json:"name"`
+	Op        string  `json:"op"` // "read" or "write"
+	IOPSA     float64 `json:"iops_a"`
+	IOPSB     float64 `json:"iops_b"`
+	ClatMeanA float64 `json:"clat_mean_ns_a"`
+	ClatMeanB float64 `json:"clat_mean_ns_b"`
+	ClatRatio float64 `json:"clat_ratio"` // B / A
+	BlkMeanA  float64 `json:"blk_mean_ns_a"`
+	BlkMeanB  float64 `json:"blk_mean_ns_b"`
+	BlkRatio  float64 `json:"blk_ratio"` // B / A; 0 when either has no block requests
+}
+
+// CompareFio sets the fio runs both recordings have side by side.
+func CompareFio(a, b []model.FioJob) []FioDiff {
+	var out []FioDiff
+	for i := range a {
+		for k := range b {
+			if a[i].Name != b[k].Name {
+				continue
+			}
+			ca, cb := CheckFio(&a[i]), CheckFio(&b[k])
+			d := FioDiff{Name: a[i].Name, Op: ca.Op, IOPSA: ca.Side.IOPS, IOPSB: cb.Side.IOPS,
+				ClatMeanA: ca.Side.ClatMeanNs, ClatMeanB: cb.Side.ClatMeanNs}
+			if d.ClatMeanA > 0 {
+				d.ClatRatio = d.ClatMeanB / d.ClatMeanA
+			}
+			if ca.Blk != nil && cb.Blk != nil {
+				d.BlkMeanA, d.BlkMeanB = ca.Blk.Mean(), cb.Blk.Mean()
+				d.BlkRatio = d.BlkMeanB / d.BlkMeanA
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// PrintFioDiffs prints the fio runs of two bench recordings side by side.
+func PrintFioDiffs(w io.Writer, ds []FioDiff) {
+	fmt.Fprintf(w, "\nfio reference (fio's figures; blk: dbiolat's block latency of fio's requests):\n")
+	fmt.Fprintf(w, "%-14s %9s %9s %10s %10s %7s %10s %10s %7s\n", "fio job", "IOPS A", "IOPS B", "clat A", "clat B", "B/A", "blk A", "blk B", "B/A")
+	for _, d := range ds {
+		fmt.Fprintf(w, "%-14s %9.0f %9.0f %10s %10s %6.2fx %10s %10s %6.2fx\n", d.Name, d.IOPSA, d.IOPSB,
+			dur(uint64(d.ClatMeanA)), dur(uint64(d.ClatMeanB)), d.ClatRatio, dur(uint64(d.BlkMeanA)), dur(uint64(d.BlkMeanB)), d.BlkRatio)
+	}
+}
