@@ -1,135 +1,230 @@
-// Command overhead measures what dbiolat costs a database: pgbench
-// select-only and TPC-B-like on a throwaway PostgreSQL, runs without and
-// with dbiolat attached, interleaved (ABBA) so the machine's drift hits both
-// alike, and prints the median TPS ratio per workload. Not a test: the
-// numbers go into the closing notes and bench/results/.
+// Command overhead measures what tracing costs a database: pgbench
+// select-only and TPC-B-like on a throwaway PostgreSQL, with no tracer and
+// with each tracer configuration in turn, interleaved (the order rotates
+// every round) so the machine's drift hits all alike. Per configuration it
+// prints the median TPS ratio against the baseline of the same round with
+// its interquartile range, machine CPU per transaction, the tracer's own
+// CPU and peak memory, and the BPF run time per transaction from the
+// kernel's statistics. Not a test: the figures go into closing notes, and
+// the table as JSON into bench/results/.
 //
-//	go run ./bench/overhead [-pairs 7] [-seconds 10] [-mode "slowlog"] [-shared-buffers 16MB -scale 8]
+//	go run ./bench/overhead [-rounds 7] [-seconds 10] [-configs default,all,bpftrace,strace]
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 )
 
-type run struct {
-	Workload string  `json:"workload"`
-	Traced   bool    `json:"traced"`
-	Pair     int     `json:"pair"`
-	TPS      float64 `json:"tps"`
-	CPUus    float64 `json:"cpu_us_per_tx"` // machine CPU (without steal) per transaction
+// measurement is one pgbench run.
+type measurement struct {
+	Workload string            `json:"workload"`
+	Config   string            `json:"config"`
+	Round    int               `json:"round"`
+	TPS      float64           `json:"tps"`
+	Tx       int64             `json:"transactions"`
+	CPUus    float64           `json:"cpu_us_per_tx"` // machine CPU (without steal) per transaction
+	ToolCPU  float64           `json:"tool_cpu_s"`    // the tracer's own user+system CPU
+	ToolRSS  int64             `json:"tool_max_rss_bytes"`
+	BPFns    uint64            `json:"bpf_run_ns"` // the tracer's programs, all runs
+	BPFRuns  uint64            `json:"bpf_runs"`
+	Programs map[string]uint64 `json:"bpf_run_ns_by_program,omitempty"`
 }
 
+// result is one configuration on one workload, over all rounds.
 type result struct {
-	Workload    string    `json:"workload"`
-	Baseline    []float64 `json:"baseline_tps"`
-	Traced      []float64 `json:"traced_tps"`
-	Ratios      []float64 `json:"ratios"` // traced / baseline, per pair
-	MedianRatio float64   `json:"median_ratio"`
-	MedianLoss  float64   `json:"median_loss_pct"`
-	// CPU per transaction is steadier than TPS on a shared VM: the host's
-	// steal time is left out. Ratio > 1: the tracer costs CPU.
-	CPURatios      []float64 `json:"cpu_ratios"`
-	MedianCPURatio float64   `json:"median_cpu_ratio"`
+	Workload       string     `json:"workload"`
+	Config         string     `json:"config"`
+	Ratios         []float64  `json:"tps_ratios"` // traced / baseline of the same round
+	MedianRatio    float64    `json:"median_tps_ratio"`
+	IQR            [2]float64 `json:"tps_ratio_iqr"`
+	MedianCPURatio float64    `json:"median_cpu_per_tx_ratio"`
+	ToolCPU        float64    `json:"median_tool_cpu_s"`
+	ToolRSS        int64      `json:"max_tool_rss_bytes"`
+	BPFnsPerTx     float64    `json:"median_bpf_ns_per_tx"`
+	TopPrograms    []string   `json:"top_programs"`
 }
 
 func main() {
-	pairs := flag.Int("pairs", 7, "baseline/traced pairs per workload")
+	rounds := flag.Int("rounds", 7, "rounds: in each, the baseline and every configuration run once")
 	secs := flag.Int("seconds", 10, "seconds per pgbench run")
 	clients := flag.Int("clients", 2, "pgbench clients")
 	scale := flag.Int("scale", 5, "pgbench scale (5: 75 MB)")
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
-	mode := flag.String("mode", "slowlog", "dbiolat command line to attach (its --pid is added)")
+	configs := flag.String("configs", "default,all,bpftrace", "configurations to measure: "+strings.Join(configNames(), ","))
+	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	flag.Parse()
-	if err := run1(*pairs, *secs, *clients, *scale, *sharedBuffers, *mode, *out); err != nil {
+	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, sharedBuffers: *sharedBuffers, out: *out}
+	for _, name := range strings.Split(*configs, ",") {
+		c, ok := configByName(name)
+		if !ok {
+			fmt.Fprintf(os.Stderr, "overhead: unknown configuration %q (known: %s)\n", name, strings.Join(configNames(), ", "))
+			os.Exit(2)
+		}
+		o.configs = append(o.configs, c)
+	}
+	o.workloads = strings.Split(*workloads, ",")
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
 		os.Exit(1)
 	}
 }
 
-func run1(pairs, secs, clients, scale int, sharedBuffers, mode, out string) error {
-	ctx := context.Background()
-	bin := filepath.Join(os.TempDir(), fmt.Sprintf("dbiolat-bench-%d", os.Getpid()))
-	if b, err := exec.Command("go", "build", "-o", bin, "./cmd/dbiolat").CombinedOutput(); err != nil {
-		return fmt.Errorf("building dbiolat: %v\n%s", err, b)
-	}
-	defer os.Remove(bin)
+type options struct {
+	rounds, secs, clients, scale int
+	sharedBuffers, out           string
+	configs                      []config
+	workloads                    []string
+}
 
-	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Settings: map[string]string{"shared_buffers": sharedBuffers}})
+var pgbenchFlag = map[string]string{"select-only": "-S", "tpcb-like": ""}
+
+func run(o options) error {
+	ctx := context.Background()
+	env, err := setup()
+	if err != nil {
+		return err
+	}
+	defer env.cleanup()
+	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Settings: map[string]string{"shared_buffers": o.sharedBuffers}})
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	fmt.Fprintf(os.Stderr, "loading pgbench scale %d\n", scale)
-	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(scale)); err != nil {
+	env.cluster = c
+	fmt.Fprintf(os.Stderr, "loading pgbench scale %d\n", o.scale)
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.scale)); err != nil {
 		return err
 	}
-	// Warm the page cache and shared buffers once, so run 1 is not special.
-	if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", fmt.Sprint(clients), "-T", "5"); err != nil {
+	// Warm the page cache and shared buffers once, so round 1 is not special.
+	if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", fmt.Sprint(o.clients), "-T", "5"); err != nil {
 		return err
 	}
 
-	workloads := []struct{ name, flag string }{{"select-only", "-S"}, {"tpcb-like", ""}}
+	all := append([]config{baseline}, o.configs...)
+	var runs []measurement
 	var results []result
-	var runs []run
-	for _, w := range workloads {
-		r := result{Workload: w.name}
-		for p := 0; p < pairs; p++ {
-			// ABBA: even pairs start untraced, odd pairs start traced.
-			order := []bool{false, true}
-			if p%2 == 1 {
-				order = []bool{true, false}
-			}
-			cpu := map[bool]float64{}
-			for _, traced := range order {
-				m, err := pgbench(ctx, c, bin, mode, w.flag, clients, secs, traced)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(os.Stderr, "%-11s pair %d %-8s %8.0f tps %6.1f us CPU/tx\n", w.name, p+1, map[bool]string{false: "baseline", true: "traced"}[traced], m.TPS, m.CPUus)
-				runs = append(runs, m.run(w.name, traced, p+1))
-				cpu[traced] = m.CPUus
-				if traced {
-					r.Traced = append(r.Traced, m.TPS)
-				} else {
-					r.Baseline = append(r.Baseline, m.TPS)
-				}
-			}
-			r.Ratios = append(r.Ratios, r.Traced[p]/r.Baseline[p])
-			r.CPURatios = append(r.CPURatios, cpu[true]/cpu[false])
+	for _, wl := range o.workloads {
+		wflag, ok := pgbenchFlag[wl]
+		if !ok {
+			return fmt.Errorf("unknown workload %q (select-only, tpcb-like)", wl)
 		}
-		r.MedianRatio = median(r.Ratios)
-		r.MedianCPURatio = median(r.CPURatios)
-		r.MedianLoss = (1 - r.MedianRatio) * 100
-		results = append(results, r)
+		byConfig := map[string][]measurement{}
+		for r := 0; r < o.rounds; r++ {
+			// Rotate the order every round, and reverse it every other:
+			// each configuration sits before and after the others alike.
+			order := append([]config(nil), all[r%len(all):]...)
+			order = append(order, all[:r%len(all)]...)
+			if r%2 == 1 {
+				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+					order[i], order[j] = order[j], order[i]
+				}
+			}
+			for _, cfg := range order {
+				if cfg.rounds > 0 && r >= cfg.rounds {
+					continue
+				}
+				m, err := measure(ctx, env, cfg, wflag, o.clients, o.secs, false)
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", wl, cfg.name, err)
+				}
+				m.Workload, m.Config, m.Round = wl, cfg.name, r+1
+				fmt.Fprintf(os.Stderr, "%-11s round %d %-9s %8.0f tps %6.1f us CPU/tx  tool %5.2fs CPU %4d MB\n",
+					wl, r+1, cfg.name, m.TPS, m.CPUus, m.ToolCPU, m.ToolRSS>>20)
+				runs = append(runs, m)
+				byConfig[cfg.name] = append(byConfig[cfg.name], m)
+			}
+		}
+		for _, cfg := range o.configs {
+			// Where the kernel side's time goes, in one more run with the
+			// kernel's BPF statistics on: they cost much on this kind of VM
+			// (two clock reads per program run), so the rounds run without.
+			p, err := measure(ctx, env, cfg, wflag, o.clients, o.secs, true)
+			if err != nil {
+				return fmt.Errorf("%s, %s with BPF statistics: %w", wl, cfg.name, err)
+			}
+			p.Workload, p.Config = wl, cfg.name
+			fmt.Fprintf(os.Stderr, "%-11s profile %-9s %8.0f tps, BPF %6.0f ns/tx\n", wl, cfg.name, p.TPS, float64(p.BPFns)/float64(p.Tx))
+			runs = append(runs, p)
+			results = append(results, summarize(wl, cfg.name, byConfig[baseline.name], byConfig[cfg.name], p))
+		}
 	}
+	printTable(o, results)
+	return save(o, results, runs)
+}
 
-	fmt.Printf("\ndbiolat %s: pgbench scale %d, shared_buffers %s, %d clients, %ds runs, %d interleaved pairs\n", mode, scale, sharedBuffers, clients, secs, pairs)
-	fmt.Printf("%-12s %12s %13s %12s %8s %16s\n", "workload", "median base", "median traced", "TPS ratio", "loss", "CPU/tx ratio")
-	for _, r := range results {
-		fmt.Printf("%-12s %12.0f %13.0f %12.3f %7.1f%% %16.3f\n", r.Workload, median(r.Baseline), median(r.Traced), r.MedianRatio, r.MedianLoss, r.MedianCPURatio)
+// summarize sets each run of a configuration against the baseline run of
+// the same round.
+func summarize(workload, config string, base, traced []measurement, profile measurement) result {
+	r := result{Workload: workload, Config: config}
+	baseOf := map[int]measurement{}
+	for _, m := range base {
+		baseOf[m.Round] = m
 	}
+	var cpu, toolCPU []float64
+	for _, m := range traced {
+		b := baseOf[m.Round]
+		r.Ratios = append(r.Ratios, m.TPS/b.TPS)
+		cpu = append(cpu, m.CPUus/b.CPUus)
+		toolCPU = append(toolCPU, m.ToolCPU)
+		r.ToolRSS = max(r.ToolRSS, m.ToolRSS)
+	}
+	r.MedianRatio = quantile(r.Ratios, 0.5)
+	r.IQR = [2]float64{quantile(r.Ratios, 0.25), quantile(r.Ratios, 0.75)}
+	r.MedianCPURatio = quantile(cpu, 0.5)
+	r.ToolCPU = quantile(toolCPU, 0.5)
+	r.BPFnsPerTx = float64(profile.BPFns) / float64(profile.Tx)
+	programs := profile.Programs
+	names := make([]string, 0, len(programs))
+	for p := range programs {
+		names = append(names, p)
+	}
+	sort.Slice(names, func(i, j int) bool { return programs[names[i]] > programs[names[j]] })
+	var total uint64
+	for _, ns := range programs {
+		total += ns
+	}
+	for i, p := range names {
+		if i == 4 {
+			break
+		}
+		r.TopPrograms = append(r.TopPrograms, fmt.Sprintf("%s %.0f%%", p, 100*float64(programs[p])/float64(max(total, 1))))
+	}
+	return r
+}
+
+func printTable(o options, results []result) {
+	fmt.Printf("\npgbench scale %d, shared_buffers %s, %d clients, %ds runs, %d rounds (strace: %d)\n",
+		o.scale, o.sharedBuffers, o.clients, o.secs, o.rounds, min(o.rounds, strace.rounds))
+	fmt.Printf("%-11s %-9s %8s %7s %15s %9s %9s %8s %10s  %s\n", "workload", "config", "TPS", "loss", "IQR", "CPU/tx", "tool CPU", "tool RSS", "BPF ns/tx", "BPF time by program")
+	for _, r := range results {
+		fmt.Printf("%-11s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %8.2fs %6dMB %10.0f  %s\n", r.Workload, r.Config, r.MedianRatio,
+			(1-r.MedianRatio)*100, r.IQR[0], r.IQR[1], r.MedianCPURatio, r.ToolCPU, r.ToolRSS>>20, r.BPFnsPerTx, strings.Join(r.TopPrograms, ", "))
+	}
+	fmt.Println(`TPS: median of traced/baseline per round; IQR: its interquartile range; CPU/tx: machine CPU per
+transaction, traced/baseline; BPF: the tracer's programs (kernel statistics, in a separate profile run)`)
+}
+
+func save(o options, results []result, runs []measurement) error {
+	out := o.out
 	if out == "" {
 		if err := os.MkdirAll("bench/results", 0o755); err != nil {
 			return err
 		}
 		out = filepath.Join("bench/results", "overhead-"+time.Now().UTC().Format("20060102T150405Z")+".json")
 	}
-	b, _ := json.MarshalIndent(map[string]any{"mode": mode, "seconds": secs, "clients": clients, "scale": scale,
-		"shared_buffers": sharedBuffers, "results": results, "runs": runs}, "", "  ")
+	b, _ := json.MarshalIndent(map[string]any{"seconds": o.secs, "clients": o.clients, "scale": o.scale, "rounds": o.rounds,
+		"shared_buffers": o.sharedBuffers, "results": results, "runs": runs}, "", "  ")
 	if err := os.WriteFile(out, b, 0o600); err != nil {
 		return err
 	}
@@ -137,94 +232,17 @@ func run1(pairs, secs, clients, scale int, sharedBuffers, mode, out string) erro
 	return nil
 }
 
-type measurement struct{ TPS, CPUus float64 }
-
-func (m measurement) run(workload string, traced bool, pair int) run {
-	return run{Workload: workload, Traced: traced, Pair: pair, TPS: m.TPS, CPUus: m.CPUus}
-}
-
-// busyJiffies is the machine's CPU time so far, without idle, iowait and
-// steal (the host's share, which is noise here).
-func busyJiffies() (float64, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) // cpu user nice system idle iowait irq softirq steal
-	var sum float64
-	for _, i := range []int{1, 2, 3, 6, 7} {
-		var v float64
-		fmt.Sscan(f[i], &v)
-		sum += v
-	}
-	return sum, nil
-}
-
-// pgbench runs one measurement, with dbiolat attached when traced.
-func pgbench(ctx context.Context, c *pgsandbox.Cluster, bin, mode, wflag string, clients, secs int, traced bool) (measurement, error) {
-	if traced {
-		args := append(strings.Fields(mode), "--pid", fmt.Sprint(c.PostmasterPID()))
-		cmd := exec.Command(bin, args...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			return measurement{}, err
-		}
-		if err := cmd.Start(); err != nil {
-			return measurement{}, err
-		}
-		sc := bufio.NewScanner(stderr)
-		attached := false
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "Tracing ") {
-				attached = true
-				break
-			}
-		}
-		if !attached {
-			cmd.Wait()
-			return measurement{}, fmt.Errorf("dbiolat %s did not attach", mode)
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
-		defer func() {
-			cmd.Process.Signal(syscall.SIGINT)
-			cmd.Wait()
-		}()
-	}
-	args := []string{"-n", "-c", fmt.Sprint(clients), "-T", fmt.Sprint(secs)}
-	if wflag != "" {
-		args = append(args, wflag)
-	}
-	before, err := busyJiffies()
-	if err != nil {
-		return measurement{}, err
-	}
-	out, err := c.Pgbench(ctx, "postgres", args...)
-	if err != nil {
-		return measurement{}, err
-	}
-	after, err := busyJiffies()
-	if err != nil {
-		return measurement{}, err
-	}
-	res, err := pgsandbox.ParsePgbench(out)
-	if err != nil || res.Transactions == 0 {
-		return measurement{}, fmt.Errorf("pgbench: %v", err)
-	}
-	// USER_HZ is 100 on Linux: a jiffy is 10 ms.
-	return measurement{TPS: res.TPS, CPUus: (after - before) * 10000 / float64(res.Transactions)}, nil
-}
-
-func median(v []float64) float64 {
+// quantile interpolates linearly between the sorted values.
+func quantile(v []float64, q float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
 }

@@ -188,6 +188,28 @@ type Summary struct {
 	Reported  uint64  `json:"reported"`  // queries printed (slowlog)
 	Hists     Hists   `json:"hists,omitempty"`
 	Drops     Drops   `json:"drops"`
+	Cost      *Cost   `json:"cost,omitempty"`
+}
+
+// Cost is what dbiolat itself cost while it ran: its BPF programs, which
+// run in the traced processes' time, and its own process. The kernel
+// counts BPF run time only in sampled windows (counting costs much on a
+// VM), so the BPF figures are rates over those windows.
+type Cost struct {
+	BPFSampledSeconds float64       `json:"bpf_sampled_seconds"` // 0: the kernel did not count
+	BPFRunsPerSec     float64       `json:"bpf_runs_per_sec"`    // program runs: events handled in the kernel
+	BPFCPUPerSec      float64       `json:"bpf_cpu_per_sec"`     // seconds of CPU in our programs per second
+	Programs          []ProgramCost `json:"programs,omitempty"`  // in the windows, most run time first
+	BPFMapBytes       uint64        `json:"bpf_map_bytes"`       // kernel memory of the maps, fixed at load
+	CPUNs             uint64        `json:"cpu_ns"`              // dbiolat's own user and system CPU
+	MaxRSSBytes       uint64        `json:"max_rss_bytes"`       // dbiolat's peak resident memory
+}
+
+// ProgramCost is one BPF program's share of the cost.
+type ProgramCost struct {
+	Name  string `json:"name"`
+	Runs  uint64 `json:"runs"`
+	RunNs uint64 `json:"run_ns"`
 }
 
 // FioJob is one fio reference run of a bench: fio's own figures, and what

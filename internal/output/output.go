@@ -204,6 +204,25 @@ func Summary(w io.Writer, s *model.Summary) {
 		fmt.Fprintf(w, ", %d reported", s.Reported)
 	}
 	fmt.Fprintf(w, "; %s\n", DropsText(s.Drops))
+	if s.Cost != nil {
+		fmt.Fprintf(w, "%s\n", CostText(s.Cost, s.Seconds))
+	}
+}
+
+// CostText says what dbiolat cost: the kernel side (its programs run in
+// the traced processes' time), then its own process.
+func CostText(c *model.Cost, seconds float64) string {
+	own := fmt.Sprintf("dbiolat itself %s CPU (%.2f%% of one CPU), %s peak memory, BPF maps %s",
+		dur(c.CPUNs), float64(c.CPUNs)/1e7/max(seconds, 1e-9), hist.FormatBytes(c.MaxRSSBytes), hist.FormatBytes(c.BPFMapBytes))
+	if c.BPFSampledSeconds == 0 {
+		return "cost: BPF run time not counted (the kernel refused, or the trace was too short); " + own
+	}
+	text := fmt.Sprintf("cost: BPF %.2f%% of one CPU, %.0f runs/s (counted in %.1fs of it)", c.BPFCPUPerSec*100, c.BPFRunsPerSec, c.BPFSampledSeconds)
+	if len(c.Programs) > 0 && c.Programs[0].Runs > 0 {
+		p := c.Programs[0]
+		text += fmt.Sprintf(", most in %s (%.0fns a run)", p.Name, float64(p.RunNs)/float64(p.Runs))
+	}
+	return text + "; " + own
 }
 
 func pids(ps []int) string {

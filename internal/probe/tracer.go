@@ -6,8 +6,10 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/dbiolat/dbiolat/internal/usdt"
 )
@@ -59,6 +62,8 @@ type Tracer struct {
 	runs     *ringbuf.Reader
 	families Families
 	specs    uint32                 // USDT specs written so far (cookie of the next site)
+	progs    map[*ebpf.Program]bool // the programs attached, for their run-time statistics
+	sample   statsSample
 	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose query probes are attached
 }
 
@@ -103,7 +108,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
 	}
-	t := &Tracer{binaries: map[[2]uint64]struct{}{}, families: f}
+	t := &Tracer{binaries: map[[2]uint64]struct{}{}, families: f, progs: map[*ebpf.Program]bool{}}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
@@ -130,7 +135,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 			t.Close()
 			return nil, fmt.Errorf("attaching %s: %w", p.prog, err)
 		}
-		t.links = append(t.links, l)
+		t.add(l, p.prog)
 	}
 	if f.FS {
 		if err := t.attachSyscalls(); err != nil {
@@ -143,7 +148,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 				t.Close()
 				return nil, fmt.Errorf("attaching tracepoint readahead:%s: %w", name, err)
 			}
-			t.links = append(t.links, l)
+			t.add(l, prog)
 		}
 	}
 	if t.events, err = ringbuf.NewReader(o.Events); err != nil {
@@ -155,6 +160,102 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		return nil, fmt.Errorf("opening the ring buffer: %w", err)
 	}
 	return t, nil
+}
+
+func (t *Tracer) add(l link.Link, prog *ebpf.Program) {
+	t.links = append(t.links, l)
+	t.progs[prog] = true
+}
+
+// ProgramStat is what the kernel counted of one of our programs.
+type ProgramStat struct {
+	Name  string
+	Runs  uint64
+	RunNs uint64
+}
+
+// statsSample is the kernel's BPF statistics, turned on in windows: they
+// cost two clock reads per program run, which on a VM is more than most
+// of our programs, so they are sampled, not left on.
+type statsSample struct {
+	on      io.Closer
+	started time.Time
+	base    map[*ebpf.Program]ebpf.ProgramStats
+	total   map[string]*ProgramStat
+	seconds float64 // sampled so far
+	err     error   // why the kernel refused, if it did
+}
+
+// SampleStats opens (on) or closes a window in which the kernel counts
+// our programs' runs and run time; closing adds the window's counts.
+func (t *Tracer) SampleStats(on bool) error {
+	sm := &t.sample
+	if on == (sm.on != nil) || sm.err != nil {
+		return sm.err
+	}
+	if on {
+		if sm.on, sm.err = ebpf.EnableStats(unix.BPF_STATS_RUN_TIME); sm.err != nil {
+			return sm.err
+		}
+		sm.started, sm.base = time.Now(), map[*ebpf.Program]ebpf.ProgramStats{}
+		for p := range t.progs {
+			if st, err := p.Stats(); err == nil {
+				sm.base[p] = *st
+			}
+		}
+		return nil
+	}
+	if sm.total == nil {
+		sm.total = map[string]*ProgramStat{}
+	}
+	for p, base := range sm.base {
+		info, err := p.Info()
+		st, serr := p.Stats()
+		if err != nil || serr != nil {
+			continue
+		}
+		ps := sm.total[info.Name]
+		if ps == nil {
+			ps = &ProgramStat{Name: info.Name}
+			sm.total[info.Name] = ps
+		}
+		ps.Runs += st.RunCount - base.RunCount
+		ps.RunNs += uint64(st.Runtime - base.Runtime)
+	}
+	sm.seconds += time.Since(sm.started).Seconds()
+	err := sm.on.Close()
+	sm.on = nil
+	return err
+}
+
+// ProgramStats returns what the sampled windows counted of every attached
+// program, by name, most run time first, and how long they were.
+func (t *Tracer) ProgramStats() ([]ProgramStat, float64, error) {
+	sm := &t.sample
+	if sm.err != nil {
+		return nil, 0, fmt.Errorf("the kernel does not count BPF run time: %w", sm.err)
+	}
+	out := make([]ProgramStat, 0, len(sm.total))
+	for _, ps := range sm.total {
+		out = append(out, *ps)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RunNs > out[j].RunNs })
+	return out, sm.seconds, nil
+}
+
+// MapBytes is the kernel memory our maps hold (all preallocated, so it
+// does not grow while tracing), as the kernel accounts it.
+func (t *Tracer) MapBytes() uint64 {
+	m := &t.objs.dbiolatMaps
+	var sum uint64
+	for _, mp := range []*ebpf.Map{m.BlkTotals, m.Events, m.Hists, m.Inflight, m.ProcRuns, m.ProcTotals, m.Procs,
+		m.QueryScratch, m.Stats, m.Threads, m.UsdtSpecs, m.Waterfalls} {
+		if info, err := mp.Info(); err == nil {
+			n, _ := info.Memlock()
+			sum += n
+		}
+	}
+	return sum
 }
 
 func (t *Tracer) attachSyscalls() error {
@@ -175,7 +276,7 @@ func (t *Tracer) attachSyscalls() error {
 			if err != nil {
 				return fmt.Errorf("attaching tracepoint syscalls:%s%s: %w", dir, name, err)
 			}
-			t.links = append(t.links, l)
+			t.add(l, p[i])
 		}
 	}
 	return nil
@@ -293,7 +394,7 @@ func (t *Tracer) attachSite(ex *link.Executable, site usdt.Probe, prog *ebpf.Pro
 	if err != nil {
 		return err
 	}
-	t.links = append(t.links, l)
+	t.add(l, prog)
 	return nil
 }
 
@@ -480,6 +581,10 @@ func (t *Tracer) Close() error {
 		}
 	}
 	errs = append(errs, t.objs.Close())
+	if t.sample.on != nil {
+		errs = append(errs, t.sample.on.Close())
+		t.sample.on = nil
+	}
 	return errors.Join(errs...)
 }
 

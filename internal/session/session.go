@@ -174,6 +174,7 @@ func wallOffset() time.Duration {
 // Poll delivers the query records that arrived, until the deadline, and
 // the runs of processes that exited.
 func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess func(*model.Process)) error {
+	s.sampleCost()
 	// Learn new processes' roles while they live: a short autovacuum
 	// worker is gone by the time its record is read.
 	pids, err := s.tracer.Procs()
@@ -374,7 +375,44 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 			return nil, err
 		}
 	}
-	return sum, nil
+	sum.Cost, err = s.Cost()
+	return sum, err
+}
+
+// Cost measures what the session has cost so far.
+func (s *Session) Cost() (*model.Cost, error) {
+	s.tracer.SampleStats(false) // count the window open now
+	c := &model.Cost{BPFMapBytes: s.tracer.MapBytes()}
+	if progs, secs, err := s.tracer.ProgramStats(); err == nil && secs > 0 {
+		c.BPFSampledSeconds = secs
+		var runs, ns uint64
+		for _, p := range progs {
+			c.Programs = append(c.Programs, model.ProgramCost{Name: p.Name, Runs: p.Runs, RunNs: p.RunNs})
+			runs += p.Runs
+			ns += p.RunNs
+		}
+		c.BPFRunsPerSec, c.BPFCPUPerSec = float64(runs)/secs, float64(ns)/1e9/secs
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		c.CPUNs = uint64(ru.Utime.Nano() + ru.Stime.Nano())
+		c.MaxRSSBytes = uint64(ru.Maxrss) << 10 // kilobytes on Linux
+	}
+	return c, nil
+}
+
+// The kernel counts our programs' run time for a second at the start and
+// then a second in every minute: enough for the cost line, at a small
+// fraction of what counting all the time would cost.
+const (
+	sampleEvery  = time.Minute
+	sampleLength = time.Second
+)
+
+// sampleCost opens and closes the counting windows; Poll calls it.
+func (s *Session) sampleCost() {
+	in := s.Elapsed() % sampleEvery
+	s.tracer.SampleStats(in < sampleLength)
 }
 
 // counters reads the drop counters and the number of queries so far.

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+)
+
+// config is one way of tracing the database.
+type config struct {
+	name   string
+	rounds int // run in the first N rounds only; 0: every round
+	// command returns the tracer's command line and the line it prints
+	// (on stdout or stderr) once attached; nil for the baseline.
+	command func(e *env) (args []string, ready string)
+}
+
+var (
+	baseline = config{name: "baseline"}
+	// dbiolat's default mode: the slow log with the waterfall.
+	dbiolatDefault = config{name: "default", command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "slowlog", "--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
+	}}
+	// Everything dbiolat measures: every query a record, shared-buffer
+	// counts, raw SQL.
+	dbiolatAll = config{name: "all", command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "slowlog", "--min-query", "0", "--buffers", "--raw-sql", "--json",
+			"--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
+	}}
+	// What users run today (the seeds): query latency from the USDT
+	// probes and pread64 time per query, with a line for each query that read.
+	bpftrace = config{name: "bpftrace", command: func(e *env) ([]string, string) {
+		return []string{"bpftrace", "-e", strings.ReplaceAll(bpftraceScript, "BIN", e.postgres)}, "ready"
+	}}
+	// The far end of the scale, on fewer rounds: it is slow.
+	strace = config{name: "strace", rounds: 3, command: func(e *env) ([]string, string) {
+		return []string{"strace", "-f", "-c", "-o", "/dev/null", "-p", fmt.Sprint(e.cluster.PostmasterPID())}, "attached"
+	}}
+)
+
+const bpftraceScript = `
+usdt:BIN:postgresql:query__start { @start[tid] = nsecs; @qtext[tid] = str(arg0); }
+tracepoint:syscalls:sys_enter_pread64 /@start[tid]/ { @rs[tid] = nsecs; }
+tracepoint:syscalls:sys_exit_pread64 /@rs[tid]/ { @io[tid] += nsecs - @rs[tid]; @n[tid]++; delete(@rs[tid]); }
+usdt:BIN:postgresql:query__done /@start[tid]/ {
+	$d = nsecs - @start[tid];
+	@query_us = hist($d / 1000);
+	if (@n[tid] > 0) {
+		@pread_us = hist(@io[tid] / 1000);
+		printf("%d query %d us, pread %d us in %d reads: %s\n", tid, $d / 1000, @io[tid] / 1000, @n[tid], @qtext[tid]);
+	}
+	delete(@start[tid]); delete(@io[tid]); delete(@n[tid]); delete(@qtext[tid]);
+}
+BEGIN { printf("ready\n"); }
+`
+
+var allConfigs = []config{dbiolatDefault, dbiolatAll, bpftrace, strace}
+
+func configNames() []string {
+	var out []string
+	for _, c := range allConfigs {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+func configByName(name string) (config, bool) {
+	for _, c := range allConfigs {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return config{}, false
+}
+
+// env is what every measurement shares.
+type env struct {
+	dbiolat  string // the binary built for this run
+	postgres string // the server binary, for bpftrace's USDT probes
+	cluster  *pgsandbox.Cluster
+	tmp      string
+}
+
+func setup() (*env, error) {
+	tmp, err := os.MkdirTemp("", "dbiolat-overhead-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{dbiolat: filepath.Join(tmp, "dbiolat"), tmp: tmp}
+	if b, err := exec.Command("go", "build", "-o", e.dbiolat, "./cmd/dbiolat").CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("building dbiolat: %v\n%s", err, b)
+	}
+	return e, nil
+}
+
+func (e *env) cleanup() { os.RemoveAll(e.tmp) }
+
+// measure runs pgbench once with cfg's tracer attached.
+func measure(ctx context.Context, e *env, cfg config, wflag string, clients, secs int, withStats bool) (measurement, error) {
+	if e.postgres == "" {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", e.cluster.PostmasterPID()))
+		if err != nil {
+			return measurement{}, err
+		}
+		e.postgres = exe
+	}
+	var m measurement
+	var t *tracerProc
+	if cfg.command != nil {
+		var err error
+		if t, err = startTracer(cfg.command(e)); err != nil {
+			return m, err
+		}
+		defer t.stop()
+	}
+	if withStats {
+		stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+		if err != nil {
+			return m, fmt.Errorf("enabling BPF statistics: %w", err)
+		}
+		defer stats.Close()
+	}
+	args := []string{"-n", "-c", fmt.Sprint(clients), "-T", fmt.Sprint(secs)}
+	if wflag != "" {
+		args = append(args, wflag)
+	}
+	before, err := busyJiffies()
+	if err != nil {
+		return m, err
+	}
+	out, err := e.cluster.Pgbench(ctx, "postgres", args...)
+	if err != nil {
+		return m, err
+	}
+	after, err := busyJiffies()
+	if err != nil {
+		return m, err
+	}
+	res, err := pgsandbox.ParsePgbench(out)
+	if err != nil || res.Transactions == 0 {
+		return m, fmt.Errorf("pgbench: %v", err)
+	}
+	// USER_HZ is 100 on Linux: a jiffy is 10 ms.
+	m = measurement{TPS: res.TPS, Tx: int64(res.Transactions), CPUus: (after - before) * 10000 / float64(res.Transactions)}
+	if t != nil {
+		m.Programs, m.BPFns, m.BPFRuns = t.programStats()
+		ru, err := t.stop()
+		if err != nil {
+			return m, err
+		}
+		m.ToolCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+		m.ToolRSS = ru.Maxrss << 10
+	}
+	return m, nil
+}
+
+// tracerProc is a running tracer and the BPF programs that were there
+// before it, so that its own can be told apart.
+type tracerProc struct {
+	cmd    *exec.Cmd
+	before map[ebpf.ProgramID]bool
+	exited chan struct{} // closed once the tracer is reaped
+	once   bool
+}
+
+func startTracer(args []string, ready string) (*tracerProc, error) {
+	t := &tracerProc{before: programIDs(), exited: make(chan struct{})}
+	t.cmd = exec.Command(args[0], args[1:]...)
+	r, w := io.Pipe()
+	t.cmd.Stdout, t.cmd.Stderr = w, w
+	if err := t.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", args[0], err)
+	}
+	go func() {
+		t.cmd.Wait()
+		w.Close()
+		close(t.exited)
+	}()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), ready) {
+			go io.Copy(io.Discard, r) // keep the tracer's output flowing
+			return t, nil
+		}
+	}
+	t.stop()
+	return nil, fmt.Errorf("%s did not attach", args[0])
+}
+
+// stop interrupts the tracer, as a user does, and returns its resource use.
+func (t *tracerProc) stop() (*syscall.Rusage, error) {
+	if !t.once {
+		t.once = true
+		t.cmd.Process.Signal(syscall.SIGINT)
+	}
+	select {
+	case <-t.exited:
+		return t.cmd.ProcessState.SysUsage().(*syscall.Rusage), nil
+	case <-time.After(30 * time.Second):
+		t.cmd.Process.Kill()
+		<-t.exited
+		return nil, errors.New("the tracer did not stop within 30s of SIGINT")
+	}
+}
+
+// programStats sums the kernel's statistics of the BPF programs loaded
+// since the tracer started, by name.
+func (t *tracerProc) programStats() (byName map[string]uint64, ns, runs uint64) {
+	byName = map[string]uint64{}
+	for id := range programIDs() {
+		if t.before[id] {
+			continue
+		}
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		info, ierr := p.Info()
+		st, serr := p.Stats()
+		p.Close()
+		if ierr != nil || serr != nil {
+			continue
+		}
+		byName[info.Name] += uint64(st.Runtime)
+		ns += uint64(st.Runtime)
+		runs += st.RunCount
+	}
+	return byName, ns, runs
+}
+
+func programIDs() map[ebpf.ProgramID]bool {
+	ids := map[ebpf.ProgramID]bool{}
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return ids
+		}
+		ids[next] = true
+		id = next
+	}
+}
+
+// busyJiffies is the machine's CPU time so far, without idle, iowait and
+// steal (the host's share, which is noise here).
+func busyJiffies() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) // cpu user nice system idle iowait irq softirq steal
+	var sum float64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		var v float64
+		fmt.Sscan(f[i], &v)
+		sum += v
+	}
+	return sum, nil
+}
