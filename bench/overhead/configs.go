@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -175,6 +176,16 @@ type tracerProc struct {
 	before map[ebpf.ProgramID]bool
 	exited chan struct{} // closed once the tracer is reaped
 	once   bool
+	mu     sync.Mutex
+	last   string // the last line it printed
+}
+
+// lastLine is the last line the tracer printed: after stop, its summary.
+func (t *tracerProc) lastLine() string {
+	<-t.exited
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
 }
 
 func startTracer(args []string, ready string) (*tracerProc, error) {
@@ -191,9 +202,17 @@ func startTracer(args []string, ready string) (*tracerProc, error) {
 		close(t.exited)
 	}()
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), ready) {
-			go io.Copy(io.Discard, r) // keep the tracer's output flowing
+			go func() { // keep the tracer's output flowing
+				for sc.Scan() {
+					t.mu.Lock()
+					t.last = sc.Text()
+					t.mu.Unlock()
+				}
+				io.Copy(io.Discard, r)
+			}()
 			return t, nil
 		}
 	}

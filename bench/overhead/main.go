@@ -62,9 +62,21 @@ func main() {
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "default,all,bpftrace", "configurations to measure: "+strings.Join(configNames(), ","))
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
+	capacityRates := flag.String("capacity", "", "instead, the capacity ladder: query rates to hold for -seconds each with every query recorded, e.g. 10000,20000,40000,0 (0: unlimited)")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	flag.Parse()
 	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, sharedBuffers: *sharedBuffers, out: *out}
+	if *capacityRates != "" {
+		rates, err := parseRates(*capacityRates)
+		if err == nil {
+			err = capacity(o, rates)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "overhead:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, name := range strings.Split(*configs, ",") {
 		c, ok := configByName(name)
 		if !ok {
@@ -216,15 +228,19 @@ transaction, traced/baseline; BPF: the tracer's programs (kernel statistics, in 
 }
 
 func save(o options, results []result, runs []measurement) error {
-	out := o.out
+	return saveJSON(o.out, "overhead", map[string]any{"seconds": o.secs, "clients": o.clients, "scale": o.scale, "rounds": o.rounds,
+		"shared_buffers": o.sharedBuffers, "results": results, "runs": runs})
+}
+
+// saveJSON writes v to out, by default bench/results/NAME-TIME.json.
+func saveJSON(out, name string, v any) error {
 	if out == "" {
 		if err := os.MkdirAll("bench/results", 0o755); err != nil {
 			return err
 		}
-		out = filepath.Join("bench/results", "overhead-"+time.Now().UTC().Format("20060102T150405Z")+".json")
+		out = filepath.Join("bench/results", name+"-"+time.Now().UTC().Format("20060102T150405Z")+".json")
 	}
-	b, _ := json.MarshalIndent(map[string]any{"seconds": o.secs, "clients": o.clients, "scale": o.scale, "rounds": o.rounds,
-		"shared_buffers": o.sharedBuffers, "results": results, "runs": runs}, "", "  ")
+	b, _ := json.MarshalIndent(v, "", "  ")
 	if err := os.WriteFile(out, b, 0o600); err != nil {
 		return err
 	}
