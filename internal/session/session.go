@@ -401,18 +401,20 @@ func (s *Session) Cost() (*model.Cost, error) {
 	return c, nil
 }
 
-// The kernel counts our programs' run time for a second at the start and
-// then a second in every minute: enough for the cost line, at a small
-// fraction of what counting all the time would cost.
+// The kernel counts our programs' run time for one second in every
+// minute, half a minute in: enough for the cost line, at a small fraction
+// of what counting all the time would cost. Not at the start: counting
+// slows every program run, and a short trace is often one measurement.
 const (
 	sampleEvery  = time.Minute
+	sampleAt     = 30 * time.Second
 	sampleLength = time.Second
 )
 
 // sampleCost opens and closes the counting windows; Poll calls it.
 func (s *Session) sampleCost() {
 	in := s.Elapsed() % sampleEvery
-	s.tracer.SampleStats(in < sampleLength)
+	s.tracer.SampleStats(in >= sampleAt && in < sampleAt+sampleLength)
 }
 
 // counters reads the drop counters and the number of queries so far.
