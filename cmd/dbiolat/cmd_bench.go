@@ -195,15 +195,8 @@ func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds i
 // benchWorkload is what a DBA would run by hand: full scans with the page
 // cache dropped before each, then pgbench TPC-B-like and select-only.
 func benchWorkload(ctx context.Context, c *pgsandbox.Cluster, o benchOptions) error {
-	scan := "SELECT count(*) FROM pgbench_accounts WHERE abalance >= 0"
 	for i := 0; i < o.Scans; i++ {
-		if _, err := c.Psql(ctx, "postgres", "CHECKPOINT"); err != nil {
-			return err
-		}
-		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
-			return fmt.Errorf("dropping the page cache: %w", err)
-		}
-		if _, err := c.Psql(ctx, "postgres", scan); err != nil {
+		if err := coldScan(ctx, c); err != nil {
 			return err
 		}
 	}

@@ -375,12 +375,12 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 			return nil, err
 		}
 	}
-	sum.Cost, err = s.Cost()
-	return sum, err
+	sum.Cost = s.Cost()
+	return sum, nil
 }
 
 // Cost measures what the session has cost so far.
-func (s *Session) Cost() (*model.Cost, error) {
+func (s *Session) Cost() *model.Cost {
 	s.tracer.SampleStats(false) // count the window open now
 	c := &model.Cost{BPFMapBytes: s.tracer.MapBytes()}
 	if progs, secs, err := s.tracer.ProgramStats(); err == nil && secs > 0 {
@@ -398,7 +398,7 @@ func (s *Session) Cost() (*model.Cost, error) {
 		c.CPUNs = uint64(ru.Utime.Nano() + ru.Stime.Nano())
 		c.MaxRSSBytes = uint64(ru.Maxrss) << 10 // kilobytes on Linux
 	}
-	return c, nil
+	return c
 }
 
 // The kernel counts our programs' run time for one second in every
