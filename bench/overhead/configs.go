@@ -35,11 +35,16 @@ var (
 	dbiolatDefault = config{name: "default", command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "slowlog", "--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
 	}}
-	// Everything dbiolat measures: every query a record, shared-buffer
-	// counts, raw SQL.
+	// Everything dbiolat measures: every query a record, file system
+	// calls timed, shared-buffer counts, raw SQL.
 	dbiolatAll = config{name: "all", command: func(e *env) ([]string, string) {
-		return []string{e.dbiolat, "slowlog", "--min-query", "0", "--buffers", "--raw-sql", "--json",
+		return []string{e.dbiolat, "slowlog", "--min-query", "0", "--fs", "--buffers", "--raw-sql", "--json",
 			"--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
+	}}
+	// The floor of any per-query tool built on PostgreSQL's USDT probes:
+	// the two uprobe traps per query with programs that do nothing.
+	floor = config{name: "usdt-floor", command: func(e *env) ([]string, string) {
+		return []string{"bpftrace", "-e", strings.ReplaceAll(floorScript, "BIN", e.postgres)}, "ready"
 	}}
 	// What users run today (the seeds): query latency from the USDT
 	// probes and pread64 time per query, with a line for each query that read.
@@ -51,6 +56,12 @@ var (
 		return []string{"strace", "-f", "-c", "-o", "/dev/null", "-p", fmt.Sprint(e.cluster.PostmasterPID())}, "attached"
 	}}
 )
+
+const floorScript = `
+usdt:BIN:postgresql:query__start {}
+usdt:BIN:postgresql:query__done {}
+BEGIN { printf("ready\n"); }
+`
 
 const bpftraceScript = `
 usdt:BIN:postgresql:query__start { @start[tid] = nsecs; @qtext[tid] = str(arg0); }
@@ -68,7 +79,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{dbiolatDefault, dbiolatAll, bpftrace, strace}
+var allConfigs = []config{floor, dbiolatDefault, dbiolatAll, bpftrace, strace}
 
 func configNames() []string {
 	var out []string

@@ -60,7 +60,7 @@ func main() {
 	clients := flag.Int("clients", 2, "pgbench clients")
 	scale := flag.Int("scale", 5, "pgbench scale (5: 75 MB)")
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
-	configs := flag.String("configs", "default,all,bpftrace", "configurations to measure: "+strings.Join(configNames(), ","))
+	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
 	capacityRates := flag.String("capacity", "", "instead, the capacity ladder: query rates to hold for -seconds each with every query recorded, e.g. 10000,20000,40000,0 (0: unlimited)")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")

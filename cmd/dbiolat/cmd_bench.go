@@ -132,7 +132,9 @@ func runBench(ctx context.Context, o benchOptions) error {
 		}
 		stopTrace()
 	}()
-	ro := recordOptions{targetOptions: targetOptions{PID: c.PostmasterPID()}, Interval: time.Second}
+	// Every family, file system calls too: a bench compares storage layers
+	// and runs no production load whose speed the probes could cost.
+	ro := recordOptions{targetOptions: targetOptions{PID: c.PostmasterPID(), FS: true}, Interval: time.Second}
 	sum, err := recordTrace(traceCtx, ro, func(*session.Session) (*record.Writer, error) {
 		close(attached)
 		return w, nil

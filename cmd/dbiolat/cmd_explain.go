@@ -41,7 +41,7 @@ func runExplainCmd(ctx context.Context, args []string) error {
 // queries as trees.
 func runExplain(ctx context.Context, o explainOptions) error {
 	var slowest []model.Query // at most o.Top, slowest first
-	t := tracer{opts: o.targetOptions, families: probe.All, emit: probe.Emit{MinQuery: o.MinQuery, MinFS: -1},
+	t := tracer{opts: o.targetOptions, families: probe.Default, emit: probe.Emit{MinQuery: o.MinQuery, MinFS: -1},
 		onQuery: func(q *model.Query) error {
 			i := sort.Search(len(slowest), func(i int) bool { return slowest[i].QueryNs < q.QueryNs })
 			if i < o.Top {

@@ -68,7 +68,7 @@ func runRecord(ctx context.Context, o recordOptions) error {
 // histograms and drops, which it also returns.
 func recordTrace(ctx context.Context, o recordOptions, open func(*session.Session) (*record.Writer, error)) (*model.Summary, error) {
 	var w *record.Writer
-	t := tracer{opts: o.targetOptions, families: probe.All, interval: o.Interval,
+	t := tracer{opts: o.targetOptions, families: probe.Default, interval: o.Interval,
 		emit: probe.Emit{MinQuery: o.MinQuery, MinFS: -1},
 		onStart: func(s *session.Session) (err error) {
 			w, err = open(s)

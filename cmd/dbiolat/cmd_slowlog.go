@@ -48,7 +48,7 @@ func runSlowlog(ctx context.Context, o slowlogOptions) error {
 	js := output.NewJSON(stdout)
 	var reported uint64
 	var line []byte
-	t := tracer{opts: o.targetOptions, families: probe.All, emit: o.emit(), onQuery: func(q *model.Query) error {
+	t := tracer{opts: o.targetOptions, families: probe.Default, emit: o.emit(), onQuery: func(q *model.Query) error {
 		reported++
 		if o.JSON {
 			return js.Write(q)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,7 +219,7 @@ func TestColdAndWarmScanMatchTrackIOTiming(t *testing.T) {
 	}
 	const scan = "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) SELECT count(*) FROM big WHERE id >= 0"
 
-	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	dropCaches(t)
 	cold := psql(t, c, scan)
 	warm := psql(t, c, scan)
@@ -258,6 +259,29 @@ func TestColdAndWarmScanMatchTrackIOTiming(t *testing.T) {
 	if w.FSReadCount == 0 {
 		t.Errorf("warm scan shows no file system reads (they hit the page cache, but they happen)")
 	}
+
+	// The default mode, without --fs, runs nothing on file syscalls, yet
+	// still has the query, its waterfall and the block requests under it.
+	tr = startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	dropCaches(t)
+	psql(t, c, scan)
+	queries, _, sum := tr.stop(t)
+	scans = matching(queries, "EXPLAIN")
+	if len(scans) != 1 {
+		t.Fatalf("default mode: want 1 scan record, got %d", len(scans))
+	}
+	d := scans[0]
+	t.Logf("default mode: query %.1f ms, cpu %.1f ms, io wait %.1f ms, blk %d requests busy %.1f ms; probes %v",
+		float64(d.QueryNs)/1e6, float64(d.CPUNs)/1e6, float64(d.IOWaitNs)/1e6, d.BlkReadCount, float64(d.BlkNs)/1e6, sum.Traced)
+	if !slices.Equal(sum.Traced, []string{"query", "block", "sched"}) {
+		t.Errorf("default mode traced %v, want query, block, sched", sum.Traced)
+	}
+	if d.FSCount() != 0 {
+		t.Errorf("default mode timed %d file system calls", d.FSCount())
+	}
+	if d.BlkReadCount == 0 || d.CPUNs == 0 {
+		t.Errorf("default mode lost the block reads or the waterfall: %+v", d)
+	}
 }
 
 // Every statement pgbench runs is reported exactly once, in agreement with
@@ -269,7 +293,7 @@ func TestPgbenchStatementsReportedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	psql(t, c, "SELECT pg_stat_statements_reset()")
-	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	out, err := c.Pgbench(ctx, "postgres", "-n", "-c", "2", "-t", "300")
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +340,7 @@ func TestPgbenchStatementsReportedOnce(t *testing.T) {
 func TestCommitShowsSyncAndBlockWrites(t *testing.T) {
 	c := startPG(t, map[string]string{"synchronous_commit": "on", "wal_sync_method": "fdatasync"})
 	psql(t, c, "CREATE TABLE ins (id int, pad text)")
-	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	script := filepath.Join(c.SocketDir(), "insert.sql")
 	if err := os.WriteFile(script, []byte("INSERT INTO ins VALUES (1, repeat('y', 200));\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -356,7 +380,7 @@ func TestForeignIONotChargedToQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	psql(t, c, "SELECT count(*) FROM pgbench_accounts") // warm
-	slow := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	slow := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(c.PostmasterPID()), "0.5")
 
 	file := filepath.Join(os.TempDir(), fmt.Sprintf("dbiolat-dd-%d", os.Getpid()))

@@ -164,7 +164,7 @@ func checkPage(t *testing.T, browser, file string, plots []string) (dom string) 
 // are block reads) into file.
 func recordWorkload(t *testing.T, c *pgsandbox.Cluster, file string, transactions int) {
 	t.Helper()
-	tr := startTrace(t, "record", "-o", file, "--interval", "0.5s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "record", "--fs", "-o", file, "--interval", "0.5s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	if _, err := c.Pgbench(context.Background(), "postgres", "-n", "-c", "2", "-t", fmt.Sprint(transactions)); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ type targetOptions struct {
 	JSON     bool
 	RawSQL   bool
 	Buffers  bool
+	FS       bool
 }
 
 func (o *targetOptions) AddFlags(fs *flag.FlagSet) {
@@ -29,6 +30,7 @@ func (o *targetOptions) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C")
 	fs.BoolVar(&o.JSON, "json", false, "print JSON lines, one object per record or interval, and a final summary object")
 	fs.BoolVar(&o.RawSQL, "raw-sql", false, "show query text with its literals (default: literals replaced by $n)")
+	fs.BoolVar(&o.FS, "fs", false, "time every file system call (reads as page-cache hits or misses, writes, syncs); costs every syscall on the machine the kernel's slower path")
 	fs.BoolVar(&o.Buffers, "buffers", false, "count shared-buffer hits and reads per query (a probe on every buffer access: costly)")
 }
 

@@ -22,7 +22,7 @@ func TestRecordThenReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "run.dbiolat")
-	tr := startTrace(t, "record", "-o", file, "--interval", "0.5s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "record", "--fs", "-o", file, "--interval", "0.5s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	if _, err := c.Pgbench(context.Background(), "postgres", "-n", "-c", "2", "-t", "100"); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestRecordThenReport(t *testing.T) {
 func TestKilledRecordingStillReports(t *testing.T) {
 	c := startPG(t, nil)
 	file := filepath.Join(t.TempDir(), "killed.dbiolat")
-	tr := startTrace(t, "record", "-o", file, "--interval", "0.2s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "record", "--fs", "-o", file, "--interval", "0.2s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	for i := 0; i < 20; i++ {
 		psql(t, c, "SELECT pg_sleep(0.05)")
 	}
@@ -80,7 +80,7 @@ func TestCompareFindsTheLayer(t *testing.T) {
 	dir := t.TempDir()
 	recordScans := func(name string) string {
 		file := filepath.Join(dir, name)
-		tr := startTrace(t, "record", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
+		tr := startTrace(t, "record", "--fs", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
 		for i := 0; i < 2; i++ {
 			dropCaches(t)
 			psql(t, c, "SELECT count(*) FROM cmp WHERE id >= 0")

@@ -32,6 +32,7 @@ type tracer struct {
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	t.families.Buffers = t.opts.Buffers
+	t.families.FS = t.families.FS || t.opts.FS
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit,
 	})

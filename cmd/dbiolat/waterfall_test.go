@@ -31,7 +31,7 @@ const (
 // traceQueries runs fn with slowlog attached to c and returns every query.
 func traceQueries(t *testing.T, c *pgsandbox.Cluster, fn func()) []model.Query {
 	t.Helper()
-	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	fn()
 	qs, _, _ := tr.stop(t)
 	checkBoxesAddUp(t, qs)
@@ -247,7 +247,7 @@ func TestCheckpointWorkIsTheCheckpointers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	slow := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(c.PostmasterPID()), "0.5")
 	psql(t, c, "CHECKPOINT")
 	qs, _, _ := slow.stop(t)
@@ -326,7 +326,7 @@ func TestAutovacuumRunMatchesItsLog(t *testing.T) {
 	psql(t, c, "ALTER SYSTEM SET autovacuum = off; SELECT pg_reload_conf()")
 	psql(t, c, "CREATE TABLE av AS SELECT g AS id, repeat('a', 300) AS pad FROM generate_series(1, 200000) g; "+
 		"DELETE FROM av WHERE id % 2 = 0; CHECKPOINT")
-	slow := startTrace(t, "slowlog", "--json", "--min-query", "10s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	slow := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "10s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	dropCaches(t)
 	psql(t, c, "ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf()")
 	deadline := time.Now().Add(60 * time.Second)
@@ -415,7 +415,7 @@ func TestSharedBuffersMatchPgStatStatements(t *testing.T) {
 	c := startPG(t, map[string]string{"pg_stat_statements.track_planning": "on"})
 	makeBigTable(t, c)
 	const scan = "SELECT count(*) FROM big WHERE id >= 0"
-	tr := startTrace(t, "slowlog", "--json", "--buffers", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "slowlog", "--fs", "--json", "--buffers", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	// The first run warms the session's catalog caches; only the second counts.
 	psql(t, c, scan+"; SELECT pg_stat_statements_reset(); "+scan)
 	qs, _, _ := tr.stop(t)

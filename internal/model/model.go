@@ -181,14 +181,15 @@ type Interval struct {
 
 // Summary closes every command's output.
 type Summary struct {
-	Type      string  `json:"type"` // "summary"
-	Seconds   float64 `json:"seconds"`
-	Instances []int   `json:"instances"` // postmaster PIDs traced
-	Queries   uint64  `json:"queries"`   // queries seen
-	Reported  uint64  `json:"reported"`  // queries printed (slowlog)
-	Hists     Hists   `json:"hists,omitempty"`
-	Drops     Drops   `json:"drops"`
-	Cost      *Cost   `json:"cost,omitempty"`
+	Type      string   `json:"type"` // "summary"
+	Seconds   float64  `json:"seconds"`
+	Instances []int    `json:"instances"` // postmaster PIDs traced
+	Queries   uint64   `json:"queries"`   // queries seen
+	Reported  uint64   `json:"reported"`  // queries printed (slowlog)
+	Traced    []string `json:"traced"`    // probe families on: query, fs, block, sched, buffers
+	Hists     Hists    `json:"hists,omitempty"`
+	Drops     Drops    `json:"drops"`
+	Cost      *Cost    `json:"cost,omitempty"`
 }
 
 // Cost is what dbiolat itself cost while it ran: its BPF programs, which

@@ -68,8 +68,11 @@ func verdict(ls []LayerDiff) string {
 		fs = miss // the reads that reached below the page cache
 	}
 	switch {
+	case fs == nil && blk != nil: // recorded without --fs
+		return fmt.Sprintf("no file system reads timed in both recordings (record with --fs to see above the block device); block device reads %.2fx (mean %s → %s)",
+			blk.MeanRatio, dur(uint64(blk.MeanA)), dur(uint64(blk.MeanB)))
 	case fs == nil:
-		return "no file system reads in both recordings: nothing to compare down the stack"
+		return "no file system or block reads in both recordings: nothing to compare down the stack"
 	case fs.MeanRatio < differs && fs.MeanRatio > 1/differs:
 		return fmt.Sprintf("file system reads are alike (mean %.2fx): no layer differs by %.1fx or more", fs.MeanRatio, differs)
 	// The device explains the reads only if it moved the same way.

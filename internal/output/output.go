@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,23 +41,27 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 			b = append(append(append(append(b, ", "...), box.name...), ' '), dur(box.ns)...)
 		}
 	}
-	b = append(append(b, "), fs "...), dur(q.FSNs())...)
-	b = strconv.AppendUint(append(b, " ("...), q.FSCount(), 10)
-	b = append(append(b, " I/O, "...), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes)...)
-	if q.FSReadMissCount > 0 {
-		b = strconv.AppendUint(append(b, ", "...), q.FSReadMissCount, 10)
-		b = append(append(b, " waited "...), dur(q.FSReadMissNs)...)
-	}
-	if q.FSSyncCount > 0 {
-		b = strconv.AppendUint(append(b, ", "...), q.FSSyncCount, 10)
-		b = append(append(b, " sync "...), dur(q.FSSyncNs)...)
+	b = append(b, ')')
+	if q.FSCount() > 0 { // none, too, when file system calls are not traced (no --fs)
+		b = append(append(b, ", fs "...), dur(q.FSNs())...)
+		b = strconv.AppendUint(append(b, " ("...), q.FSCount(), 10)
+		b = append(append(b, " I/O, "...), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes)...)
+		if q.FSReadMissCount > 0 {
+			b = strconv.AppendUint(append(b, ", "...), q.FSReadMissCount, 10)
+			b = append(append(b, " waited "...), dur(q.FSReadMissNs)...)
+		}
+		if q.FSSyncCount > 0 {
+			b = strconv.AppendUint(append(b, ", "...), q.FSSyncCount, 10)
+			b = append(append(b, " sync "...), dur(q.FSSyncNs)...)
+		}
+		b = append(b, ')')
 	}
 	if q.SharedHit+q.SharedRead > 0 {
 		b = strconv.AppendUint(append(b, ", shared buffers "...), q.SharedHit, 10)
 		b = strconv.AppendUint(append(b, " hit "...), q.SharedRead, 10)
 		b = append(b, " read"...)
 	}
-	b = append(append(b, "), blk "...), dur(q.BlkNs)...)
+	b = append(append(b, ", blk "...), dur(q.BlkNs)...)
 	b = strconv.AppendUint(append(b, " ("...), q.BlkCount, 10)
 	b = append(append(append(b, " req, "...), hist.FormatBytes(q.BlkBytes)...), ')')
 	b = append(b, " : "...)
@@ -117,9 +122,13 @@ func Tree(w io.Writer, q *model.Query) {
 	// I/O wait, so they overlap the boxes above rather than sit in one.
 	if q.FSCount() > 0 || q.BlkCount > 0 {
 		fmt.Fprintf(w, "  I/O, across the boxes above:\n")
+	}
+	if q.FSCount() > 0 {
 		fmt.Fprintf(w, "     file system    %9s in %d calls: %d reads (%s): %d page-cache hits %s, %d misses %s, readahead %d pages; %d writes %s; %d syncs %s\n",
 			dur(q.FSNs()), q.FSCount(), q.FSReadCount, hist.FormatBytes(q.FSReadBytes), q.FSReadHitCount, dur(q.FSReadHitNs),
 			q.FSReadMissCount, dur(q.FSReadMissNs), q.ReadaheadPages, q.FSWriteCount, dur(q.FSWriteNs), q.FSSyncCount, dur(q.FSSyncNs))
+	}
+	if q.BlkCount > 0 {
 		fmt.Fprintf(w, "     block device   %9s busy with %d requests (%s): queue %s, device %s (summed over requests)\n",
 			dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes), dur(q.BlkQueueNs), dur(q.BlkDeviceNs))
 	}
@@ -202,6 +211,12 @@ func Summary(w io.Writer, s *model.Summary) {
 	fmt.Fprintf(w, "\ntraced %.1fs, PostgreSQL %s, %d queries", s.Seconds, pids(s.Instances), s.Queries)
 	if s.Reported > 0 || s.Queries > 0 {
 		fmt.Fprintf(w, ", %d reported", s.Reported)
+	}
+	if len(s.Traced) > 0 {
+		fmt.Fprintf(w, "; probes: %s", strings.Join(s.Traced, ", "))
+		if !slices.Contains(s.Traced, "fs") {
+			fmt.Fprintf(w, " (file system calls not timed: --fs)")
+		}
 	}
 	fmt.Fprintf(w, "; %s\n", DropsText(s.Drops))
 	if s.Cost != nil {

@@ -87,4 +87,9 @@ func TestCompareVerdict(t *testing.T) {
 			t.Errorf("%s: verdict %q, want %q", c.name, v, c.want)
 		}
 	}
+	// Recorded without --fs: the block device still compares.
+	noFS := func(ns ...uint64) model.Hists { return model.Hists{model.HistBlkRead: h(ns...)} }
+	if v := Compare(noFS(100e3), noFS(400e3)).Verdict; !strings.Contains(v, "block device reads 4.00x") || !strings.Contains(v, "--fs") {
+		t.Errorf("without fs: verdict %q", v)
+	}
 }

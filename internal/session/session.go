@@ -366,7 +366,8 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 	if err != nil {
 		return nil, err
 	}
-	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops}
+	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops,
+		Traced: s.cfg.Families.Names()}
 	for _, in := range s.Instances {
 		sum.Instances = append(sum.Instances, in.PID)
 	}
