@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,14 +239,21 @@ func TestColdAndWarmScanMatchTrackIOTiming(t *testing.T) {
 	oursMs := float64(q.FSReadNs) / 1e6
 	t.Logf("cold: PostgreSQL I/O read %.1f ms, dbiolat fs read %.1f ms in %d reads, blk %d requests busy %.1f ms, query %.1f ms",
 		pgMs, oursMs, q.FSReadCount, q.BlkCount, float64(q.BlkNs)/1e6, float64(q.QueryNs)/1e6)
-	if d := (oursMs - pgMs) / pgMs; d > 0.10 || d < -0.10 {
-		t.Errorf("fs read time %.1f ms is not within 10%% of track_io_timing %.1f ms", oursMs, pgMs)
+	// PostgreSQL's clock reads sit outside the syscall, ours inside it: the
+	// syscall's entry and exit, with our tracepoint programs, fall in its
+	// window and not in ours. That is a fixed cost per read (measured
+	// here: 0.53-0.58 µs), so on a fast device, where a cold read takes a
+	// few µs, it is more than 10%: allow 10% plus 1 µs a read.
+	if slack := 0.10*pgMs + float64(q.FSReadCount)*1e-3; math.Abs(oursMs-pgMs) > slack {
+		t.Errorf("fs read time %.1f ms is not within 10%% + 1 µs a read (%.1f ms) of track_io_timing %.1f ms", oursMs, slack, pgMs)
 	}
 	if q.BlkCount == 0 || q.BlkReadCount == 0 {
 		t.Errorf("cold scan caused no block reads: %+v", q)
 	}
-	if q.BlkNs > q.FSReadNs {
-		t.Errorf("block time %d ns exceeds fs time %d ns", q.BlkNs, q.FSReadNs)
+	// Readahead requests stay in flight while the backend works on the
+	// pages it has, so the block time may exceed the read time, never the query's.
+	if q.BlkNs > q.QueryNs {
+		t.Errorf("block time %d ns exceeds the query's %d ns", q.BlkNs, q.QueryNs)
 	}
 	if int(q.FSReadBytes) < size/2 {
 		t.Errorf("read %d bytes of a %d-byte table", q.FSReadBytes, size)
