@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseArg -fuzztime 15s ./internal/usdt/
 	$(GO) test -run '^$$' -fuzz FuzzNormalize -fuzztime 15s ./internal/sqlnorm/
 	$(GO) test -run '^$$' -fuzz FuzzLiteralPrivacy -fuzztime 15s ./internal/sqlnorm/
+	$(GO) test -run '^$$' -fuzz FuzzParseRoundTrip -fuzztime 15s ./internal/postgres/
 
 bench-overhead: deps
 	$(GO) run ./bench/overhead

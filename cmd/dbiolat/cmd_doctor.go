@@ -58,7 +58,7 @@ func runDoctor(o targetOptions) error {
 			info("it was not mounted: dbiolat mounted it")
 		}
 		t, err := probe.Open(probe.All, probe.EmitNone)
-		if check("load and attach the kernel programs (tracepoints: syscalls, block, sched)", err, "") {
+		if check("load and attach the kernel programs (tracepoints: sock, syscalls, block, sched)", err, "") {
 			t.Close()
 		}
 	}
@@ -85,7 +85,7 @@ func runDoctor(o targetOptions) error {
 			exe, _ := os.Readlink(in.Binary)
 			probes, err := usdt.Open(in.Binary)
 			if errors.Is(err, usdt.ErrNoProbes) {
-				err = errors.New("no USDT probes (built without --enable-dtrace): file system and block rates by role work, per-query records do not")
+				err = errors.New("no USDT probes (built without --enable-dtrace): queries are traced from the client protocol, but lock waits count as other waits, and --usdt and --buffers do not work")
 			}
 			if check(fmt.Sprintf("USDT probes of instance pid %d (data %s, binary %s)", in.PID, in.DataDir, exe), err, "") {
 				info("%d probe sites; query__start %d, query__done %d", len(probes),

@@ -33,8 +33,12 @@ type tracer struct {
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	t.families.Buffers = t.opts.Buffers
 	t.families.FS = t.families.FS || t.opts.FS
+	if t.opts.USDT && t.families.Wire {
+		t.families.Wire, t.families.USDT = false, true
+	}
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit,
+		Warn: func(msg string) { fmt.Fprintln(os.Stderr, "dbiolat: "+msg) },
 	})
 	if err != nil {
 		return nil, err

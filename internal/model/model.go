@@ -121,11 +121,15 @@ type Drops struct {
 	WaterfallFull   uint64 `json:"waterfall_full"`   // queries without a waterfall: no task storage
 	ProcRunsFull    uint64 `json:"proc_runs_full"`   // process records lost: ring buffer full
 	BlkMerges       uint64 `json:"blk_merges"`       // not a loss: bios of ours merged into queued requests
+	WireEncrypted   uint64 `json:"wire_encrypted"`   // encrypted client connections: their queries are not seen
+	WireUnreadable  uint64 `json:"wire_unreadable"`  // client messages that could not be read: round trips not seen
+	WireUnseen      uint64 `json:"wire_unseen"`      // round trips begun unseen (sent behind another, pipelined)
 }
 
 // Lost is the number of records or events that are missing from the output.
 func (d Drops) Lost() uint64 {
-	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault + d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull
+	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault +
+		d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull + d.WireEncrypted + d.WireUnreadable + d.WireUnseen
 }
 
 // Histogram names, one per layer and operation.
@@ -186,7 +190,7 @@ type Summary struct {
 	Instances []int    `json:"instances"` // postmaster PIDs traced
 	Queries   uint64   `json:"queries"`   // queries seen
 	Reported  uint64   `json:"reported"`  // queries printed (slowlog)
-	Traced    []string `json:"traced"`    // probe families on: query, fs, block, sched, buffers
+	Traced    []string `json:"traced"`    // probe families on: wire or usdt (query boundaries), fs, block, sched, buffers
 	Hists     Hists    `json:"hists,omitempty"`
 	Drops     Drops    `json:"drops"`
 	Cost      *Cost    `json:"cost,omitempty"`

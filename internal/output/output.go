@@ -263,6 +263,10 @@ func DropsText(d model.Drops) string {
 		{"query texts unreadable", d.QueryTextFault},
 		{"USDT arguments undecodable", d.USDTArgFault},
 		{"queries without a waterfall (task storage full)", d.WaterfallFull},
+		{"process records (ring buffer full)", d.ProcRunsFull},
+		{"encrypted connections, whose queries are not seen (--usdt sees their simple queries)", d.WireEncrypted},
+		{"client messages unreadable", d.WireUnreadable},
+		{"pipelined round trips not seen", d.WireUnseen},
 	}
 	var parts []string
 	for _, l := range lost {

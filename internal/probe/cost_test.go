@@ -2,8 +2,11 @@ package probe
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The kernel memory the maps take is fixed at load (every map preallocated
@@ -70,4 +73,97 @@ func BenchmarkForeignSyscall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// attachModes runs op untraced; with the default families attached but
+// this process not tracked (what every other process of the machine pays);
+// and tracked as a PostgreSQL client backend (what a traced query pays).
+func attachModes(b *testing.B, op func()) {
+	if !isRoot() {
+		b.Skip("needs root for BPF")
+	}
+	runtime.LockOSThread() // one thread: its state is the backend's
+	defer runtime.UnlockOSThread()
+	for _, mode := range []string{"untraced", "attached", "tracked"} {
+		b.Run(mode, func(b *testing.B) {
+			if mode != "untraced" {
+				tr, err := Open(Default, EmitNone)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() {
+					b.StopTimer() // detaching waits for RCU: not the operation's cost
+					tr.Close()
+				}()
+				if mode == "tracked" {
+					if err := tr.Track(os.Getpid(), os.Getpid(), true); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				op()
+			}
+		})
+	}
+}
+
+// BenchmarkRoundTrip is one query's round trip on the wire, as a backend
+// sees it: the client's Query read, its ReadyForQuery sent back, over a
+// unix socket pair. Tracked, each is a query begun and ended by wire.bpf.c.
+//
+//	sudo go test -run '^$' -bench RoundTrip -count 5 ./internal/probe/
+func BenchmarkRoundTrip(b *testing.B) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	client, server := fds[0], fds[1]
+	query := append([]byte{'Q', 0, 0, 0, 14}, "SELECT 1;\x00"...)
+	ready := []byte{'Z', 0, 0, 0, 5, 'I'}
+	buf := make([]byte, 64)
+	attachModes(b, func() {
+		unix.Write(client, query)
+		unix.Read(server, buf)
+		unix.Write(server, ready)
+		unix.Read(client, buf)
+	})
+}
+
+// BenchmarkContextSwitch is two threads handing a byte back and forth
+// through pipes: each hand-over a wakeup and context switches, which the
+// scheduler hooks of the waterfall see.
+func BenchmarkContextSwitch(b *testing.B) {
+	var ping, pong [2]int
+	if err := unix.Pipe(ping[:]); err != nil {
+		b.Fatal(err)
+	}
+	if err := unix.Pipe(pong[:]); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // the other thread: echoes until its pipe closes
+		runtime.LockOSThread()
+		buf := make([]byte, 1)
+		for {
+			if n, _ := unix.Read(ping[0], buf); n != 1 {
+				close(done)
+				return
+			}
+			unix.Write(pong[1], buf)
+		}
+	}()
+	buf := []byte{0}
+	attachModes(b, func() {
+		unix.Write(ping[1], buf)
+		unix.Read(pong[0], buf)
+	})
+	unix.Close(ping[1])
+	<-done
+	unix.Close(ping[0])
+	unix.Close(pong[0])
+	unix.Close(pong[1])
 }

@@ -46,6 +46,13 @@ const (
 	dbiolatBlkOwnerOWNER_KINDS  dbiolatBlkOwner = 3
 )
 
+type dbiolatEmitFlag uint32
+
+const (
+	dbiolatEmitFlagEMIT_WANTED    dbiolatEmitFlag = 1
+	dbiolatEmitFlagEMIT_STATEMENT dbiolatEmitFlag = 2
+)
+
 type dbiolatFsOp uint32
 
 const (
@@ -150,7 +157,9 @@ type dbiolatQueryEvent struct {
 	Pid           uint32
 	Tgid          uint32
 	Instance      uint32
-	Pad           uint32
+	TextKind      uint8
+	EmitFlags     uint8
+	Pad           uint16
 	Title         [64]int8
 	Acct          dbiolatQueryAcct
 	TextLen       uint32
@@ -173,7 +182,45 @@ const (
 	dbiolatStatIdSTAT_WATERFALL_FULL   dbiolatStatId = 9
 	dbiolatStatIdSTAT_PROC_RUNS_FULL   dbiolatStatId = 10
 	dbiolatStatIdSTAT_BLK_MERGES       dbiolatStatId = 11
-	dbiolatStatIdSTAT_IDS              dbiolatStatId = 12
+	dbiolatStatIdSTAT_WIRE_ENCRYPTED   dbiolatStatId = 12
+	dbiolatStatIdSTAT_WIRE_UNREADABLE  dbiolatStatId = 13
+	dbiolatStatIdSTAT_WIRE_UNSEEN      dbiolatStatId = 14
+	dbiolatStatIdSTAT_IDS              dbiolatStatId = 15
+)
+
+type dbiolatTaskLocal struct {
+	_  structs.HostLayout
+	Wf struct {
+		_           structs.HostLayout
+		OncpuSince  uint64
+		OffcpuSince uint64
+		CpuNs       uint64
+		RunqNs      uint64
+		WaitNs      [4]uint64
+		IoWaitAtSys uint64
+		InQuery     uint8
+		InFs        uint8
+		WaitingFor  uint8
+		Asleep      uint8
+		AsleepKind  uint8
+		Pad         [3]uint8
+	}
+	Wire struct {
+		_       structs.HostLayout
+		Sk      uint64
+		TextOff uint32
+		NextOff uint32
+		State   uint8
+		Flags   uint8
+		Pad     [6]uint8
+	}
+}
+
+type dbiolatTextKind uint32
+
+const (
+	dbiolatTextKindTEXT_SQL     dbiolatTextKind = 0
+	dbiolatTextKindTEXT_PG_WIRE dbiolatTextKind = 1
 )
 
 type dbiolatThreadState struct {
@@ -213,20 +260,24 @@ type dbiolatUsdtSpec struct {
 	Pad   uint32
 }
 
-type dbiolatWaterfall struct {
-	_             structs.HostLayout
-	OncpuSince    uint64
-	RunnableSince uint64
-	AsleepSince   uint64
-	CpuNs         uint64
-	RunqNs        uint64
-	WaitNs        [4]uint64
-	IoWaitAtSys   uint64
-	InQuery       uint8
-	InFs          uint8
-	WaitingFor    uint8
-	AsleepKind    uint8
-	Pad           [4]uint8
+type dbiolatWireState uint32
+
+const (
+	dbiolatWireStateWIRE_OFF       dbiolatWireState = 0
+	dbiolatWireStateWIRE_NEW       dbiolatWireState = 1
+	dbiolatWireStateWIRE_ATTACHED  dbiolatWireState = 2
+	dbiolatWireStateWIRE_SSL_ASKED dbiolatWireState = 3
+	dbiolatWireStateWIRE_STARTUP   dbiolatWireState = 4
+	dbiolatWireStateWIRE_IDLE      dbiolatWireState = 5
+	dbiolatWireStateWIRE_BUSY      dbiolatWireState = 6
+	dbiolatWireStateWIRE_ENCRYPTED dbiolatWireState = 7
+)
+
+type dbiolatWireText struct {
+	_   structs.HostLayout
+	Len uint32
+	Pad uint32
+	Buf [4096]int8
 }
 
 // Names of all BPF objects in the ELF.
@@ -242,9 +293,10 @@ const (
 	dbiolatMapProcs                 = "procs"
 	dbiolatMapQueryScratch          = "query_scratch"
 	dbiolatMapStats                 = "stats"
+	dbiolatMapTasks                 = "tasks"
 	dbiolatMapThreads               = "threads"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
-	dbiolatMapWaterfalls            = "waterfalls"
+	dbiolatMapWireTexts             = "wire_texts"
 	dbiolatProgBlkBackmerge         = "blk_backmerge"
 	dbiolatProgBlkDone              = "blk_done"
 	dbiolatProgBlkFrontmerge        = "blk_frontmerge"
@@ -288,11 +340,15 @@ const (
 	dbiolatProgRaAsync              = "ra_async"
 	dbiolatProgRaSync               = "ra_sync"
 	dbiolatProgSchedSwitch          = "sched_switch"
-	dbiolatProgSchedWakeup          = "sched_wakeup"
+	dbiolatProgWireRecv             = "wire_recv"
+	dbiolatProgWireSend             = "wire_send"
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
+	dbiolatVarUnusedEmitFlag        = "unused_emit_flag"
 	dbiolatVarUnusedProcRun         = "unused_proc_run"
+	dbiolatVarUnusedTextKind        = "unused_text_kind"
+	dbiolatVarUnusedWireState       = "unused_wire_state"
 )
 
 // loadDbiolat returns the embedded CollectionSpec for dbiolat.
@@ -380,7 +436,8 @@ type dbiolatProgramSpecs struct {
 	RaAsync              *ebpf.ProgramSpec `ebpf:"ra_async"`
 	RaSync               *ebpf.ProgramSpec `ebpf:"ra_sync"`
 	SchedSwitch          *ebpf.ProgramSpec `ebpf:"sched_switch"`
-	SchedWakeup          *ebpf.ProgramSpec `ebpf:"sched_wakeup"`
+	WireRecv             *ebpf.ProgramSpec `ebpf:"wire_recv"`
+	WireSend             *ebpf.ProgramSpec `ebpf:"wire_send"`
 }
 
 // dbiolatMapSpecs contains maps before they are loaded into the kernel.
@@ -396,19 +453,23 @@ type dbiolatMapSpecs struct {
 	Procs        *ebpf.MapSpec `ebpf:"procs"`
 	QueryScratch *ebpf.MapSpec `ebpf:"query_scratch"`
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
+	Tasks        *ebpf.MapSpec `ebpf:"tasks"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
-	Waterfalls   *ebpf.MapSpec `ebpf:"waterfalls"`
+	WireTexts    *ebpf.MapSpec `ebpf:"wire_texts"`
 }
 
 // dbiolatVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatVariableSpecs struct {
-	EmitIfIo       *ebpf.VariableSpec `ebpf:"emit_if_io"`
-	EmitMinFsNs    *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
-	EmitMinQueryNs *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
-	UnusedProcRun  *ebpf.VariableSpec `ebpf:"unused_proc_run"`
+	EmitIfIo        *ebpf.VariableSpec `ebpf:"emit_if_io"`
+	EmitMinFsNs     *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
+	EmitMinQueryNs  *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
+	UnusedEmitFlag  *ebpf.VariableSpec `ebpf:"unused_emit_flag"`
+	UnusedProcRun   *ebpf.VariableSpec `ebpf:"unused_proc_run"`
+	UnusedTextKind  *ebpf.VariableSpec `ebpf:"unused_text_kind"`
+	UnusedWireState *ebpf.VariableSpec `ebpf:"unused_wire_state"`
 }
 
 // dbiolatObjects contains all objects after they have been loaded into the kernel.
@@ -440,9 +501,10 @@ type dbiolatMaps struct {
 	Procs        *ebpf.Map `ebpf:"procs"`
 	QueryScratch *ebpf.Map `ebpf:"query_scratch"`
 	Stats        *ebpf.Map `ebpf:"stats"`
+	Tasks        *ebpf.Map `ebpf:"tasks"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
-	Waterfalls   *ebpf.Map `ebpf:"waterfalls"`
+	WireTexts    *ebpf.Map `ebpf:"wire_texts"`
 }
 
 func (m *dbiolatMaps) Close() error {
@@ -456,9 +518,10 @@ func (m *dbiolatMaps) Close() error {
 		m.Procs,
 		m.QueryScratch,
 		m.Stats,
+		m.Tasks,
 		m.Threads,
 		m.UsdtSpecs,
-		m.Waterfalls,
+		m.WireTexts,
 	)
 }
 
@@ -466,10 +529,13 @@ func (m *dbiolatMaps) Close() error {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatVariables struct {
-	EmitIfIo       *ebpf.Variable `ebpf:"emit_if_io"`
-	EmitMinFsNs    *ebpf.Variable `ebpf:"emit_min_fs_ns"`
-	EmitMinQueryNs *ebpf.Variable `ebpf:"emit_min_query_ns"`
-	UnusedProcRun  *ebpf.Variable `ebpf:"unused_proc_run"`
+	EmitIfIo        *ebpf.Variable `ebpf:"emit_if_io"`
+	EmitMinFsNs     *ebpf.Variable `ebpf:"emit_min_fs_ns"`
+	EmitMinQueryNs  *ebpf.Variable `ebpf:"emit_min_query_ns"`
+	UnusedEmitFlag  *ebpf.Variable `ebpf:"unused_emit_flag"`
+	UnusedProcRun   *ebpf.Variable `ebpf:"unused_proc_run"`
+	UnusedTextKind  *ebpf.Variable `ebpf:"unused_text_kind"`
+	UnusedWireState *ebpf.Variable `ebpf:"unused_wire_state"`
 }
 
 // dbiolatPrograms contains all programs after they have been loaded into the kernel.
@@ -519,7 +585,8 @@ type dbiolatPrograms struct {
 	RaAsync              *ebpf.Program `ebpf:"ra_async"`
 	RaSync               *ebpf.Program `ebpf:"ra_sync"`
 	SchedSwitch          *ebpf.Program `ebpf:"sched_switch"`
-	SchedWakeup          *ebpf.Program `ebpf:"sched_wakeup"`
+	WireRecv             *ebpf.Program `ebpf:"wire_recv"`
+	WireSend             *ebpf.Program `ebpf:"wire_send"`
 }
 
 func (p *dbiolatPrograms) Close() error {
@@ -567,7 +634,8 @@ func (p *dbiolatPrograms) Close() error {
 		p.RaAsync,
 		p.RaSync,
 		p.SchedSwitch,
-		p.SchedWakeup,
+		p.WireRecv,
+		p.WireSend,
 	)
 }
 

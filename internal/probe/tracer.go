@@ -27,7 +27,13 @@ import (
 // Families selects which questions the tracer answers. Process tracking is
 // always on: every other family filters on it.
 type Families struct {
-	Query bool // per-query records (USDT query__start/done)
+	// Per-query records, their boundaries taken from one of two sources:
+	// Wire reads the client protocol on the backend's socket (tracepoints,
+	// no trap, simple and extended protocol); USDT uses PostgreSQL's
+	// query__start/done (a uprobe trap each, simple protocol only, but
+	// also on encrypted connections).
+	Wire  bool
+	USDT  bool
 	FS    bool // file system syscalls
 	Block bool // block requests
 	Sched bool // the waterfall: CPU, run queue, waits
@@ -42,10 +48,11 @@ type Families struct {
 // on each, and about 450 ns on each read or write, where the perf
 // tracepoint runs), which costs a busy database more than everything else
 // together apart from the query probes themselves.
-var Default = Families{Query: true, Block: true, Sched: true}
+var Default = Families{Wire: true, Block: true, Sched: true}
 
-// All is every family but the costly Buffers.
-var All = Families{Query: true, FS: true, Block: true, Sched: true}
+// All is every family but the costly Buffers (and USDT, the other source
+// of what Wire gives).
+var All = Families{Wire: true, FS: true, Block: true, Sched: true}
 
 // Names lists the families switched on, for summaries.
 func (f Families) Names() []string {
@@ -53,7 +60,7 @@ func (f Families) Names() []string {
 	for _, n := range []struct {
 		on   bool
 		name string
-	}{{f.Query, "query"}, {f.FS, "fs"}, {f.Block, "block"}, {f.Sched, "sched"}, {f.Buffers, "buffers"}} {
+	}{{f.Wire, "wire"}, {f.USDT, "usdt"}, {f.FS, "fs"}, {f.Block, "block"}, {f.Sched, "sched"}, {f.Buffers, "buffers"}} {
 		if n.on {
 			names = append(names, n.name)
 		}
@@ -147,7 +154,8 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		{true, o.ProcFork}, {true, o.ProcExit},
 		{f.Block, o.BlkStart}, {f.Block, o.BlkIssue}, {f.Block, o.BlkDone},
 		{f.Block, o.BlkBackmerge}, {f.Block, o.BlkFrontmerge},
-		{f.Sched, o.SchedSwitch}, {f.Sched, o.SchedWakeup},
+		{f.Sched, o.SchedSwitch},
+		{f.Wire, o.WireRecv}, {f.Wire, o.WireSend},
 	} {
 		if !p.on {
 			continue
@@ -155,6 +163,9 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p.prog})
 		if err != nil {
 			t.Close()
+			if p.prog == o.WireRecv || p.prog == o.WireSend {
+				return nil, fmt.Errorf("attaching the socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): %w; --usdt takes queries from PostgreSQL's USDT probes instead", err)
+			}
 			return nil, fmt.Errorf("attaching %s: %w", p.prog, err)
 		}
 		t.add(l, p.prog)
@@ -271,7 +282,7 @@ func (t *Tracer) MapBytes() uint64 {
 	m := &t.objs.dbiolatMaps
 	var sum uint64
 	for _, mp := range []*ebpf.Map{m.BlkTotals, m.Events, m.Hists, m.Inflight, m.ProcRuns, m.ProcTotals, m.Procs,
-		m.QueryScratch, m.Stats, m.Threads, m.UsdtSpecs, m.Waterfalls} {
+		m.QueryScratch, m.Stats, m.Threads, m.UsdtSpecs} {
 		if info, err := mp.Info(); err == nil {
 			n, _ := info.Memlock()
 			sum += n
@@ -306,8 +317,9 @@ func (t *Tracer) attachSyscalls() error {
 
 // Track makes the kernel side trace process tgid (its threads, and every
 // child it forks from now on) as part of the instance identified by its
-// postmaster pid. A process that exits meanwhile is skipped.
-func (t *Tracer) Track(tgid, instance int) error {
+// postmaster pid; client says it serves a client connection, whose
+// protocol the Wire family reads. A process that exits meanwhile is skipped.
+func (t *Tracer) Track(tgid, instance int, client bool) error {
 	info := dbiolatProcInfo{Instance: uint32(instance)}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
@@ -326,6 +338,30 @@ func (t *Tracer) Track(tgid, instance int) error {
 		if err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
+		var tl dbiolatTaskLocal
+		if client {
+			tl.Wire.State = uint8(dbiolatWireStateWIRE_ATTACHED)
+		}
+		if err := t.setTaskLocal(int(tid), tl); err != nil {
+			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
+		}
+	}
+	return nil
+}
+
+// setTaskLocal creates a thread's task-local state; the kernel names the
+// task by a pidfd. A thread that is gone is skipped.
+func (t *Tracer) setTaskLocal(tid int, tl dbiolatTaskLocal) error {
+	fd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("opening a pidfd: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := t.objs.Tasks.Update(uint32(fd), tl, ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+		return fmt.Errorf("creating its task-local state: %w", err)
 	}
 	return nil
 }
@@ -341,10 +377,12 @@ type USDTProbes struct {
 	BufferReadDone          string // attached only with Families.Buffers
 }
 
-// AttachUSDT attaches the probes at every site in the binary. The kernel
-// attaches by inode, so all processes running the binary, now and later,
-// are covered; a binary already attached is skipped. It returns the number
-// of sites attached.
+// AttachUSDT attaches the probes the families need at every site in the
+// binary: the query probes with USDT, the buffer probe with Buffers, and
+// the lock probes whenever the binary has them. The kernel attaches by
+// inode, so all processes running the binary, now and later, are covered;
+// a binary already attached is skipped. It returns the number of sites
+// attached.
 func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(binary, &st); err != nil {
@@ -369,12 +407,13 @@ func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 		prog     *ebpf.Program
 		required bool
 	}{
-		{p.QueryStart, o.QueryStart, true}, {p.QueryDone, o.QueryDone, true},
+		{p.QueryStart, o.QueryStart, t.families.USDT}, {p.QueryDone, o.QueryDone, t.families.USDT},
 		{p.LockStart, o.LockWaitStart, false}, {p.LockDone, o.LockWaitDone, false},
 		{p.LWLockStart, o.LwlockWaitStart, false}, {p.LWLockDone, o.LockWaitDone, false},
 		{p.BufferReadDone, o.BufferReadDone, t.families.Buffers},
 	} {
-		if w.prog == o.BufferReadDone && !t.families.Buffers {
+		if (w.prog == o.QueryStart || w.prog == o.QueryDone) && !t.families.USDT ||
+			w.prog == o.BufferReadDone && !t.families.Buffers {
 			continue
 		}
 		sites := usdt.Find(probes, p.Provider, w.name)
@@ -649,4 +688,13 @@ const (
 	StatWaterfallFull   = dbiolatStatIdSTAT_WATERFALL_FULL
 	StatProcRunsFull    = dbiolatStatIdSTAT_PROC_RUNS_FULL
 	StatBlkMerges       = dbiolatStatIdSTAT_BLK_MERGES
+	StatWireEncrypted   = dbiolatStatIdSTAT_WIRE_ENCRYPTED
+	StatWireUnreadable  = dbiolatStatIdSTAT_WIRE_UNREADABLE
+	StatWireUnseen      = dbiolatStatIdSTAT_WIRE_UNSEEN
+
+	TextSQL    = dbiolatTextKindTEXT_SQL
+	TextPGWire = dbiolatTextKindTEXT_PG_WIRE
+
+	EmitWanted    = dbiolatEmitFlagEMIT_WANTED
+	EmitStatement = dbiolatEmitFlagEMIT_STATEMENT
 )

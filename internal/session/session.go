@@ -44,6 +44,7 @@ type Session struct {
 	exited      map[uint32]time.Time // pid -> when its exit was seen
 	prevTotals  totals               // for Interval
 	prevQueries uint64
+	statements  statements // named prepared statements per backend, learned from the wire
 }
 
 // Open finds the instances and attaches to them.
@@ -92,13 +93,13 @@ func open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{},
+	return &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
 		exited: map[uint32]time.Time{}, start: time.Now(), wallOff: wallOffset()}, nil
 }
 
 // Track traces process pid, its threads and its children from now on, on
 // their own (not as part of a database instance).
-func (s *Session) Track(pid int) error { return s.tracer.Track(pid, pid) }
+func (s *Session) Track(pid int) error { return s.tracer.Track(pid, pid, false) }
 
 func findInstances(cfg Config) ([]postgres.Instance, error) {
 	switch {
@@ -121,7 +122,7 @@ func findInstances(cfg Config) ([]postgres.Instance, error) {
 
 func (s *Session) attach(in postgres.Instance) error {
 	// Track first: children forked from here on inherit it in the kernel.
-	if err := s.tracer.Track(in.PID, in.PID); err != nil {
+	if err := s.tracer.Track(in.PID, in.PID, false); err != nil {
 		return err
 	}
 	pids, err := in.Processes()
@@ -129,14 +130,12 @@ func (s *Session) attach(in postgres.Instance) error {
 		return err
 	}
 	for _, pid := range pids {
-		if err := s.tracer.Track(pid, in.PID); err != nil {
+		p := s.describe(uint32(pid))
+		if err := s.tracer.Track(pid, in.PID, p.Role == postgres.ClientBackend); err != nil {
 			return err
 		}
-		s.describe(uint32(pid))
 	}
-	if !s.cfg.Families.Query {
-		return nil
-	}
+	// Lock waits come from USDT probes in any mode; queries only with --usdt.
 	_, err = s.tracer.AttachUSDT(in.Binary, probe.USDTProbes{
 		Provider:   postgres.Provider,
 		QueryStart: postgres.QueryStart, QueryDone: postgres.QueryDone,
@@ -146,9 +145,22 @@ func (s *Session) attach(in postgres.Instance) error {
 	})
 	if errors.Is(err, usdt.ErrNoProbes) || errors.Is(err, probe.ErrNoProbe) {
 		exe, _ := os.Readlink(in.Binary)
-		return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT query probes (it was built without --enable-dtrace): per-query records need a build with them, such as Debian's or PGDG's packages", in.PID, exe)
+		switch {
+		case s.cfg.Families.USDT:
+			return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT query probes (it was built without --enable-dtrace): leave out --usdt to take queries from the client protocol", in.PID, exe)
+		case s.cfg.Families.Buffers:
+			return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT buffer probes (it was built without --enable-dtrace): --buffers needs a build with them, such as Debian's or PGDG's packages", in.PID, exe)
+		}
+		s.warn(fmt.Sprintf("PostgreSQL %d runs %s, built without USDT probes: lock waits are counted as other waits", in.PID, exe))
+		return nil
 	}
 	return err
+}
+
+func (s *Session) warn(msg string) {
+	if s.cfg.Warn != nil {
+		s.cfg.Warn(msg)
+	}
 }
 
 // describe caches what a process is; a process that is gone keeps the
@@ -185,7 +197,9 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 		s.describe(pid)
 	}
 	if err := s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
-		onQuery(s.query(e, text))
+		if q := s.query(e, text); q != nil {
+			onQuery(q)
+		}
 	}); err != nil {
 		return err
 	}
@@ -202,6 +216,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 		if now.Sub(at) > forgetAfter {
 			delete(s.procs, pid)
 			delete(s.exited, pid)
+			delete(s.statements, pid)
 		}
 	}
 	return err
@@ -236,7 +251,17 @@ func fsTotals(fs *[3]probe.IOAcct) model.FSTotals {
 	}
 }
 
+// query turns a record into a model.Query; nil for a record sent only to
+// teach a prepared statement's text.
 func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
+	truncated := e.TextTruncated != 0
+	if e.TextKind == uint8(probe.TextPGWire) {
+		rt := s.statements.roundTrip(e.Tgid, text)
+		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
+			return nil
+		}
+		text, truncated = []byte(rt.Query), truncated || rt.Cut
+	}
 	p := s.describe(e.Tgid)
 	if p.Role == postgres.Postmaster || p.Role == postgres.Unknown {
 		// Gone before /proc could be read: the record carries the title.
@@ -265,7 +290,7 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		User:          p.User,
 		Fingerprint:   fmt.Sprintf("%016x", fp),
 		Query:         norm,
-		Truncated:     e.TextTruncated != 0,
+		Truncated:     truncated,
 		QueryNs:       e.EndNs - e.StartNs,
 		FSTotals:      fsTotals(&a.Fs),
 		BlkCount:      a.Blk[0].Count + a.Blk[1].Count + a.Blk[2].Count,
@@ -357,6 +382,9 @@ func (s *Session) Drops() (model.Drops, error) {
 		WaterfallFull:   st[probe.StatWaterfallFull],
 		ProcRunsFull:    st[probe.StatProcRunsFull],
 		BlkMerges:       st[probe.StatBlkMerges],
+		WireEncrypted:   st[probe.StatWireEncrypted],
+		WireUnreadable:  st[probe.StatWireUnreadable],
+		WireUnseen:      st[probe.StatWireUnseen],
 	}, nil
 }
 

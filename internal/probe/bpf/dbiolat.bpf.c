@@ -8,6 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 
 #include "maps.bpf.h"
 #include "usdt.bpf.h"
@@ -19,6 +20,7 @@
 
 #include "proc.bpf.c"
 #include "query.bpf.c"
+#include "wire.bpf.c"
 #include "fsio.bpf.c"
 #include "block.bpf.c"
 #include "sched.bpf.c"
@@ -27,7 +29,10 @@
 #include "buffers.bpf.c"
 #include "selftest.bpf.c"
 
-/* Sent only through a ring buffer: named here so that BTF, and so bpf2go, has it. */
+/* Types Go reads but no program names: named here so that BTF, and so bpf2go, has them. */
 const struct proc_run *unused_proc_run __attribute__((unused));
+const enum text_kind *unused_text_kind __attribute__((unused));
+const enum emit_flag *unused_emit_flag __attribute__((unused));
+const enum wire_state *unused_wire_state __attribute__((unused));
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -68,7 +68,22 @@ enum stat_id {
 	STAT_WATERFALL_FULL = 9, /* no task storage for a backend: no waterfall for its query */
 	STAT_PROC_RUNS_FULL = 10, /* a process-exit record could not be delivered */
 	STAT_BLK_MERGES = 11,     /* not a drop: bios of traced processes merged into a request */
-	STAT_IDS = 12,
+	STAT_WIRE_ENCRYPTED = 12, /* client connections encrypted (TLS, GSS): their queries are not seen */
+	STAT_WIRE_UNREADABLE = 13, /* client bytes that could not be read: no query started */
+	STAT_WIRE_UNSEEN = 14,    /* round trips whose first message we did not see (pipelined) */
+	STAT_IDS = 15,
+};
+
+/* What the text of a query record is. */
+enum text_kind {
+	TEXT_SQL = 0,     /* the statement (USDT query__start's argument) */
+	TEXT_PG_WIRE = 1, /* the frontend protocol messages of the round trip, as received */
+};
+
+/* Why a query record was sent (bits). */
+enum emit_flag {
+	EMIT_WANTED = 1,    /* it met the command's thresholds: show it */
+	EMIT_STATEMENT = 2, /* it prepared a named statement: Go learns the statement's text */
 };
 
 struct io_acct {
@@ -107,7 +122,9 @@ struct query_event {
 	__u32 pid; /* thread id (a PostgreSQL backend is single-threaded) */
 	__u32 tgid;
 	__u32 instance; /* postmaster pid */
-	__u32 pad;
+	__u8 text_kind;  /* enum text_kind */
+	__u8 emit_flags; /* enum emit_flag */
+	__u16 pad;
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
@@ -153,6 +170,73 @@ struct blk_io {
 struct hist {
 	__u64 slots[HIST_SLOTS];
 	__u64 sum; /* of the values: nanoseconds, or bytes for the size histograms */
+};
+
+/*
+ * Where a thread in a query spends its time, in task-local storage: the
+ * scheduler hooks run on every context switch and wakeup of the machine,
+ * and for a task without storage the lookup is a pointer test, not a hash
+ * lookup.
+ */
+struct waterfall {
+	__u64 oncpu_since;    /* on CPU since (0: off) */
+	__u64 offcpu_since;   /* off CPU since (0: on) */
+	__u64 cpu_ns, runq_ns;
+	__u64 wait_ns[4];     /* asleep, by enum wait_kind */
+	__u64 io_wait_at_sys; /* wait_ns[WAIT_IO] when the current fs syscall began */
+	__u8 in_query;
+	__u8 in_fs;           /* inside a file system syscall */
+	__u8 waiting_for;     /* enum wait_kind set by lock probes, else 0 */
+	__u8 asleep;          /* off CPU asleep, not preempted */
+	__u8 asleep_kind;     /* enum wait_kind of that sleep */
+	__u8 pad[3];
+};
+
+/* What a sleeping thread was waiting for. */
+enum wait_kind {
+	WAIT_OTHER = 0,
+	WAIT_IO = 1,
+	WAIT_LOCK = 2,
+	WAIT_LWLOCK = 3,
+};
+
+/*
+ * Where a backend's conversation with its client is (wire.bpf.c). Go sets
+ * the state of processes running when it attaches; the kernel sets it for
+ * processes forked later.
+ */
+enum wire_state {
+	WIRE_OFF = 0,       /* not serving a client: ignored */
+	WIRE_NEW = 1,       /* forked since we attached: its first message tells */
+	WIRE_ATTACHED = 2,  /* a client backend that was running when we attached */
+	WIRE_SSL_ASKED = 3, /* the client asked for encryption: the answer tells */
+	WIRE_STARTUP = 4,   /* authenticating, until the first ReadyForQuery */
+	WIRE_IDLE = 5,      /* between round trips */
+	WIRE_BUSY = 6,      /* from a round trip's first message to its ReadyForQuery */
+	WIRE_ENCRYPTED = 7, /* TLS or GSS: the messages cannot be read */
+};
+
+/* What the messages of the current round trip showed (bits). */
+enum wire_flag {
+	WIRE_EXEC = 1,        /* it runs a query: Query, Execute or FunctionCall */
+	WIRE_NAMED_PARSE = 2, /* it prepares a named statement */
+	WIRE_OPEN = 4,        /* its captured messages ended before its Sync */
+	WIRE_TRUNCATED = 8,   /* the first read held more than was captured */
+};
+
+struct wire {
+	__u64 sk;       /* the client's socket (struct sock *), once seen */
+	__u32 text_off; /* where the round trip's messages start in the captured bytes */
+	__u32 next_off; /* where the next, pipelined, round trip starts in them (0: none) */
+	__u8 state;     /* enum wire_state */
+	__u8 flags;     /* enum wire_flag */
+	__u8 pad[6];
+};
+
+/* The task-local state of a traced thread. */
+struct task_local {
+	struct waterfall wf;
+	struct wire wire;
 };
 
 /* Which process belongs to which traced instance (keyed by tgid). */

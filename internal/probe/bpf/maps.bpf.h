@@ -38,44 +38,32 @@ struct thread_state {
 	struct query_acct acct;
 };
 
-/* What a sleeping thread was waiting for. */
-enum wait_kind {
-	WAIT_OTHER = 0,
-	WAIT_IO = 1,
-	WAIT_LOCK = 2,
-	WAIT_LWLOCK = 3,
-};
-
 /*
- * Where a thread in a query spends its time, in task-local storage: the
- * scheduler hooks run on every context switch and wakeup of the machine,
- * and for a task without storage the lookup is a pointer test, not a hash
- * lookup. Created at the first query__start of a backend.
+ * Task-local state (struct task_local in dbiolat.h): for a task without
+ * it, the lookup is a pointer test, which is what makes hooks on every
+ * context switch and every socket call of the machine affordable. Created
+ * by Go for the processes it tracks and in proc_fork for their children.
  */
-struct waterfall {
-	__u64 oncpu_since;    /* on CPU since (0: off) */
-	__u64 runnable_since; /* runnable, not running, since (0: not) */
-	__u64 asleep_since;   /* asleep since (0: not) */
-	__u64 cpu_ns, runq_ns;
-	__u64 wait_ns[4];     /* asleep, by enum wait_kind */
-	__u64 io_wait_at_sys; /* wait_ns[WAIT_IO] when the current fs syscall began */
-	__u8 in_query;
-	__u8 in_fs;           /* inside a file system syscall */
-	__u8 waiting_for;     /* enum wait_kind set by lock probes, else 0 */
-	__u8 asleep_kind;     /* enum wait_kind of the current sleep */
-	__u8 pad[4];
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct waterfall);
-} waterfalls SEC(".maps");
+	__type(value, struct task_local);
+} tasks SEC(".maps");
+
+static __always_inline struct task_local *task_local_of(struct task_struct *task)
+{
+	/* Most tasks have no BPF storage at all: one load says so, no helper call. */
+	if (!task->bpf_storage)
+		return NULL;
+	return bpf_task_storage_get(&tasks, task, 0, 0);
+}
 
 static __always_inline struct waterfall *waterfall_of(struct task_struct *task)
 {
-	return bpf_task_storage_get(&waterfalls, task, 0, 0);
+	struct task_local *tl = task_local_of(task);
+
+	return tl ? &tl->wf : NULL;
 }
 
 static __always_inline struct waterfall *waterfall_current(void)

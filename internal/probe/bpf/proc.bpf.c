@@ -10,13 +10,20 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid, ctid = child->pid;
 	struct thread_state ts = {};
+	struct task_local *tl;
 	struct proc_info *pi;
 
 	pi = bpf_map_lookup_elem(&procs, &ptgid);
 	if (!pi)
 		return 0;
-	if (ctgid != ptgid) /* a new process, not a new thread */
+	tl = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tl)
+		stat_inc(STAT_WATERFALL_FULL);
+	if (ctgid != ptgid) { /* a new process, not a new thread */
 		bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY);
+		if (tl) /* a backend, if it reads a startup packet first */
+			tl->wire.state = WIRE_NEW;
+	}
 	ts.tgid = ctgid;
 	if (bpf_map_update_elem(&threads, &ctid, &ts, BPF_NOEXIST) && !thread_of(ctid))
 		stat_inc(STAT_THREADS_FULL);

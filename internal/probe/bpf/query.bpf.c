@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * How long did a query take, and what did it accumulate? USDT
- * query__start/query__done in the backend: one uprobe hit each per query.
- * The record goes out at query__done with everything the other families
- * added to the thread's query_acct meanwhile.
+ * How long did a query take, and what did it accumulate? A query begins
+ * and ends in the backend running it; what marks the two is the caller's
+ * choice: the client protocol (wire.bpf.c, the default) or PostgreSQL's
+ * USDT query__start/query__done (below, --usdt). The record goes out at
+ * the end with everything the other families added to the thread's
+ * query_acct meanwhile.
  */
 
 /*
@@ -35,23 +37,14 @@ struct {
 	__type(value, struct query_event);
 } query_scratch SEC(".maps");
 
-SEC("uprobe")
-int query_start(struct pt_regs *ctx)
+/* A query begins, in the thread that runs it: so that thread is on CPU. */
+static __always_inline void query_begin(struct thread_state *ts, struct waterfall *wf, __u64 now)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
-	struct waterfall *wf;
-	__u64 now;
-
-	if (!ts)
-		return 0;
-	wf = bpf_task_storage_get(&waterfalls, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (ts->query_start_ns)
 		stat_inc(STAT_QUERY_UNFINISHED);
-	now = bpf_ktime_get_ns();
 	__builtin_memset(&ts->acct, 0, sizeof(ts->acct));
 	ts->query_seq++;
-	if (wf) { /* the backend runs the probe, so it is on CPU */
+	if (wf) {
 		__builtin_memset(wf, 0, sizeof(*wf));
 		wf->in_query = 1;
 		wf->oncpu_since = now;
@@ -60,25 +53,23 @@ int query_start(struct pt_regs *ctx)
 	}
 	ts->blk_busy_since = now; /* requests still in flight count from here */
 	ts->query_start_ns = now;
-	return 0;
 }
 
-SEC("uprobe")
-int query_done(struct pt_regs *ctx)
+/*
+ * The query ends: its waterfall closes and, if it ran a statement, it
+ * counts in HIST_QUERY. If a record is to be sent (it met the thresholds,
+ * or it teaches Go a statement), the per-CPU record is filled but for its
+ * text and returned; else NULL.
+ */
+static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf,
+						     __u64 now, int ran, int teaches)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0;
-	struct thread_state *ts = thread_of(tid);
-	struct waterfall *wf;
+	__u32 zero = 0;
 	struct query_event *e;
 	struct proc_info *pi;
-	__s64 text = 0;
-	__u64 now, start;
-	long n;
+	__u64 start = ts->query_start_ns;
+	__u8 flags = 0;
 
-	if (!ts || !ts->query_start_ns) /* started before we attached */
-		return 0;
-	now = bpf_ktime_get_ns();
-	wf = waterfall_current();
 	if (wf) {
 		struct query_acct *a = &ts->acct;
 
@@ -90,20 +81,26 @@ int query_done(struct pt_regs *ctx)
 		a->lwlock_ns = wf->wait_ns[WAIT_LWLOCK];
 		a->other_wait_ns = wf->wait_ns[WAIT_OTHER];
 	}
-	start = ts->query_start_ns;
 	ts->query_start_ns = 0; /* the query is over, recorded or not */
-	hist_add(HIST_QUERY, now - start);
-	if (!wanted(ts, now - start))
-		return 0;
+	if (ran) {
+		hist_add(HIST_QUERY, now - start);
+		if (wanted(ts, now - start))
+			flags |= EMIT_WANTED;
+	}
+	if (teaches)
+		flags |= EMIT_STATEMENT;
+	if (!flags)
+		return NULL;
 	e = bpf_map_lookup_elem(&query_scratch, &zero);
 	if (!e)
-		return 0;
+		return NULL;
 	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
 		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
 	e->start_ns = start;
 	e->end_ns = now;
-	e->pid = tid;
+	e->pid = (__u32)bpf_get_current_pid_tgid();
 	e->tgid = ts->tgid;
+	e->emit_flags = flags;
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
 	e->acct = ts->acct;
@@ -111,8 +108,52 @@ int query_done(struct pt_regs *ctx)
 	if (bpf_probe_read_user(e->title, sizeof(e->title),
 				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
 		e->title[0] = 0;
+	return e;
+}
 
-	n = 0;
+/*
+ * Send the record with its first n bytes of text. No wakeup: Go drains on
+ * a timer, so a busy database does not pay a reader wakeup per query.
+ */
+static __always_inline void query_submit(struct query_event *e, __u32 n, int truncated)
+{
+	if (n > QUERY_TEXT_MAX)
+		n = QUERY_TEXT_MAX;
+	e->text_len = n;
+	e->text_truncated = truncated;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct query_event, text) + n, BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_RINGBUF_FULL);
+}
+
+/* --usdt: PostgreSQL's own query probes, one uprobe trap each. */
+
+SEC("uprobe")
+int query_start(struct pt_regs *ctx)
+{
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct task_local *tl;
+
+	if (!ts)
+		return 0;
+	tl = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	query_begin(ts, tl ? &tl->wf : NULL, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("uprobe")
+int query_done(struct pt_regs *ctx)
+{
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct query_event *e;
+	__s64 text = 0;
+	long n = 0;
+
+	if (!ts || !ts->query_start_ns) /* started before we attached */
+		return 0;
+	e = query_end(ts, waterfall_current(), bpf_ktime_get_ns(), 1, 0);
+	if (!e)
+		return 0;
+	e->text_kind = TEXT_SQL;
 	if (usdt_arg(ctx, 0, &text) == 0)
 		n = bpf_probe_read_user_str(e->text, sizeof(e->text), (void *)text);
 	else
@@ -122,16 +163,6 @@ int query_done(struct pt_regs *ctx)
 		n = 1;
 		e->text[0] = 0;
 	}
-	e->text_len = n - 1;
-	e->text_truncated = n == sizeof(e->text);
-	/*
-	 * Send only the text's bytes. No wakeup: Go drains on a timer, so a
-	 * busy database does not pay a reader wakeup per query.
-	 */
-	if (n > QUERY_TEXT_MAX)
-		n = QUERY_TEXT_MAX;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct query_event, text) + n,
-			       BPF_RB_NO_WAKEUP))
-		stat_inc(STAT_RINGBUF_FULL);
+	query_submit(e, n - 1, n == sizeof(e->text));
 	return 0;
 }

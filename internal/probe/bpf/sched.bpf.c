@@ -1,27 +1,19 @@
 /*
  * Where does a query's time go off its CPU? On switch-out a running query
- * either was preempted (runnable: run-queue wait starts) or went to sleep
- * (the sleep is classified by what the thread was doing); a wakeup ends
- * the sleep and starts the run-queue wait; switch-in ends it. With on-CPU
- * time these partition the query's latency.
+ * either was preempted (it waits for a CPU from here) or went to sleep
+ * (the sleep is classified by what the thread was doing). On switch-in
+ * the time off CPU splits into the sleep and the run-queue wait after it:
+ * the kernel stamps when it queued the task (sched_info.last_queued, in
+ * the run queue's clock), so no wakeup hook is needed. With on-CPU time
+ * these partition the query's latency.
  */
-
-static __always_inline void end_sleep(struct waterfall *wf, __u64 now)
-{
-	if (!wf->asleep_since)
-		return;
-	wf->wait_ns[wf->asleep_kind & 3] += now - wf->asleep_since;
-	if (wf->asleep_kind == WAIT_LOCK || wf->asleep_kind == WAIT_LWLOCK)
-		hist_add(HIST_LOCK, now - wf->asleep_since);
-	wf->asleep_since = 0;
-}
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	struct waterfall *wf;
-	__u64 now = 0;
+	__u64 now = 0, off, runq;
 
 	wf = waterfall_of(prev);
 	if (wf && wf->in_query) {
@@ -29,15 +21,16 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		if (wf->oncpu_since)
 			wf->cpu_ns += now - wf->oncpu_since;
 		wf->oncpu_since = 0;
+		wf->offcpu_since = now;
 		if (prev_state == 0) { /* TASK_RUNNING: preempted, still runnable */
-			wf->runnable_since = now;
+			wf->asleep = 0;
 		} else {
 			/*
 			 * in_iowait: the kernel's own mark of an I/O sleep
 			 * (io_schedule), which also catches page faults on
 			 * files outside any syscall.
 			 */
-			wf->asleep_since = now;
+			wf->asleep = 1;
 			if (wf->waiting_for)
 				wf->asleep_kind = wf->waiting_for;
 			else if (wf->in_fs || BPF_CORE_READ_BITFIELD(prev, in_iowait))
@@ -47,30 +40,26 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		}
 	}
 	wf = waterfall_of(next);
-	if (wf && wf->in_query) {
-		if (!now)
-			now = bpf_ktime_get_ns();
-		end_sleep(wf, now); /* woken without a wakeup event seen */
-		if (wf->runnable_since) {
-			wf->runq_ns += now - wf->runnable_since;
-			hist_add(HIST_RUNQ, now - wf->runnable_since);
-			wf->runnable_since = 0;
-		}
-		wf->oncpu_since = now;
-	}
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup, struct task_struct *p)
-{
-	struct waterfall *wf = waterfall_of(p);
-	__u64 now;
-
-	if (!wf || !wf->in_query || !wf->asleep_since)
+	if (!wf || !wf->in_query)
 		return 0;
-	now = bpf_ktime_get_ns();
-	end_sleep(wf, now);
-	wf->runnable_since = now;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (wf->offcpu_since) {
+		off = now - wf->offcpu_since;
+		runq = off;
+		if (wf->asleep) {
+			/* Queued when woken: the run-queue wait is the rest. */
+			runq = next->se.cfs_rq->rq->clock - next->sched_info.last_queued;
+			if (!next->sched_info.last_queued || runq > off)
+				runq = 0;
+			wf->wait_ns[wf->asleep_kind & 3] += off - runq;
+			if (wf->asleep_kind == WAIT_LOCK || wf->asleep_kind == WAIT_LWLOCK)
+				hist_add(HIST_LOCK, off - runq);
+		}
+		wf->runq_ns += runq;
+		hist_add(HIST_RUNQ, runq);
+	}
+	wf->oncpu_since = now;
+	wf->offcpu_since = 0;
 	return 0;
 }

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which query is a backend running? Read from the bytes on its client
+ * socket: a round trip begins with the first message the backend reads
+ * and ends with the ReadyForQuery it sends. sock_recv_length and
+ * sock_send_length are tracepoints, not uprobes: no trap per query, and
+ * for every other socket call of the machine a pointer test. They see the
+ * extended protocol (Parse/Bind/Execute), which USDT query__start misses.
+ *
+ * The messages of a round trip are copied when it begins (up to
+ * QUERY_TEXT_MAX - 1 bytes) and sent with the record; Go reads the statement
+ * out of them (internal/postgres/wire.go). Encrypted connections cannot be
+ * read: they are counted, and --usdt sees their simple-protocol queries.
+ */
+
+#define MSG_PEEK 2
+#define TEXT_MASK (QUERY_TEXT_MAX - 1)
+#define WIRE_MAX_MSGS 16 /* messages walked per round trip */
+
+/* x86_64 syscall numbers: the socket calls whose buffer we can find. */
+#define NR_READ 0
+#define NR_WRITE 1
+#define NR_SENDTO 44
+#define NR_RECVFROM 45
+#define NR_SENDMSG 46
+#define NR_RECVMSG 47
+
+/* Startup codes of PostgreSQL's protocol (after the length word). */
+#define PG_SSL_REQUEST 80877103
+#define PG_GSSENC_REQUEST 80877104
+
+/* The bytes a round trip began with; only client backends get one. */
+struct wire_text {
+	__u32 len; /* bytes captured */
+	__u32 pad;
+	char buf[QUERY_TEXT_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct wire_text);
+} wire_texts SEC(".maps");
+
+/* The user buffer of the socket call in progress: the syscall's own argument. */
+static __always_inline void *sock_buf(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct user_msghdr msg;
+	struct iovec iov;
+
+	switch (regs->orig_ax) {
+	case NR_READ:
+	case NR_WRITE:
+	case NR_RECVFROM:
+	case NR_SENDTO:
+		return (void *)regs->si;
+	case NR_RECVMSG:
+	case NR_SENDMSG:
+		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)regs->si) ||
+		    msg.msg_iovlen != 1 || bpf_probe_read_user(&iov, sizeof(iov), msg.msg_iov))
+			return NULL;
+		return iov.iov_base;
+	}
+	return NULL;
+}
+
+/* n, at most TEXT_MASK, bounded where the verifier can see it. */
+static __always_inline __u32 text_bound(__u64 n)
+{
+	if (n > TEXT_MASK)
+		n = TEXT_MASK;
+	barrier_var(n); /* keep the mask: clang would pass an unbounded copy */
+	return n & TEXT_MASK;
+}
+
+static __always_inline __u32 be32_at(const char *b, __u32 off)
+{
+	return (__u32)(__u8)b[off & TEXT_MASK] << 24 | (__u32)(__u8)b[(off + 1) & TEXT_MASK] << 16 |
+	       (__u32)(__u8)b[(off + 2) & TEXT_MASK] << 8 | (__u32)(__u8)b[(off + 3) & TEXT_MASK];
+}
+
+/*
+ * Walks the round trip's messages from w->text_off: notes whether it runs
+ * a query and prepares a named statement, and where the next round trip
+ * starts when the client sent several at once (pipelining). A Sync, a
+ * simple Query or a FunctionCall is the last message of a round trip.
+ */
+static __always_inline void wire_walk(struct wire_text *t, struct wire *w)
+{
+	__u32 off = w->text_off, len, i;
+
+	w->next_off = 0;
+	for (i = 0; i < WIRE_MAX_MSGS; i++) {
+		if (off + 5 > t->len) {
+			w->flags |= WIRE_OPEN;
+			return;
+		}
+		len = be32_at(t->buf, off + 1);
+		if (len < 4 || len > (1U << 30)) { /* not a message: count it as a query */
+			w->flags |= WIRE_EXEC;
+			return;
+		}
+		switch (t->buf[off & TEXT_MASK]) {
+		case 'Q':
+		case 'F':
+			w->flags |= WIRE_EXEC;
+			/* fallthrough */
+		case 'S':
+			off += 1 + len;
+			if (off < t->len)
+				w->next_off = off;
+			return;
+		case 'E':
+			w->flags |= WIRE_EXEC;
+			break;
+		case 'P':
+			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK])
+				w->flags |= WIRE_NAMED_PARSE;
+			break;
+		}
+		off += 1 + len;
+	}
+	w->flags |= WIRE_EXEC; /* more messages than we walk: assume it runs one */
+}
+
+/* A round trip begins: the backend has just read its first message. */
+static __always_inline void wire_begin(struct task_local *tl, struct wire_text *t, __u64 now)
+{
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct wire *w = &tl->wire;
+
+	w->flags &= WIRE_TRUNCATED;
+	wire_walk(t, w);
+	/* What was not captured may hold the Execute. */
+	if ((w->flags & (WIRE_OPEN | WIRE_TRUNCATED)) == (WIRE_OPEN | WIRE_TRUNCATED))
+		w->flags |= WIRE_EXEC;
+	w->state = WIRE_BUSY;
+	if (ts)
+		query_begin(ts, &tl->wf, now);
+}
+
+/* A new process's first message: a client's startup packet, or no client. */
+static __always_inline void wire_hello(struct task_struct *task, struct wire *w)
+{
+	void *buf = sock_buf(task);
+	__u32 hdr[2], code;
+
+	if (!buf || bpf_probe_read_user(hdr, sizeof(hdr), buf)) {
+		w->state = WIRE_OFF;
+		return;
+	}
+	code = bpf_ntohl(hdr[1]);
+	if (code >> 16 == 3) { /* protocol 3.x */
+		w->state = WIRE_STARTUP;
+	} else if (code == PG_SSL_REQUEST || code == PG_GSSENC_REQUEST) {
+		w->state = WIRE_SSL_ASKED;
+	} else if ((hdr[0] & 0xff) == 0x16) { /* a TLS ClientHello: direct SSL (PostgreSQL 17) */
+		w->state = WIRE_ENCRYPTED;
+		stat_inc(STAT_WIRE_ENCRYPTED);
+	} else {
+		w->state = WIRE_OFF; /* a cancel request, or not a client */
+	}
+}
+
+/* A request from an idle client: copy its messages, begin a round trip. */
+static __always_inline void wire_request(struct task_struct *task, struct task_local *tl, int ret)
+{
+	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	void *buf = sock_buf(task);
+	struct wire *w = &tl->wire;
+	__u32 n = text_bound(ret);
+
+	if (!t || !buf || bpf_probe_read_user(t->buf, n, buf)) {
+		stat_inc(STAT_WIRE_UNREADABLE);
+		return;
+	}
+	t->len = n;
+	/* A connection older than the trace: a TLS record header is no message. */
+	if (w->state == WIRE_ATTACHED && t->buf[0] >= 0x14 && t->buf[0] <= 0x17 && t->buf[1] == 0x03) {
+		w->state = WIRE_ENCRYPTED;
+		stat_inc(STAT_WIRE_ENCRYPTED);
+		return;
+	}
+	w->flags = ret > n ? WIRE_TRUNCATED : 0;
+	w->text_off = 0;
+	wire_begin(tl, t, bpf_ktime_get_ns());
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
+{
+	struct task_struct *task;
+	struct task_local *tl;
+	struct wire *w;
+
+	if (ret <= 0 || (flags & MSG_PEEK))
+		return 0;
+	task = bpf_get_current_task_btf();
+	tl = task_local_of(task);
+	if (!tl)
+		return 0;
+	w = &tl->wire;
+	if (w->state == WIRE_NEW || (w->state == WIRE_ATTACHED && !w->sk))
+		w->sk = (__u64)sk; /* the first socket a backend reads is its client's */
+	if (w->sk != (__u64)sk)
+		return 0;
+	switch (w->state) {
+	case WIRE_NEW:
+		wire_hello(task, w);
+		break;
+	case WIRE_ATTACHED:
+	case WIRE_IDLE:
+		wire_request(task, tl, ret);
+		break;
+	case WIRE_BUSY:
+		if (w->flags & WIRE_OPEN) /* the rest of the round trip: most likely its Execute */
+			w->flags |= WIRE_EXEC;
+		break;
+	}
+	return 0;
+}
+
+/* The round trip ends with its ReadyForQuery: the record goes out. */
+static __always_inline void wire_end(struct task_struct *task, struct task_local *tl)
+{
+	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct wire *w = &tl->wire;
+	__u64 now = bpf_ktime_get_ns();
+	struct wire_text *t = NULL;
+	struct query_event *e;
+	__u32 off, n = 0;
+
+	w->state = WIRE_IDLE;
+	if (!ts || !ts->query_start_ns)
+		return;
+	e = query_end(ts, &tl->wf, now, w->flags & WIRE_EXEC, w->flags & WIRE_NAMED_PARSE);
+	if (e || w->next_off) /* only then are the messages needed */
+		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+	if (e) {
+		off = w->text_off & TEXT_MASK;
+		if (t && t->len > off)
+			n = text_bound(t->len - off);
+		if (n && bpf_probe_read_kernel(e->text, n, t->buf + off))
+			n = 0;
+		e->text_kind = TEXT_PG_WIRE;
+		query_submit(e, n, w->flags & WIRE_TRUNCATED);
+	}
+	if (w->next_off && t) { /* the client sent the next round trip already: it begins now */
+		w->text_off = w->next_off;
+		wire_begin(tl, t, now);
+	}
+}
+
+/* ReadyForQuery: 'Z', length 5, transaction status. */
+static __always_inline int ready_for_query(const char *m)
+{
+	return m[0] == 'Z' && m[1] == 0 && m[2] == 0 && m[3] == 0 && m[4] == 5 &&
+	       (m[5] == 'I' || m[5] == 'T' || m[5] == 'E');
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
+{
+	struct task_struct *task;
+	struct task_local *tl;
+	struct wire *w;
+	char tail[6];
+	void *buf;
+
+	if (ret <= 0)
+		return 0;
+	task = bpf_get_current_task_btf();
+	tl = task_local_of(task);
+	if (!tl)
+		return 0;
+	w = &tl->wire;
+	if (w->sk != (__u64)sk || w->state == WIRE_ENCRYPTED)
+		return 0;
+	buf = sock_buf(task);
+	if (!buf) {
+		stat_inc(STAT_WIRE_UNREADABLE);
+		return 0;
+	}
+	if (w->state == WIRE_SSL_ASKED) { /* one byte: 'S' or 'G' yes, 'N' no */
+		if (bpf_probe_read_user(tail, 1, buf))
+			return 0;
+		if (tail[0] == 'S' || tail[0] == 'G') {
+			w->state = WIRE_ENCRYPTED;
+			stat_inc(STAT_WIRE_ENCRYPTED);
+		} else {
+			w->state = WIRE_NEW; /* the startup packet follows, in the clear */
+		}
+		return 0;
+	}
+	if (ret < (int)sizeof(tail) || bpf_probe_read_user(tail, sizeof(tail), buf + ret - sizeof(tail)) ||
+	    !ready_for_query(tail))
+		return 0;
+	switch (w->state) {
+	case WIRE_BUSY:
+		wire_end(task, tl);
+		break;
+	case WIRE_IDLE:
+		stat_inc(STAT_WIRE_UNSEEN);
+		break;
+	default: /* STARTUP, ATTACHED: from here on in step with the client */
+		w->state = WIRE_IDLE;
+	}
+	return 0;
+}
