@@ -18,10 +18,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/loadgen"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 )
 
@@ -62,8 +64,9 @@ func main() {
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
-	capacityRates := flag.String("capacity", "", "instead, the capacity ladder: query rates to hold for -seconds each with every query recorded, e.g. 10000,20000,40000,0 (0: unlimited)")
+	capacityRates := flag.String("capacity", "", "instead, the capacity ladder on a synthetic backend: query rates to hold for -seconds each with every query recorded, e.g. 25000,50000,100000,0 (0: unlimited)")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
+	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
 	flag.Parse()
 	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, sharedBuffers: *sharedBuffers, out: *out}
 	if *capacityRates != "" {
@@ -246,6 +249,13 @@ func saveJSON(out, name string, v any) error {
 	}
 	fmt.Printf("results: %s\n", out)
 	return nil
+}
+
+// heapBytes is the Go heap in use.
+func heapBytes() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }
 
 // quantile interpolates linearly between the sorted values.

@@ -17,6 +17,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/record"
+	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
 )
 
@@ -157,7 +158,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 // the recording holds fio's latency and dbiolat's block latency of the
 // same I/O, each a check on the other.
 func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds int) (*model.FioJob, error) {
-	s, err := session.OpenProcesses()
+	s, err := session.OpenProcesses(probe.Families{FS: true, Block: true}, probe.EmitNone)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds i
 		return nil, fmt.Errorf("starting fio: %w", err)
 	}
 	// Before fio's job thread starts: it is caught either in /proc or at its creation.
-	if err := s.Track(cmd.Process.Pid); err != nil {
+	if err := s.Track(cmd.Process.Pid, false); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, err

@@ -276,6 +276,18 @@ func (t *Tracer) ProgramStats() ([]ProgramStat, float64, error) {
 	return out, sm.seconds, nil
 }
 
+// ProgramRuns is how many times the kernel has run our programs, counted
+// only while its BPF statistics are on (SampleStats, or a benchmark's).
+func (t *Tracer) ProgramRuns() uint64 {
+	var n uint64
+	for p := range t.progs {
+		if st, err := p.Stats(); err == nil {
+			n += st.RunCount
+		}
+	}
+	return n
+}
+
 // MapBytes is the kernel memory our maps hold (all preallocated, so it
 // does not grow while tracing), as the kernel accounts it.
 func (t *Tracer) MapBytes() uint64 {

@@ -70,14 +70,15 @@ func Open(cfg Config) (*Session, error) {
 	return s, nil
 }
 
-// OpenProcesses attaches the file system and block probes with no
-// database: the caller names the processes to trace with Track. A bench
-// traces fio this way, to check dbiolat's block latency against fio's.
-func OpenProcesses() (*Session, error) {
+// OpenProcesses attaches the probes with no database: the caller names
+// the processes to trace with Track. A bench traces fio this way, to
+// check dbiolat's block latency against fio's, and the capacity benchmark
+// a synthetic backend (internal/loadgen).
+func OpenProcesses(f probe.Families, emit probe.Emit) (*Session, error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
-	return open(Config{Families: probe.Families{FS: true, Block: true}, Emit: probe.EmitNone})
+	return open(Config{Families: f, Emit: emit})
 }
 
 func open(cfg Config) (*Session, error) {
@@ -98,8 +99,9 @@ func open(cfg Config) (*Session, error) {
 }
 
 // Track traces process pid, its threads and its children from now on, on
-// their own (not as part of a database instance).
-func (s *Session) Track(pid int) error { return s.tracer.Track(pid, pid, false) }
+// their own (not as part of a database instance); client says it serves a
+// client connection in PostgreSQL's protocol.
+func (s *Session) Track(pid int, client bool) error { return s.tracer.Track(pid, pid, client) }
 
 func findInstances(cfg Config) ([]postgres.Instance, error) {
 	switch {
@@ -407,6 +409,10 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 	sum.Cost = s.Cost()
 	return sum, nil
 }
+
+// ProgramRuns is how many times the kernel has run the session's
+// programs while its BPF statistics were on.
+func (s *Session) ProgramRuns() uint64 { return s.tracer.ProgramRuns() }
 
 // Cost measures what the session has cost so far.
 func (s *Session) Cost() *model.Cost {

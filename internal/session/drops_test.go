@@ -1,0 +1,111 @@
+package session
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/loadgen"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/probe"
+)
+
+func TestMain(m *testing.M) {
+	loadgen.ServeIfBackend() // the synthetic backend is this test binary again
+	os.Exit(m.Run())
+}
+
+// needRoot skips a test that needs BPF, unless CI says it must run.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test needs root for BPF, and CI must run it")
+		}
+		t.Skip("needs root for BPF")
+	}
+}
+
+// Every query the synthetic backend answers is delivered as a record or
+// counted as dropped: nothing is lost unseen. Drained on time, nothing is
+// dropped, one query at a time or pipelined; in a burst larger than the
+// ring buffer with no drain, the records that did not fit are counted,
+// exactly.
+func TestDeliveredPlusDroppedIsSent(t *testing.T) {
+	needRoot(t)
+	for _, c := range []struct {
+		name         string
+		n, batch     int
+		drain, drops bool
+	}{
+		{"one at a time", 20000, 1, true, false},
+		{"pipelined", 20000, 16, true, false},
+		{"a burst larger than the ring buffer, not drained", 100000, 16, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			delivered, queries, drops, elapsed := runLoad(t, c.n, c.batch, c.drain)
+			t.Logf("%d queries in %v: %d delivered, %d queries counted, drops %+v", c.n, elapsed, delivered, queries, drops)
+			if queries != uint64(c.n) {
+				t.Errorf("the kernel counted %d queries, the client sent %d", queries, c.n)
+			}
+			if delivered+drops.Lost() != uint64(c.n) || drops.Lost() != drops.RingbufFull {
+				t.Errorf("%d delivered + %d lost (%d ring buffer full) != %d sent", delivered, drops.Lost(), drops.RingbufFull, c.n)
+			}
+			if c.drops != (drops.RingbufFull > 0) {
+				t.Errorf("ring buffer drops %d, want some: %v", drops.RingbufFull, c.drops)
+			}
+		})
+	}
+}
+
+// runLoad sends n queries to a synthetic backend traced with every query
+// a record, polling as the commands do when drain is set, else only at
+// the end.
+func runLoad(t *testing.T, n, batch int, drain bool) (delivered, queries uint64, drops model.Drops, elapsed time.Duration) {
+	t.Helper()
+	b, err := loadgen.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := OpenProcesses(probe.Families{Wire: true, Sched: true}, probe.EmitAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Track(b.PID(), true); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		elapsed, err = b.Run(n, 0, batch)
+		done <- err
+	}()
+	count := func(*model.Query) { delivered++ }
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		case <-time.After(100 * time.Millisecond):
+			if drain {
+				if err := s.Poll(time.Now(), count, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := s.Poll(time.Now(), count, nil); err != nil {
+		t.Fatal(err)
+	}
+	if drops, err = s.Drops(); err != nil {
+		t.Fatal(err)
+	}
+	if queries, err = s.Queries(); err != nil {
+		t.Fatal(err)
+	}
+	return delivered, queries, drops, elapsed
+}
