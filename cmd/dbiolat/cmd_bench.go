@@ -16,8 +16,8 @@ import (
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
-	"github.com/dbiolat/dbiolat/internal/record"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/record"
 	"github.com/dbiolat/dbiolat/internal/session"
 )
 
