@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
@@ -28,6 +30,8 @@ type config struct {
 	// command returns the tracer's command line and the line it prints
 	// (on stdout or stderr) once attached; nil for the baseline.
 	command func(e *env) (args []string, ready string)
+	// attach, instead, attaches in this process; the closer detaches.
+	attach func() (io.Closer, error)
 }
 
 var (
@@ -42,6 +46,10 @@ var (
 		return []string{e.dbiolat, "slowlog", "--min-query", "0", "--fs", "--buffers", "--raw-sql", "--json",
 			"--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
 	}}
+	// The floor of dbiolat's default mode: its kernel hooks (socket
+	// calls, context switches) with programs that return at once. What
+	// the machine pays to run any program there, before any work.
+	hooksFloor = config{name: "hooks-floor", attach: attachEmpty}
 	// The floor of any per-query tool built on PostgreSQL's USDT probes:
 	// the two uprobe traps per query with programs that do nothing.
 	floor = config{name: "usdt-floor", command: func(e *env) ([]string, string) {
@@ -80,7 +88,40 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{floor, dbiolatDefault, dbiolatAll, bpftrace, strace}
+var allConfigs = []config{hooksFloor, floor, dbiolatDefault, dbiolatAll, bpftrace, strace}
+
+// attachEmpty attaches a program that returns 0 to each BTF tracepoint
+// the default mode uses.
+func attachEmpty() (io.Closer, error) {
+	var links links
+	for _, tp := range []string{"sock_recv_length", "sock_send_length", "sched_switch"} {
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: tp, License: "GPL",
+			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		})
+		if err != nil {
+			links.Close()
+			return nil, fmt.Errorf("loading an empty program for %s: %w", tp, err)
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		prog.Close() // the link holds it
+		if err != nil {
+			links.Close()
+			return nil, fmt.Errorf("attaching an empty program to %s: %w", tp, err)
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}
+
+type links []link.Link
+
+func (ls links) Close() error {
+	for _, l := range ls {
+		l.Close()
+	}
+	return nil
+}
 
 func configNames() []string {
 	var out []string
@@ -133,6 +174,13 @@ func measure(ctx context.Context, e *env, cfg config, wflag string, clients, sec
 	}
 	var m measurement
 	var t *tracerProc
+	if cfg.attach != nil {
+		c, err := cfg.attach()
+		if err != nil {
+			return m, err
+		}
+		defer c.Close()
+	}
 	if cfg.command != nil {
 		var err error
 		if t, err = startTracer(cfg.command(e)); err != nil {

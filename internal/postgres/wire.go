@@ -89,6 +89,9 @@ func ParseRoundTrip(b []byte, known func(name string) (string, bool)) RoundTrip 
 	if rt.Query == "" {
 		rt.Query = parsed
 	}
+	if rt.Query == "" && len(rt.Closed) == 0 {
+		rt.Query = "-- a statement that began before the trace" // its first messages were not seen (COPY data, say)
+	}
 	return rt
 }
 

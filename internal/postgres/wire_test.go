@@ -65,8 +65,9 @@ func TestParseRoundTrip(t *testing.T) {
 		{"close", cat(closeStmt, sync), RoundTrip{Closed: []string{"P0_1"}}},
 		{"cut inside the text", simple[:8], RoundTrip{Query: "SEL", Executes: 1, Cut: true}},
 		{"cut inside a header", cat(parseAnon, bindAnon[:3]), RoundTrip{Query: "UPDATE t SET v = $1", Cut: true}},
-		{"not a message", []byte{'Q', 0, 0, 0, 1}, RoundTrip{Cut: true}},
-		{"nothing", nil, RoundTrip{}},
+		{"not a message", []byte{'Q', 0, 0, 0, 1}, RoundTrip{Query: "-- a statement that began before the trace", Cut: true}},
+		{"the middle of a COPY", cat(msg('d', "1\tx\n"), msg('c')), RoundTrip{Query: "-- a statement that began before the trace"}},
+		{"nothing", nil, RoundTrip{Query: "-- a statement that began before the trace"}},
 	} {
 		got := ParseRoundTrip(c.in, lookup)
 		if !reflect.DeepEqual(got, c.want) {

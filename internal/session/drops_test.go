@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dbiolat/dbiolat/internal/loadgen"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
@@ -56,7 +58,18 @@ func TestDeliveredPlusDroppedIsSent(t *testing.T) {
 			}
 		})
 	}
+	// The memory budget the README states, after 140,000 records.
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	if rss := ru.Maxrss << 10; rss > goMemoryBudget {
+		t.Errorf("peak RSS %d MiB, over the budget of %d MiB", rss>>20, goMemoryBudget>>20)
+	}
 }
+
+// goMemoryBudget is what dbiolat's own process may hold at its peak.
+const goMemoryBudget = 150 << 20
 
 // runLoad sends n queries to a synthetic backend traced with every query
 // a record, polling as the commands do when drain is set, else only at
