@@ -37,7 +37,7 @@ type layer struct{ Title, Source string }
 
 var layers = map[string]layer{
 	model.HistQuery: {"query latency",
-		"Each finished query, from the USDT probe postgresql:query__start to query__done in its backend: every query seen, recorded or not."},
+		"Each finished query, from the first message its backend read to the ReadyForQuery it sent (or, recorded with --usdt, from the USDT probe postgresql:query__start to query__done): every query seen, recorded or not."},
 	model.HistRunq: {"run-queue waits of queries",
 		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and the time the kernel queued it (sched_info.last_queued)."},
 	model.HistLock: {"lock waits of queries",

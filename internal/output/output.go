@@ -149,7 +149,7 @@ func who(q *model.Query) string {
 // mean and percentiles, then the bars.
 func Hists(w io.Writer, hs model.Hists) error {
 	titles := map[string]string{
-		model.HistQuery:        "query latency (query__start to query__done)",
+		model.HistQuery:        "query latency (first message read to ReadyForQuery sent)",
 		model.HistRunq:         "run-queue wait of queries (runnable, waiting for a CPU)",
 		model.HistLock:         "lock waits of queries (asleep on a lock or LWLock)",
 		model.HistFSReadHit:    "file system reads served by the page cache",
