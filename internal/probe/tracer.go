@@ -277,15 +277,17 @@ func (t *Tracer) ProgramStats() ([]ProgramStat, float64, error) {
 }
 
 // ProgramRuns is how many times the kernel has run our programs, counted
-// only while its BPF statistics are on (SampleStats, or a benchmark's).
-func (t *Tracer) ProgramRuns() uint64 {
-	var n uint64
+// only while its BPF statistics are on (SampleStats, or a benchmark's),
+// and how many runs it skipped, counted always: a program is skipped when
+// it is already running on that CPU (interrupted, then hit again).
+func (t *Tracer) ProgramRuns() (runs, skipped uint64) {
 	for p := range t.progs {
 		if st, err := p.Stats(); err == nil {
-			n += st.RunCount
+			runs += st.RunCount
+			skipped += st.RecursionMisses
 		}
 	}
-	return n
+	return runs, skipped
 }
 
 // MapBytes is the kernel memory our maps hold (all preallocated, so it
@@ -415,17 +417,16 @@ func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 	o := &t.objs
 	n := 0
 	for _, w := range []struct {
-		name     string
-		prog     *ebpf.Program
-		required bool
+		name           string
+		prog           *ebpf.Program
+		want, required bool
 	}{
-		{p.QueryStart, o.QueryStart, t.families.USDT}, {p.QueryDone, o.QueryDone, t.families.USDT},
-		{p.LockStart, o.LockWaitStart, false}, {p.LockDone, o.LockWaitDone, false},
-		{p.LWLockStart, o.LwlockWaitStart, false}, {p.LWLockDone, o.LockWaitDone, false},
-		{p.BufferReadDone, o.BufferReadDone, t.families.Buffers},
+		{p.QueryStart, o.QueryStart, t.families.USDT, true}, {p.QueryDone, o.QueryDone, t.families.USDT, true},
+		{p.LockStart, o.LockWaitStart, true, false}, {p.LockDone, o.LockWaitDone, true, false},
+		{p.LWLockStart, o.LwlockWaitStart, true, false}, {p.LWLockDone, o.LockWaitDone, true, false},
+		{p.BufferReadDone, o.BufferReadDone, t.families.Buffers, true},
 	} {
-		if (w.prog == o.QueryStart || w.prog == o.QueryDone) && !t.families.USDT ||
-			w.prog == o.BufferReadDone && !t.families.Buffers {
+		if !w.want {
 			continue
 		}
 		sites := usdt.Find(probes, p.Provider, w.name)

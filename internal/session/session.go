@@ -371,6 +371,7 @@ func (s *Session) Drops() (model.Drops, error) {
 	if err != nil {
 		return model.Drops{}, err
 	}
+	_, skipped := s.tracer.ProgramRuns()
 	return model.Drops{
 		RingbufFull:     st[probe.StatRingbufFull],
 		ThreadsFull:     st[probe.StatThreadsFull],
@@ -387,6 +388,7 @@ func (s *Session) Drops() (model.Drops, error) {
 		WireEncrypted:   st[probe.StatWireEncrypted],
 		WireUnreadable:  st[probe.StatWireUnreadable],
 		WireUnseen:      st[probe.StatWireUnseen],
+		ProgramsSkipped: skipped,
 	}, nil
 }
 
@@ -412,7 +414,10 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 
 // ProgramRuns is how many times the kernel has run the session's
 // programs while its BPF statistics were on.
-func (s *Session) ProgramRuns() uint64 { return s.tracer.ProgramRuns() }
+func (s *Session) ProgramRuns() uint64 {
+	runs, _ := s.tracer.ProgramRuns()
+	return runs
+}
 
 // Cost measures what the session has cost so far.
 func (s *Session) Cost() *model.Cost {
