@@ -318,10 +318,17 @@ func processCPU(pid int) float64 {
 	return (utime + stime) / 100 // USER_HZ
 }
 
+// programStat is what the kernel counted of one program (or of the
+// programs of one name: a USDT probe has one per site).
+type programStat struct {
+	Ns   uint64 `json:"run_ns"`
+	Runs uint64 `json:"runs"`
+}
+
 // programStats sums the kernel's statistics of the BPF programs loaded
 // since the tracer started, by name.
-func (t *tracerProc) programStats() (byName map[string]uint64, ns, runs uint64) {
-	byName = map[string]uint64{}
+func (t *tracerProc) programStats() (byName map[string]programStat, ns, runs uint64) {
+	byName = map[string]programStat{}
 	for id := range programIDs() {
 		if t.before[id] {
 			continue
@@ -336,7 +343,10 @@ func (t *tracerProc) programStats() (byName map[string]uint64, ns, runs uint64) 
 		if ierr != nil || serr != nil {
 			continue
 		}
-		byName[info.Name] += uint64(st.Runtime)
+		ps := byName[info.Name]
+		ps.Ns += uint64(st.Runtime)
+		ps.Runs += st.RunCount
+		byName[info.Name] = ps
 		ns += uint64(st.Runtime)
 		runs += st.RunCount
 	}

@@ -39,7 +39,7 @@ type measurement struct {
 	ToolRSS  int64             `json:"tool_max_rss_bytes"`
 	BPFns    uint64            `json:"bpf_run_ns"` // the tracer's programs, all runs
 	BPFRuns  uint64            `json:"bpf_runs"`
-	Programs map[string]uint64 `json:"bpf_run_ns_by_program,omitempty"`
+	Programs map[string]programStat `json:"bpf_by_program,omitempty"`
 }
 
 // result is one configuration on one workload, over all rounds.
@@ -204,16 +204,14 @@ func summarize(workload, config string, base, traced []measurement, profile meas
 	for p := range programs {
 		names = append(names, p)
 	}
-	sort.Slice(names, func(i, j int) bool { return programs[names[i]] > programs[names[j]] })
-	var total uint64
-	for _, ns := range programs {
-		total += ns
-	}
+	sort.Slice(names, func(i, j int) bool { return programs[names[i]].Ns > programs[names[j]].Ns })
 	for i, p := range names {
 		if i == 4 {
 			break
 		}
-		r.TopPrograms = append(r.TopPrograms, fmt.Sprintf("%s %.0f%%", p, 100*float64(programs[p])/float64(max(total, 1))))
+		ps := programs[p]
+		r.TopPrograms = append(r.TopPrograms, fmt.Sprintf("%s %.0f%% (%.0f ns a run)", p,
+			100*float64(ps.Ns)/float64(max(profile.BPFns, 1)), float64(ps.Ns)/float64(max(ps.Runs, 1))))
 	}
 	return r
 }
