@@ -29,16 +29,16 @@ import (
 
 // measurement is one pgbench run.
 type measurement struct {
-	Workload string            `json:"workload"`
-	Config   string            `json:"config"`
-	Round    int               `json:"round"`
-	TPS      float64           `json:"tps"`
-	Tx       int64             `json:"transactions"`
-	CPUus    float64           `json:"cpu_us_per_tx"` // machine CPU (without steal) per transaction
-	ToolCPU  float64           `json:"tool_cpu_s"`    // the tracer's own user+system CPU while pgbench ran
-	ToolRSS  int64             `json:"tool_max_rss_bytes"`
-	BPFns    uint64            `json:"bpf_run_ns"` // the tracer's programs, all runs
-	BPFRuns  uint64            `json:"bpf_runs"`
+	Workload string                 `json:"workload"`
+	Config   string                 `json:"config"`
+	Round    int                    `json:"round"`
+	TPS      float64                `json:"tps"`
+	Tx       int64                  `json:"transactions"`
+	CPUus    float64                `json:"cpu_us_per_tx"` // machine CPU (without steal) per transaction
+	ToolCPU  float64                `json:"tool_cpu_s"`    // the tracer's own user+system CPU while pgbench ran
+	ToolRSS  int64                  `json:"tool_max_rss_bytes"`
+	BPFns    uint64                 `json:"bpf_run_ns"` // the tracer's programs, all runs
+	BPFRuns  uint64                 `json:"bpf_runs"`
 	Programs map[string]programStat `json:"bpf_by_program,omitempty"`
 }
 
