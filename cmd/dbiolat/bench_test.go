@@ -13,12 +13,13 @@ import (
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/record"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 // benchDir is a directory PostgreSQL (run as postgres) can use.
 func benchDir(t *testing.T) string {
 	t.Helper()
-	needRoot(t)
+	testenv.NeedRoot(t)
 	if _, err := exec.LookPath("fio"); err != nil {
 		t.Fatal("fio is not installed (make deps installs it)")
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 var binary string // built once by TestMain
@@ -43,20 +44,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needRoot skips a test that needs BPF, unless CI says it must run.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test needs root for BPF, and CI must run it")
-		}
-		t.Skip("needs root for BPF")
-	}
-}
-
 func startPG(t *testing.T, settings map[string]string) *pgsandbox.Cluster {
 	t.Helper()
-	needRoot(t)
+	testenv.NeedRoot(t)
 	c, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Settings: settings})
 	if err != nil {
 		if err == pgsandbox.ErrNotInstalled && os.Getenv("CI") != "true" {
@@ -485,7 +475,7 @@ func TestBadInputGivesOneSentence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(binary, tc.args...)
 			if tc.user {
-				needRoot(t) // to switch to nobody
+				testenv.NeedRoot(t) // to switch to nobody
 				c := startPG(t, nil)
 				cmd.Args = append(cmd.Args, "--pid", fmt.Sprint(c.PostmasterPID()))
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

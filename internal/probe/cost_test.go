@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 // The kernel memory the maps take is fixed at load (every map preallocated
 // and sized) and stays within the budget the README states.
 func TestMapMemoryBudget(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	const budget = 32 << 20
 	tr, err := Open(All, EmitAll)
 	if err != nil {
@@ -35,9 +37,6 @@ func TestMapMemoryBudget(t *testing.T) {
 //
 //	sudo go test -run '^$' -bench ForeignSyscall -count 5 ./internal/probe/
 func BenchmarkForeignSyscall(b *testing.B) {
-	if !isRoot() {
-		b.Skip("needs root for BPF")
-	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
@@ -45,49 +44,30 @@ func BenchmarkForeignSyscall(b *testing.B) {
 	defer r.Close()
 	defer w.Close()
 	buf := []byte{0}
-	ops := []struct {
-		name string
-		op   func()
-	}{
-		{"getppid", func() { syscall.Getppid() }},
-		{"pipe-write-read", func() { syscall.Write(int(w.Fd()), buf); syscall.Read(int(r.Fd()), buf) }},
-	}
-	for _, o := range ops {
-		b.Run(o.name+"/untraced", func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				o.op()
-			}
-		})
-		b.Run(o.name+"/fs-tracepoints-attached", func(b *testing.B) {
-			tr, err := Open(Families{FS: true}, EmitNone)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				b.StopTimer() // detaching waits for RCU: not the syscall's cost
-				tr.Close()
-			}()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				o.op()
-			}
-		})
-	}
+	b.Run("getppid", func(b *testing.B) {
+		attachModes(b, Families{FS: true}, false, func() { syscall.Getppid() })
+	})
+	b.Run("pipe-write-read", func(b *testing.B) {
+		attachModes(b, Families{FS: true}, false, func() { syscall.Write(int(w.Fd()), buf); syscall.Read(int(r.Fd()), buf) })
+	})
 }
 
-// attachModes runs op untraced; with the default families attached but
-// this process not tracked (what every other process of the machine pays);
-// and tracked as a PostgreSQL client backend (what a traced query pays).
-func attachModes(b *testing.B, op func()) {
-	if !isRoot() {
-		b.Skip("needs root for BPF")
-	}
+// attachModes runs op untraced; with families attached but this process
+// not tracked (what every other process of the machine pays); and, with
+// tracked, tracked as a PostgreSQL client backend (what a traced query
+// pays).
+func attachModes(b *testing.B, families Families, tracked bool, op func()) {
+	testenv.NeedRoot(b)
 	runtime.LockOSThread() // one thread: its state is the backend's
 	defer runtime.UnlockOSThread()
-	for _, mode := range []string{"untraced", "attached", "tracked"} {
+	modes := []string{"untraced", "attached"}
+	if tracked {
+		modes = append(modes, "tracked")
+	}
+	for _, mode := range modes {
 		b.Run(mode, func(b *testing.B) {
 			if mode != "untraced" {
-				tr, err := Open(Default, EmitNone)
+				tr, err := Open(families, EmitNone)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -125,7 +105,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	query := append([]byte{'Q', 0, 0, 0, 14}, "SELECT 1;\x00"...)
 	ready := []byte{'Z', 0, 0, 0, 5, 'I'}
 	buf := make([]byte, 64)
-	attachModes(b, func() {
+	attachModes(b, Default, true, func() {
 		unix.Write(client, query)
 		unix.Read(server, buf)
 		unix.Write(server, ready)
@@ -157,7 +137,7 @@ func BenchmarkContextSwitch(b *testing.B) {
 		}
 	}()
 	buf := []byte{0}
-	attachModes(b, func() {
+	attachModes(b, Default, true, func() {
 		unix.Write(ping[1], buf)
 		unix.Read(pong[0], buf)
 	})

@@ -3,30 +3,17 @@ package probe
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
 
 	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
-
-func isRoot() bool { return os.Geteuid() == 0 }
-
-// needRoot skips a test that needs BPF, unless CI says it must run.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if !isRoot() {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test needs root for BPF, and CI must run it")
-		}
-		t.Skip("needs root for BPF")
-	}
-}
 
 // The kernel's slot function and Go's must agree on every boundary.
 func TestLog2SlotMatchesHist(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	spec, err := loadDbiolat()
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +41,7 @@ func TestLog2SlotMatchesHist(t *testing.T) {
 
 // Every program the tracer can attach loads and attaches on this kernel.
 func TestOpenAttachesEverything(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	tr, err := Open(All, EmitAll)
 	if err != nil {
 		t.Fatal(err)

@@ -10,22 +10,12 @@ import (
 	"github.com/dbiolat/dbiolat/internal/loadgen"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
 	loadgen.ServeIfBackend() // the synthetic backend is this test binary again
 	os.Exit(m.Run())
-}
-
-// needRoot skips a test that needs BPF, unless CI says it must run.
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test needs root for BPF, and CI must run it")
-		}
-		t.Skip("needs root for BPF")
-	}
 }
 
 // Every query the synthetic backend answers is delivered as a record or
@@ -34,7 +24,7 @@ func needRoot(t *testing.T) {
 // ring buffer with no drain, the records that did not fit are counted,
 // exactly.
 func TestDeliveredPlusDroppedIsSent(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t)
 	for _, c := range []struct {
 		name         string
 		n, batch     int

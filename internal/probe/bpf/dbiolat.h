@@ -174,7 +174,7 @@ struct hist {
 
 /*
  * Where a thread in a query spends its time, in task-local storage: the
- * scheduler hooks run on every context switch and wakeup of the machine,
+ * scheduler hook runs on every context switch of the machine,
  * and for a task without storage the lookup is a pointer test, not a hash
  * lookup.
  */
