@@ -1,6 +1,9 @@
 # The two commands of the README: `make demo` and `make test`. Both install
 # what they need first (Debian, as root).
 GO ?= go
+# One static binary, and one that can drop its capabilities in every
+# thread once attached (the Go runtime cannot with cgo).
+export CGO_ENABLED = 0
 
 .PHONY: demo test deps build generate check-generated unit fuzz bench-overhead
 
@@ -36,9 +39,11 @@ unit:
 # Bounded fuzzing of the parsers that read foreign input.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseArg -fuzztime 15s ./internal/usdt/
+	$(GO) test -run '^$$' -fuzz FuzzReadProbes -fuzztime 15s ./internal/usdt/
 	$(GO) test -run '^$$' -fuzz FuzzNormalize -fuzztime 15s ./internal/sqlnorm/
 	$(GO) test -run '^$$' -fuzz FuzzLiteralPrivacy -fuzztime 15s ./internal/sqlnorm/
 	$(GO) test -run '^$$' -fuzz FuzzParseRoundTrip -fuzztime 15s ./internal/postgres/
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 30s ./internal/record/
 
 bench-overhead: deps
 	$(GO) run ./bench/overhead

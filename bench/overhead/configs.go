@@ -55,6 +55,13 @@ var (
 	floor = config{name: "usdt-floor", command: func(e *env) ([]string, string) {
 		return []string{"bpftrace", "-e", strings.ReplaceAll(floorScript, "BIN", e.postgres)}, "ready"
 	}}
+	// The floor of the "all" mode's extra hooks, with programs that do
+	// nothing: the file system syscall tracepoints (enabling any of them
+	// sends every syscall of the machine through the slow path) and the
+	// uprobe trap on every shared-buffer access (--buffers).
+	allFloor = config{name: "all-floor", command: func(e *env) ([]string, string) {
+		return []string{"bpftrace", "-e", strings.ReplaceAll(allFloorScript, "BIN", e.postgres)}, "ready"
+	}}
 	// What users run today (the seeds): query latency from the USDT
 	// probes and pread64 time per query, with a line for each query that read.
 	bpftrace = config{name: "bpftrace", command: func(e *env) ([]string, string) {
@@ -69,6 +76,24 @@ var (
 const floorScript = `
 usdt:BIN:postgresql:query__start {}
 usdt:BIN:postgresql:query__done {}
+BEGIN { printf("ready\n"); }
+`
+
+const allFloorScript = `
+usdt:BIN:postgresql:buffer__read__done {}
+tracepoint:syscalls:sys_enter_read, tracepoint:syscalls:sys_exit_read,
+tracepoint:syscalls:sys_enter_readv, tracepoint:syscalls:sys_exit_readv,
+tracepoint:syscalls:sys_enter_pread64, tracepoint:syscalls:sys_exit_pread64,
+tracepoint:syscalls:sys_enter_preadv, tracepoint:syscalls:sys_exit_preadv,
+tracepoint:syscalls:sys_enter_preadv2, tracepoint:syscalls:sys_exit_preadv2,
+tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_exit_write,
+tracepoint:syscalls:sys_enter_writev, tracepoint:syscalls:sys_exit_writev,
+tracepoint:syscalls:sys_enter_pwrite64, tracepoint:syscalls:sys_exit_pwrite64,
+tracepoint:syscalls:sys_enter_pwritev, tracepoint:syscalls:sys_exit_pwritev,
+tracepoint:syscalls:sys_enter_pwritev2, tracepoint:syscalls:sys_exit_pwritev2,
+tracepoint:syscalls:sys_enter_fsync, tracepoint:syscalls:sys_exit_fsync,
+tracepoint:syscalls:sys_enter_fdatasync, tracepoint:syscalls:sys_exit_fdatasync,
+tracepoint:syscalls:sys_enter_sync_file_range, tracepoint:syscalls:sys_exit_sync_file_range {}
 BEGIN { printf("ready\n"); }
 `
 
@@ -88,7 +113,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, floor, dbiolatDefault, dbiolatAll, bpftrace, strace}
+var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace}
 
 // attachEmpty attaches a program that returns 0 to each BTF tracepoint
 // the default mode uses.
@@ -154,7 +179,9 @@ func setup() (*env, error) {
 		return nil, err
 	}
 	e := &env{dbiolat: filepath.Join(tmp, "dbiolat"), tmp: tmp}
-	if b, err := exec.Command("go", "build", "-o", e.dbiolat, "./cmd/dbiolat").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", e.dbiolat, "./cmd/dbiolat")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build
+	if b, err := build.CombinedOutput(); err != nil {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("building dbiolat: %v\n%s", err, b)
 	}

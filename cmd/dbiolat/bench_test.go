@@ -98,7 +98,7 @@ func TestBenchKeepsFioAndAgreesWithIt(t *testing.T) {
 		}
 	}
 	scans := 0
-	for _, q := range r.Queries {
+	for q := range r.Queries {
 		if strings.HasPrefix(q.Query, "SELECT count(*) FROM pgbench_accounts") {
 			scans++
 		}

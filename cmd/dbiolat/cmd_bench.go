@@ -135,7 +135,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 	}()
 	// Every family, file system calls too: a bench compares storage layers
 	// and runs no production load whose speed the probes could cost.
-	ro := recordOptions{targetOptions: targetOptions{PID: c.PostmasterPID(), FS: true}, Interval: time.Second}
+	ro := recordOptions{targetOptions: targetOptions{PID: c.PostmasterPID(), FS: true}, Interval: time.Second, keepPrivileges: true}
 	sum, err := recordTrace(traceCtx, ro, func(*session.Session) (*record.Writer, error) {
 		close(attached)
 		return w, nil

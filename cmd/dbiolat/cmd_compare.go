@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -38,6 +39,9 @@ func runCompareCmd(ctx context.Context, args []string) error {
 	}
 	c := output.Compare(recs[0].Summary.Hists, recs[1].Summary.Hists)
 	c.Queries, c.Common = output.QueryDeltas(recs[0].Queries, recs[1].Queries, *top)
+	if err := cmp.Or(recs[0].Err(), recs[1].Err()); err != nil {
+		return err
+	}
 	c.Fio = output.CompareFio(recs[0].Fio, recs[1].Fio)
 	if *htmlOut != "" {
 		return writeHTML(*htmlOut, func(w io.Writer) error {

@@ -58,7 +58,7 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	slow := slowlogOptions{MinQuery: 50 * time.Millisecond, MinIO: time.Millisecond}
 	var reported uint64
 	var line []byte
-	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, emit: slow.emit(), onQuery: func(q *model.Query) error {
+	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, emit: slow.emit(), keepPrivileges: true, onQuery: func(q *model.Query) error {
 		reported++
 		line = append(output.AppendSlowLine(line[:0], q), '\n')
 		_, err := stdout.Write(line)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -19,6 +20,8 @@ type recordOptions struct {
 	Output   string
 	Interval time.Duration
 	MinQuery time.Duration
+	// keepPrivileges: bench runs its workload as other users meanwhile.
+	keepPrivileges bool
 }
 
 func runRecordCmd(ctx context.Context, args []string) error {
@@ -46,16 +49,22 @@ func runRecordCmd(ctx context.Context, args []string) error {
 
 // runRecord writes everything a trace sees into a new recording file.
 func runRecord(ctx context.Context, o recordOptions) error {
-	var w *record.Writer
-	sum, err := recordTrace(ctx, o, func(s *session.Session) (*record.Writer, error) {
-		var err error
-		w, err = record.Create(o.Output, record.Environment(s.Instances[0].DataDir))
-		return w, err
-	})
-	if w != nil {
-		err = errors.Join(err, w.Close())
+	// Created before attaching, so that a path that cannot be written fails first.
+	w, err := record.Create(o.Output, nil)
+	if err != nil {
+		return err
 	}
-	if sum != nil {
+	attached := false
+	sum, err := recordTrace(ctx, o, func(s *session.Session) (*record.Writer, error) {
+		attached = true
+		w.Meta(record.Environment(s.Instances[0].DataDir))
+		return w, nil
+	})
+	err = cmp.Or(err, w.Close())
+	if !attached { // nothing was traced: leave no empty recording behind
+		os.Remove(o.Output)
+	}
+	if err == nil && sum != nil {
 		fmt.Fprintf(os.Stderr, "recorded %d queries in %.1fs to %s\n", sum.Queries, sum.Seconds, o.Output)
 	}
 	return err
@@ -68,13 +77,13 @@ func runRecord(ctx context.Context, o recordOptions) error {
 // histograms and drops, which it also returns.
 func recordTrace(ctx context.Context, o recordOptions, open func(*session.Session) (*record.Writer, error)) (*model.Summary, error) {
 	var w *record.Writer
-	t := tracer{opts: o.targetOptions, families: probe.Default, interval: o.Interval,
+	t := tracer{opts: o.targetOptions, families: probe.Default, interval: o.Interval, keepPrivileges: o.keepPrivileges,
 		emit: probe.Emit{MinQuery: o.MinQuery, MinFS: -1},
 		onStart: func(s *session.Session) (err error) {
 			w, err = open(s)
 			return err
 		},
-		onQuery:   func(q *model.Query) error { w.Query(q); return nil },
+		onQuery:   func(q *model.Query) error { return w.Query(q) },
 		onProcess: func(p *model.Process) error { w.Process(p); return nil },
 		onTick: func(s *session.Session) error {
 			iv, err := s.Interval()
@@ -94,8 +103,8 @@ func recordTrace(ctx context.Context, o recordOptions, open func(*session.Sessio
 	}
 	sum, serr := s.Summary(0, true)
 	if serr != nil {
-		return nil, errors.Join(err, serr)
+		return nil, cmp.Or(err, serr)
 	}
 	w.Summary(sum)
-	return sum, errors.Join(err, w.Flush())
+	return sum, cmp.Or(err, w.Flush())
 }

@@ -56,7 +56,10 @@ func report(r *record.Recording, top int) error {
 		output.FioTable(w, r.Fio)
 	}
 
-	output.FingerprintTable(w, len(r.Queries), output.ByFingerprint(r.Queries), top)
+	output.FingerprintTable(w, output.ByFingerprint(r.Queries), top)
+	if err := r.Err(); err != nil {
+		return err
+	}
 	for _, p := range output.BackgroundRuns(r.Processes) { // connections are their queries
 		fmt.Fprintln(w, output.ProcessLine(&p))
 	}

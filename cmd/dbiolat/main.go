@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -42,7 +43,13 @@ func usage() {
 	fmt.Fprintf(os.Stderr, "\n'dbiolat COMMAND -h' lists a command's options.\n")
 }
 
+// heapLimit is where the garbage collector starts working harder: it
+// keeps the process within its memory budget (README: 150 MB, with the
+// ring buffer's mapping and the binary) under a flood of records.
+const heapLimit = 96 << 20
+
 func main() {
+	debug.SetMemoryLimit(heapLimit)
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage()
 		if len(os.Args) < 2 {

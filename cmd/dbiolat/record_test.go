@@ -36,7 +36,7 @@ func TestRecordThenReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	updates := 0
-	for _, q := range r.Queries {
+	for q := range r.Queries {
 		if strings.HasPrefix(q.Query, "UPDATE pgbench_accounts") {
 			updates++
 		}

@@ -28,6 +28,10 @@ type tracer struct {
 	onQuery   func(*model.Query) error
 	onProcess func(*model.Process) error // runs of traced processes that exited
 	onTick    func(s *session.Session) error
+	// keepPrivileges: the command starts or stops processes as other
+	// users after attaching (demo, bench); the others give up what they
+	// no longer need once attached.
+	keepPrivileges bool
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
@@ -47,6 +51,11 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 		if err := t.onStart(s); err != nil {
 			s.Close()
 			return nil, err
+		}
+	}
+	if !t.keepPrivileges {
+		if err := session.DropPrivileges(); err != nil {
+			fmt.Fprintln(os.Stderr, "dbiolat: "+err.Error())
 		}
 	}
 	// On stderr even with --json: scripts wait for this line to know the probes are attached.

@@ -144,8 +144,7 @@ type Options struct {
 
 // Report writes the HTML report of a recording; name is its file name.
 func Report(w io.Writer, r *record.Recording, name string, o Options) error {
-	p := reportPage{File: filepath.Base(name), Meta: where(r), Interrupted: r.Summary == nil, Boxes: Boxes,
-		Queries: len(r.Queries)}
+	p := reportPage{File: filepath.Base(name), Meta: where(r), Interrupted: r.Summary == nil, Boxes: Boxes}
 	if r.Summary != nil {
 		var b strings.Builder
 		output.Summary(&b, r.Summary)
@@ -161,7 +160,7 @@ func Report(w io.Writer, r *record.Recording, name string, o Options) error {
 	p.Rates, p.RateRows = rates(r.Intervals)
 
 	fps := output.ByFingerprint(r.Queries)
-	p.Fingerprints = len(fps)
+	p.Queries, p.Fingerprints = output.Calls(fps), len(fps)
 	for _, f := range fps[:min(o.Top, len(fps))] {
 		p.FPs = append(p.FPs, fpRow{FingerprintStats: f, Mean: dur(f.MeanNs()), Total: dur(f.TotalNs), CPU: dur(f.CPUNs),
 			FS: dur(f.FSNs), IOWait: dur(f.IOWaitNs), Share: fmt.Sprintf("%.0f%%", 100*f.IOShare())})
@@ -191,6 +190,9 @@ func Report(w io.Writer, r *record.Recording, name string, o Options) error {
 			Read:  fmt.Sprintf("%s, %d calls, %s", dur(pr.FSReadNs), pr.FSReadCount, hist.FormatBytes(pr.FSReadBytes)),
 			Write: fmt.Sprintf("%s, %d calls, %s", dur(pr.FSWriteNs), pr.FSWriteCount, hist.FormatBytes(pr.FSWriteBytes)),
 			Sync:  fmt.Sprintf("%s, %d calls", dur(pr.FSSyncNs), pr.FSSyncCount)})
+	}
+	if err := r.Err(); err != nil {
+		return err
 	}
 	return execute(w, "report", p)
 }

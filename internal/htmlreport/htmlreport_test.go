@@ -32,6 +32,7 @@ func sample(scale uint64) *record.Recording {
 	r := &record.Recording{Meta: map[string]string{"kernel": "6.18.0", "cpus": "4", "memory_bytes": "8589934592",
 		"device": "/dev/vda1", "fs_type": "ext4", "mount_point": "/", "mount_options": "rw,relatime",
 		"postgres_version": "15", "data_dir": "/tmp/pg", "started": t0.Format(time.RFC3339Nano), "hostname": "box"}}
+	var qs []model.Query
 	for i := 0; i < 30; i++ {
 		q := model.Query{Type: "query", TS: t0.Add(time.Duration(i) * 10 * time.Millisecond), PID: 100 + i%2, Role: "client backend",
 			User: "postgres", Database: "postgres", Fingerprint: "00000000000000aa", Query: "UPDATE t SET a = a + $1 WHERE id = $2",
@@ -40,8 +41,9 @@ func sample(scale uint64) *record.Recording {
 		if i%3 == 0 {
 			q.Fingerprint, q.Query = "00000000000000bb", hostile
 		}
-		r.Queries = append(r.Queries, q)
+		qs = append(qs, q)
 	}
+	r.Queries = slices.Values(qs)
 	r.Processes = []model.Process{{Type: "process", TS: t0, PID: 7, Role: "autovacuum worker", ElapsedNs: 5e8, CPUNs: 1e8},
 		{Type: "process", TS: t0, PID: 8, Role: "client backend", ElapsedNs: 1e9}}
 	for i := 1; i <= 3; i++ {

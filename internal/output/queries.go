@@ -3,6 +3,8 @@ package output
 import (
 	"fmt"
 	"io"
+	"iter"
+	"slices"
 	"sort"
 
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -29,12 +31,12 @@ func (f *FingerprintStats) MeanNs() uint64 { return f.TotalNs / uint64(max(f.Cal
 func (f *FingerprintStats) IOShare() float64 { return float64(f.IOWaitNs) / float64(max(f.TotalNs, 1)) }
 
 // ByFingerprint groups queries by fingerprint, the most total time first
-// (ties by fingerprint, so the order is stable).
-func ByFingerprint(qs []model.Query) []FingerprintStats {
+// (ties by fingerprint, so the order is stable). It holds one entry per
+// fingerprint, not the queries.
+func ByFingerprint(qs iter.Seq[model.Query]) []FingerprintStats {
 	index := map[string]int{}
 	var list []FingerprintStats
-	for i := range qs {
-		q := &qs[i]
+	for q := range qs {
 		k, ok := index[q.Fingerprint]
 		if !ok {
 			k = len(list)
@@ -58,11 +60,20 @@ func ByFingerprint(qs []model.Query) []FingerprintStats {
 	return list
 }
 
+// Calls counts the queries of fingerprint sums.
+func Calls(fps []FingerprintStats) int {
+	n := 0
+	for _, f := range fps {
+		n += f.Calls
+	}
+	return n
+}
+
 // FingerprintTable prints the fingerprints of a recording with the most
 // total time (at most top of them).
-func FingerprintTable(w io.Writer, queries int, fps []FingerprintStats, top int) {
+func FingerprintTable(w io.Writer, fps []FingerprintStats, top int) {
 	shown := fps[:max(0, min(top, len(fps)))]
-	fmt.Fprintf(w, "\n%d queries recorded, %d fingerprints; the %d with the most time:\n", queries, len(fps), len(shown))
+	fmt.Fprintf(w, "\n%d queries recorded, %d fingerprints; the %d with the most time:\n", Calls(fps), len(fps), len(shown))
 	fmt.Fprintf(w, "%7s %10s %10s %10s %10s %10s %9s  %s\n", "calls", "total", "mean", "cpu", "fs", "io wait", "io share", "query")
 	for _, f := range shown {
 		fmt.Fprintf(w, "%7d %10s %10s %10s %10s %10s %8.0f%%  %.80s\n", f.Calls, dur(f.TotalNs), dur(f.MeanNs()), dur(f.CPUNs),
@@ -70,11 +81,17 @@ func FingerprintTable(w io.Writer, queries int, fps []FingerprintStats, top int)
 	}
 }
 
-// Slowest returns the n slowest queries, slowest first.
-func Slowest(qs []model.Query, n int) []model.Query {
-	out := append([]model.Query(nil), qs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].QueryNs > out[j].QueryNs })
-	return out[:max(0, min(n, len(out)))]
+// Slowest returns the n slowest queries, slowest first (the earlier of
+// two equally slow); it holds no more than n of them.
+func Slowest(qs iter.Seq[model.Query], n int) []model.Query {
+	out := make([]model.Query, 0, n+1)
+	for q := range qs {
+		i := sort.Search(len(out), func(i int) bool { return out[i].QueryNs < q.QueryNs })
+		if i < n {
+			out = slices.Insert(out, i, q)[:min(len(out)+1, n)]
+		}
+	}
+	return out
 }
 
 // BackgroundRuns returns the process runs of background work (autovacuum,
@@ -111,7 +128,7 @@ func (d *QueryDelta) TotalChange() int64 { return int64(d.TotalB) - int64(d.Tota
 // QueryDeltas sets side by side the fingerprints present in both lists of
 // queries, the largest absolute change in total time first (ties by
 // fingerprint), at most top of them; and says how many there were in all.
-func QueryDeltas(a, b []model.Query, top int) (deltas []QueryDelta, common int) {
+func QueryDeltas(a, b iter.Seq[model.Query], top int) (deltas []QueryDelta, common int) {
 	fa := map[string]FingerprintStats{}
 	for _, f := range ByFingerprint(a) {
 		fa[f.Fingerprint] = f

@@ -2,6 +2,7 @@ package output
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,14 +14,14 @@ func q(fp string, ns, iowait uint64) model.Query {
 }
 
 func TestByFingerprint(t *testing.T) {
-	fps := ByFingerprint([]model.Query{q("a", 10, 5), q("b", 100, 0), q("a", 30, 5), q("c", 40, 40)})
+	fps := ByFingerprint(slices.Values([]model.Query{q("a", 10, 5), q("b", 100, 0), q("a", 30, 5), q("c", 40, 40)}))
 	if len(fps) != 3 || fps[0].Fingerprint != "b" || fps[1].Fingerprint != "a" || fps[2].Fingerprint != "c" {
 		t.Fatalf("order %+v: want b (100), a (40), c (40: ties by fingerprint)", fps)
 	}
 	if a := fps[1]; a.Calls != 2 || a.TotalNs != 40 || a.MeanNs() != 20 || a.IOWaitNs != 10 || a.IOShare() != 0.25 {
 		t.Errorf("a: %+v", a)
 	}
-	if s := Slowest([]model.Query{q("a", 10, 0), q("b", 30, 0), q("c", 20, 0)}, 2); len(s) != 2 || s[0].QueryNs != 30 || s[1].QueryNs != 20 {
+	if s := Slowest(slices.Values([]model.Query{q("a", 10, 0), q("b", 30, 0), q("c", 20, 0)}), 2); len(s) != 2 || s[0].QueryNs != 30 || s[1].QueryNs != 20 {
 		t.Errorf("slowest: %+v", s)
 	}
 }
@@ -38,7 +39,7 @@ func TestQueryDeltas(t *testing.T) {
 		q("fewer", 5000, 0),
 		q("new", 99999, 0), // only in B
 	}
-	ds, common := QueryDeltas(a, b, 10)
+	ds, common := QueryDeltas(slices.Values(a), slices.Values(b), 10)
 	if common != 3 || len(ds) != 3 {
 		t.Fatalf("%d in both, %d listed: %+v; want 3 and 3 (same, slower, fewer)", common, len(ds), ds)
 	}
@@ -54,12 +55,12 @@ func TestQueryDeltas(t *testing.T) {
 	if f := ds[0]; f.TotalChange() != -5000 || f.MeanRatio != 1 {
 		t.Errorf("fewer: %+v", f)
 	}
-	if top, common := QueryDeltas(a, b, 1); len(top) != 1 || top[0].Fingerprint != "fewer" || common != 3 {
+	if top, common := QueryDeltas(slices.Values(a), slices.Values(b), 1); len(top) != 1 || top[0].Fingerprint != "fewer" || common != 3 {
 		t.Errorf("top 1: %+v (%d in both)", top, common)
 	}
 	// No fingerprint in common: an empty JSON list, and the text says so.
 	c := Compare(nil, nil)
-	c.Queries, c.Common = QueryDeltas(a[:1], b[6:], 10)
+	c.Queries, c.Common = QueryDeltas(slices.Values(a[:1]), slices.Values(b[6:]), 10)
 	js, _ := json.Marshal(c)
 	if !strings.Contains(string(js), `"queries":[]`) || !strings.Contains(string(js), `"fingerprints_in_both":0`) {
 		t.Errorf("JSON %s", js)
@@ -69,7 +70,7 @@ func TestQueryDeltas(t *testing.T) {
 	if !strings.Contains(out.String(), "no query fingerprint is in both recordings") {
 		t.Errorf("text:\n%s", out.String())
 	}
-	c.Queries, c.Common = QueryDeltas(a, b, 10)
+	c.Queries, c.Common = QueryDeltas(slices.Values(a), slices.Values(b), 10)
 	out.Reset()
 	PrintComparison(&out, c)
 	for _, want := range []string{"3 query fingerprints in both recordings; the 3 whose total time changed most", "4.00x", "-5us", "+1us", "Q slower"} {

@@ -232,6 +232,21 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string) error {
 	return nil
 }
 
+// Restart stops the server (pg_ctl restart -m fast) and starts it again,
+// as an operator or a package upgrade does: a new postmaster PID, and the
+// server binary read anew from BinDir.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if _, err := c.run(ctx, "pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.logFile); err != nil {
+		return err
+	}
+	pid, err := readPostmasterPID(c.dataDir)
+	if err != nil {
+		return fmt.Errorf("pgsandbox: %w", err)
+	}
+	c.pid = pid
+	return nil
+}
+
 // Stop shuts the server down (pg_ctl stop -m fast, falling back to -m
 // immediate) and removes the cluster directory. Calling it again returns the
 // first result, so it can be both deferred/registered with t.Cleanup and
@@ -408,6 +423,10 @@ func readPostmasterPID(dataDir string) (int, error) {
 	}
 	return pid, nil
 }
+
+// InstalledBinDir is the bin directory Start uses when Options.BinDir is
+// empty.
+func InstalledBinDir() (string, error) { return findBinDir("") }
 
 // findBinDir returns dir if given, else the newest /usr/lib/postgresql/*/bin
 // with an initdb (Debian/Ubuntu layout), else the directory of initdb on

@@ -91,6 +91,9 @@ func ByPID(pid int) (Instance, error) {
 	if _, err := os.Stat(fmt.Sprintf("%s/%d", procRoot, pid)); err != nil {
 		return Instance{}, fmt.Errorf("no process has PID %d: check the PID (pgrep -a postgres lists PostgreSQL processes)", pid)
 	}
+	if _, err := os.Readlink(fmt.Sprintf("%s/%d/exe", procRoot, pid)); errors.Is(err, os.ErrPermission) {
+		return Instance{}, fmt.Errorf("cannot see which program process %d runs (it belongs to another user): give dbiolat CAP_SYS_PTRACE, or run it as that user or as root", pid)
+	}
 	if !isPostgresExe(pid) {
 		comm, _ := os.ReadFile(fmt.Sprintf("%s/%d/comm", procRoot, pid))
 		return Instance{}, fmt.Errorf("process %d (%s) is not PostgreSQL: give the PID of a postgres process, or use --pgdata", pid, strings.TrimSpace(string(comm)))

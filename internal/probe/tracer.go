@@ -68,6 +68,20 @@ func (f Families) Names() []string {
 	return names
 }
 
+// ProgramNames are the names of dbiolat's kernel programs as the kernel
+// shows them (bpftool prog), to tell them apart from other tools'.
+func ProgramNames() ([]string, error) {
+	spec, err := loadDbiolat()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for name := range spec.Programs {
+		names = append(names, name[:min(len(name), unix.BPF_OBJ_NAME_LEN-1)])
+	}
+	return names, nil
+}
+
 // Types shared with the kernel side, generated from bpf/dbiolat.h.
 type (
 	QueryEvent = dbiolatQueryEvent
@@ -339,8 +353,9 @@ func (t *Tracer) Track(tgid, instance int, client bool) error {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
 	}
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", tgid))
-	if err != nil {
-		return nil // gone already
+	if err != nil { // gone already: its exit will not remove the entry
+		t.objs.Procs.Delete(uint32(tgid))
+		return nil
 	}
 	for _, task := range tasks {
 		tid, err := strconv.ParseUint(task.Name(), 10, 32)
@@ -559,6 +574,26 @@ func (t *Tracer) Procs() ([]uint32, error) {
 	return out, it.Err()
 }
 
+// MapEntries counts the entries of the maps whose size follows the traced
+// processes and the I/O in flight: it must come back down when they end.
+func (t *Tracer) MapEntries() (map[string]int, error) {
+	out := map[string]int{}
+	o := &t.objs
+	for name, m := range map[string]*ebpf.Map{
+		"procs": o.Procs, "threads": o.Threads, "inflight": o.Inflight, "proc_totals": o.ProcTotals, "blk_totals": o.BlkTotals,
+	} {
+		k, v := make([]byte, m.KeySize()), make([]byte, m.ValueSize())
+		it := m.Iterate()
+		for it.Next(k, v) {
+			out[name]++
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("counting the entries of %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
+
 // Hists returns the in-kernel histograms, summed over CPUs.
 func (t *Tracer) Hists() ([]Hist, error) {
 	out := make([]Hist, dbiolatHistIdHIST_IDS)
@@ -622,6 +657,13 @@ func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 // ForgetBlk drops the block totals of a process that has exited, once read.
 func (t *Tracer) ForgetBlk(k BlkKey) {
 	_ = t.objs.BlkTotals.Delete(k)
+}
+
+// ProcTotal returns the totals its exited threads left for process tgid.
+func (t *Tracer) ProcTotal(tgid uint32) (ProcIO, bool) {
+	var v ProcIO
+	err := t.objs.ProcTotals.Lookup(tgid, &v)
+	return v, err == nil
 }
 
 // ForgetProc drops the totals of a process that has exited, once read.

@@ -5,10 +5,12 @@
 package record
 
 import (
+	"cmp"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"time"
 
@@ -34,7 +36,9 @@ CREATE INDEX queries_fingerprint ON queries (fingerprint);
 // one transaction per Flush; the trace loop flushes after every drain.
 type Writer struct {
 	db      *sql.DB
+	path    string
 	pending []func(*sql.Tx) error
+	err     error // the first failed write: later ones are not tried
 }
 
 // Create makes a new recording at path (mode 0600: query texts are
@@ -54,7 +58,7 @@ func Create(path string, env map[string]string) (*Writer, error) {
 		db.Close()
 		return nil, fmt.Errorf("initializing the recording %s: %w", path, err)
 	}
-	w := &Writer{db: db}
+	w := &Writer{db: db, path: path}
 	meta := map[string]string{"format": "dbiolat", "version": Version, "started": time.Now().UTC().Format(time.RFC3339Nano)}
 	for k, v := range env {
 		meta[k] = v
@@ -72,9 +76,17 @@ func encode(v any) string {
 	return string(b)
 }
 
-// Query adds a query record.
-func (w *Writer) Query(q *model.Query) {
+// maxPending bounds the records held between flushes: a busy database
+// can send tens of thousands of queries a second.
+const maxPending = 4096
+
+// Query adds a query record; it writes what is pending when that is a lot.
+func (w *Writer) Query(q *model.Query) error {
 	w.pending = append(w.pending, insert("INSERT INTO queries VALUES (?, ?, ?, ?)", q.TS.UnixNano(), q.Fingerprint, q.QueryNs, encode(q)))
+	if len(w.pending) >= maxPending {
+		return w.Flush()
+	}
+	return nil
 }
 
 // Process adds a process run.
@@ -104,42 +116,56 @@ func (w *Writer) Fio(j *model.FioJob) {
 	w.pending = append(w.pending, insert("INSERT INTO fio VALUES (?, ?)", time.Now().UnixNano(), encode(j)))
 }
 
-// Flush writes what is pending in one transaction.
+// Flush writes what is pending in one transaction. After a failure (a
+// full disk) it writes nothing more and returns that failure: what was
+// written before stays a readable recording.
 func (w *Writer) Flush() error {
-	if len(w.pending) == 0 {
-		return nil
+	if w.err != nil || len(w.pending) == 0 {
+		return w.err
 	}
+	if err := w.write(); err != nil {
+		w.err = fmt.Errorf("writing the recording %s failed, what was written before is kept: %w", w.path, err)
+	}
+	w.pending = w.pending[:0]
+	return w.err
+}
+
+func (w *Writer) write() error {
 	tx, err := w.db.Begin()
 	if err != nil {
-		return fmt.Errorf("writing the recording: %w", err)
+		return err
 	}
 	for _, f := range w.pending {
 		if err := f(tx); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("writing the recording: %w", err)
+			return err
 		}
 	}
-	w.pending = w.pending[:0]
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("writing the recording: %w", err)
-	}
-	return nil
+	return tx.Commit()
 }
 
-// Close flushes and closes the recording.
+// Close flushes and closes the recording; it returns the first failure.
 func (w *Writer) Close() error {
-	return errors.Join(w.Flush(), w.db.Close())
+	return cmp.Or(w.Flush(), w.db.Close())
 }
 
 // Recording is an opened recording, read-only.
 type Recording struct {
-	Meta      map[string]string
-	Queries   []model.Query
+	Meta map[string]string
+	// Queries yields the query records in time order, read one at a time
+	// from the file each time it is ranged over: a long recording holds
+	// more of them than memory would. A damaged record ends it, and Err
+	// says why.
+	Queries   iter.Seq[model.Query]
 	Processes []model.Process
 	Intervals []model.Interval
 	Summary   *model.Summary // nil when the recording was interrupted
 	Fio       []model.FioJob // the fio reference runs of a bench
+	err       error
 }
+
+// Err is why the last range over Queries stopped early, if it did.
+func (r *Recording) Err() error { return r.err }
 
 // Open reads a whole recording. A file that is not a dbiolat recording,
 // or a damaged one, gives one plain sentence.
@@ -179,12 +205,6 @@ func Open(path string) (*Recording, error) {
 		table string
 		add   func([]byte) error
 	}{
-		{"queries", func(b []byte) error {
-			var q model.Query
-			err := json.Unmarshal(b, &q)
-			r.Queries = append(r.Queries, q)
-			return err
-		}},
 		{"processes", func(b []byte) error {
 			var p model.Process
 			err := json.Unmarshal(b, &p)
@@ -224,6 +244,43 @@ func Open(path string) (*Recording, error) {
 		rows.Close()
 		if err != nil {
 			return nil, bad(err)
+		}
+	}
+	// The queries are read when used; that the table is there is checked now.
+	if _, err := db.Exec("SELECT 1 FROM queries LIMIT 1"); err != nil {
+		return nil, bad(err)
+	}
+	r.Queries = func(yield func(model.Query) bool) {
+		r.err = nil
+		db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+		if err != nil {
+			r.err = bad(err)
+			return
+		}
+		defer db.Close()
+		rows, err := db.Query("SELECT record FROM queries ORDER BY rowid") // as recorded: no sort to hold in memory
+		if err != nil {
+			r.err = bad(err)
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b []byte
+			var q model.Query
+			if err := rows.Scan(&b); err != nil {
+				r.err = bad(err)
+				return
+			}
+			if err := json.Unmarshal(b, &q); err != nil {
+				r.err = bad(err)
+				return
+			}
+			if !yield(q) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			r.err = bad(err)
 		}
 	}
 	return r, nil

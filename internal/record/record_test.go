@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,8 +42,9 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Queries) != 100 || r.Queries[99].QueryNs != 1099 || r.Queries[0].FSReadCount != 2 {
-		t.Errorf("queries read back: %d, last %+v", len(r.Queries), r.Queries[len(r.Queries)-1])
+	qs := slices.Collect(r.Queries)
+	if len(qs) != 100 || qs[99].QueryNs != 1099 || qs[0].FSReadCount != 2 || r.Err() != nil {
+		t.Errorf("queries read back: %d, last %+v, %v", len(qs), qs[len(qs)-1], r.Err())
 	}
 	if len(r.Processes) != 1 || r.Processes[0].Role != "autovacuum worker" || len(r.Intervals) != 1 || r.Intervals[0].Rates[0].WriteOps != 3 {
 		t.Errorf("processes %+v, intervals %+v", r.Processes, r.Intervals)
@@ -83,10 +85,11 @@ func TestKilledRecordingOpens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Queries) == 0 || r.Summary != nil {
-		t.Errorf("after SIGKILL: %d queries, summary %v; want the flushed queries and no summary", len(r.Queries), r.Summary)
+	n := len(slices.Collect(r.Queries))
+	if n == 0 || r.Summary != nil || r.Err() != nil {
+		t.Errorf("after SIGKILL: %d queries, summary %v, %v; want the flushed queries and no summary", n, r.Summary, r.Err())
 	}
-	t.Logf("recovered %d queries after SIGKILL", len(r.Queries))
+	t.Logf("recovered %d queries after SIGKILL", n)
 }
 
 func TestBadFilesGiveOneSentence(t *testing.T) {
@@ -122,4 +125,50 @@ func TestBadFilesGiveOneSentence(t *testing.T) {
 			t.Errorf("%s: %q is not one sentence naming the file", name, msg)
 		}
 	}
+}
+
+// The reader on damaged recordings: an error that names the file, or a
+// recording, never a panic or a hang.
+func FuzzOpen(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed.dbiolat")
+	w, err := Create(path, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		w.Query(sampleQuery(i))
+	}
+	w.Summary(&model.Summary{Type: "summary", Queries: 3})
+	if err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte("SQLite format 3\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "fuzzed.dbiolat")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("the error does not name the file: %v", err)
+			}
+			return
+		}
+		if r.Meta["format"] != "dbiolat" {
+			t.Fatalf("opened without the format mark: %v", r.Meta)
+		}
+		for range r.Queries {
+		}
+		if err := r.Err(); err != nil && !strings.Contains(err.Error(), path) {
+			t.Fatalf("the error does not name the file: %v", err)
+		}
+	})
 }

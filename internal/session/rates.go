@@ -31,7 +31,110 @@ func (s *Session) Interval() (*model.Interval, error) {
 	return iv, err
 }
 
+// rateKey is one row of an interval: a layer, a role and, for block I/O, a device.
+type rateKey struct{ layer, role, dev string }
+
+// rateSum adds up the counters of one row before they become rates.
+type rateSum struct {
+	model.Rate
+	ns, ops float64
+}
+
+type rateRows map[rateKey]*rateSum
+
+func (rows rateRows) row(k rateKey) *rateSum {
+	r := rows[k]
+	if r == nil {
+		r = &rateSum{Rate: model.Rate{Layer: k.layer, Role: k.role, Device: k.dev}}
+		rows[k] = r
+	}
+	return r
+}
+
+// addFS adds what a process did at the file system layer between two readings.
+func (rows rateRows) addFS(role string, v, p probe.ProcIO) {
+	r := rows.row(rateKey{"fs", role, ""})
+	d := func(op probe.FSOp) (c, b, ns float64) {
+		return float64(v.Fs[op].Count - p.Fs[op].Count), float64(v.Fs[op].Bytes - p.Fs[op].Bytes), float64(v.Fs[op].Ns - p.Fs[op].Ns)
+	}
+	rc, rb, rns := d(probe.FSRead)
+	wc, wb, wns := d(probe.FSWrite)
+	sc, _, sns := d(probe.FSSync)
+	r.ReadOps += rc
+	r.ReadBytes += rb
+	r.WriteOps += wc
+	r.WriteBytes += wb
+	r.SyncOps += sc
+	r.ns += rns + wns + sns
+	r.ops += rc + wc + sc
+}
+
+// addBlk adds what one block counter did between two readings.
+func (rows rateRows) addBlk(role string, k probe.BlkKey, v, p probe.BlkIO) {
+	r := rows.row(rateKey{"blk", role, deviceName(k.Dev)})
+	c, b := float64(v.Io.Count-p.Io.Count), float64(v.Io.Bytes-p.Io.Bytes)
+	switch k.Op {
+	case probe.BlkRead:
+		r.ReadOps += c
+		r.ReadBytes += b
+	case probe.BlkWrite:
+		r.WriteOps += c
+		r.WriteBytes += b
+	default:
+		r.OtherOps += c
+	}
+	r.ns += float64(v.Io.Ns - p.Io.Ns)
+	r.ops += c
+}
+
+func (s *Session) blkRole(k probe.BlkKey) string {
+	switch k.Owner {
+	case probe.OwnerTraced:
+		return string(s.describe(k.Tgid).Role)
+	case probe.OwnerOther:
+		return "other process"
+	}
+	return "kernel"
+}
+
+// foldExited moves the counters of processes that exited out of the
+// kernel's maps into the next interval's rows (by role, so bounded), so
+// that connection churn cannot fill the maps, whether or not the command
+// reads intervals. Poll calls it; a process's block requests still in
+// flight at its exit are folded on a later call.
+func (s *Session) foldExited() error {
+	if len(s.exited) == 0 {
+		return nil
+	}
+	if s.exitedIO == nil {
+		s.exitedIO = rateRows{}
+	}
+	for _, pid := range s.unfolded {
+		if v, ok := s.tracer.ProcTotal(pid); ok {
+			s.exitedIO.addFS(string(s.describe(pid).Role), v, s.prevTotals.proc[pid])
+			s.tracer.ForgetProc(pid)
+		}
+		delete(s.prevTotals.proc, pid)
+	}
+	s.unfolded = s.unfolded[:0]
+	blk, err := s.tracer.BlkTotals()
+	if err != nil {
+		return err
+	}
+	for k, v := range blk {
+		if _, gone := s.exited[k.Tgid]; k.Owner == probe.OwnerTraced && gone {
+			s.exitedIO.addBlk(s.blkRole(k), k, v, s.prevTotals.blk[k])
+			s.tracer.ForgetBlk(k)
+			delete(s.prevTotals.blk, k)
+		}
+	}
+	return nil
+}
+
 func (s *Session) rates() ([]model.Rate, float64, error) {
+	if err := s.foldExited(); err != nil {
+		return nil, 0, err
+	}
 	cur := totals{at: time.Now()}
 	var err error
 	if cur.proc, err = s.tracer.ProcTotals(); err != nil {
@@ -45,71 +148,20 @@ func (s *Session) rates() ([]model.Rate, float64, error) {
 		prev.at = s.start
 	}
 	s.prevTotals = cur
+	rows := s.exitedIO // what exited processes did since the last interval
+	s.exitedIO = nil
+	if rows == nil {
+		rows = rateRows{}
+	}
 	secs := cur.at.Sub(prev.at).Seconds()
 	if secs <= 0 {
 		return nil, 0, nil
 	}
-
-	type key struct{ layer, role, dev string }
-	type sum struct {
-		model.Rate
-		ns, ops float64
-	}
-	rows := map[key]*sum{}
-	row := func(k key) *sum {
-		r := rows[k]
-		if r == nil {
-			r = &sum{Rate: model.Rate{Layer: k.layer, Role: k.role, Device: k.dev}}
-			rows[k] = r
-		}
-		return r
-	}
 	for tgid, v := range cur.proc {
-		p := prev.proc[tgid]
-		r := row(key{"fs", string(s.describe(tgid).Role), ""})
-		d := func(op probe.FSOp) (c, b, ns float64) {
-			return float64(v.Fs[op].Count - p.Fs[op].Count), float64(v.Fs[op].Bytes - p.Fs[op].Bytes), float64(v.Fs[op].Ns - p.Fs[op].Ns)
-		}
-		rc, rb, rns := d(probe.FSRead)
-		wc, wb, wns := d(probe.FSWrite)
-		sc, _, sns := d(probe.FSSync)
-		r.ReadOps += rc
-		r.ReadBytes += rb
-		r.WriteOps += wc
-		r.WriteBytes += wb
-		r.SyncOps += sc
-		r.ns += rns + wns + sns
-		r.ops += rc + wc + sc
-		if !alive(tgid) {
-			s.tracer.ForgetProc(tgid)
-		}
+		rows.addFS(string(s.describe(tgid).Role), v, prev.proc[tgid])
 	}
 	for k, v := range cur.blk {
-		p := prev.blk[k]
-		role := "kernel"
-		switch k.Owner {
-		case probe.OwnerTraced:
-			role = string(s.describe(k.Tgid).Role)
-		case probe.OwnerOther:
-			role = "other process"
-		}
-		r := row(key{"blk", role, deviceName(k.Dev)})
-		c, b := float64(v.Io.Count-p.Io.Count), float64(v.Io.Bytes-p.Io.Bytes)
-		switch k.Op {
-		case probe.BlkRead:
-			r.ReadOps += c
-			r.ReadBytes += b
-		case probe.BlkWrite:
-			r.WriteOps += c
-			r.WriteBytes += b
-		default:
-			r.OtherOps += c
-		}
-		r.ns += float64(v.Io.Ns - p.Io.Ns)
-		r.ops += c
-		if k.Owner == probe.OwnerTraced && !alive(k.Tgid) {
-			s.tracer.ForgetBlk(k)
-		}
+		rows.addBlk(s.blkRole(k), k, v, prev.blk[k])
 	}
 
 	var out []model.Rate

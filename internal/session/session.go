@@ -5,6 +5,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +45,12 @@ type Session struct {
 	exited      map[uint32]time.Time // pid -> when its exit was seen
 	prevTotals  totals               // for Interval
 	prevQueries uint64
-	statements  statements // named prepared statements per backend, learned from the wire
+	statements  statements   // named prepared statements per backend, learned from the wire
+	exitedIO    rateRows     // what processes that exited did since the last interval
+	unfolded    []uint32     // exited processes whose kernel totals are not folded yet
+	folded      time.Time    // when foldExited last ran
+	followed    time.Time    // when follow last looked for restarted instances
+	gone        map[int]bool // postmasters seen exited, not back yet
 }
 
 // Open finds the instances and attaches to them.
@@ -95,7 +101,7 @@ func open(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	return &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
-		exited: map[uint32]time.Time{}, start: time.Now(), wallOff: wallOffset()}, nil
+		exited: map[uint32]time.Time{}, gone: map[int]bool{}, start: time.Now(), wallOff: wallOffset()}, nil
 }
 
 // Track traces process pid, its threads and its children from now on, on
@@ -156,6 +162,14 @@ func (s *Session) attach(in postgres.Instance) error {
 		s.warn(fmt.Sprintf("PostgreSQL %d runs %s, built without USDT probes: lock waits are counted as other waits", in.PID, exe))
 		return nil
 	}
+	// Uprobes are perf events, which this kernel may reserve to CAP_SYS_ADMIN.
+	if errors.Is(err, os.ErrPermission) {
+		if s.cfg.Families.USDT || s.cfg.Families.Buffers {
+			return errors.New("attaching PostgreSQL's USDT probes (uprobes) needs CAP_SYS_ADMIN on this kernel: run dbiolat as root, or leave out --usdt and --buffers")
+		}
+		s.warn("attaching PostgreSQL's USDT lock probes (uprobes) needs CAP_SYS_ADMIN on this kernel: lock waits are counted as other waits")
+		return nil
+	}
 	return err
 }
 
@@ -189,6 +203,7 @@ func wallOffset() time.Duration {
 // the runs of processes that exited.
 func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess func(*model.Process)) error {
 	s.sampleCost()
+	s.follow()
 	// Learn new processes' roles while they live: a short autovacuum
 	// worker is gone by the time its record is read.
 	pids, err := s.tracer.Procs()
@@ -208,12 +223,17 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	now := time.Now()
 	err = s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
 		s.exited[r.Pid] = now
+		s.unfolded = append(s.unfolded, r.Pid)
 		if onProcess != nil {
 			onProcess(s.process(r))
 		}
 	})
-	// Forget exited processes once their last interval has been reported,
-	// so that connection churn does not grow the cache.
+	if time.Since(s.folded) >= time.Second {
+		s.folded = time.Now()
+		err = cmp.Or(err, s.foldExited())
+	}
+	// Forget exited processes a while after their exit (a late record
+	// still finds its role), so that connection churn does not grow the cache.
 	for pid, at := range s.exited {
 		if now.Sub(at) > forgetAfter {
 			delete(s.procs, pid)
@@ -465,6 +485,18 @@ func (s *Session) counters() (model.Drops, uint64, error) {
 	}
 	queries, err := s.Queries()
 	return drops, queries, err
+}
+
+// StateSizes counts what the session holds per process or per request,
+// in the kernel's maps and in its own caches: all of it must shrink back
+// when connections and requests end.
+func (s *Session) StateSizes() (map[string]int, error) {
+	sizes, err := s.tracer.MapEntries()
+	if err != nil {
+		return nil, err
+	}
+	sizes["roles"], sizes["statements"] = len(s.procs), len(s.statements)
+	return sizes, nil
 }
 
 // Close detaches everything.

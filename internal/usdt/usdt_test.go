@@ -360,3 +360,31 @@ func TestPostgresBinary(t *testing.T) {
 		}
 	}
 }
+
+// The note reader on whatever a .note.stapsdt section may hold: an error
+// or probes the loader can use, never a panic.
+func FuzzReadProbes(f *testing.F) {
+	good := note(0x401100, 0x401f00, 0x603010, "postgresql", "query__start", "8@%rax -4@4(%rbx)")
+	f.Add(good)
+	f.Add(append(good, note(0x401200, 0x401f00, 0, "pg", "b", "")...))
+	f.Add(good[:20])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, notes []byte) {
+		probes, err := ReadProbes(synthELF(t, notes, 0x401f00))
+		if err != nil {
+			return
+		}
+		for _, p := range probes {
+			if p.Provider == "" || p.Name == "" {
+				t.Fatalf("a probe without a name: %+v", p)
+			}
+			// Inside the file-backed parts of the two segments synthELF makes.
+			if p.Location < 0x1000 || p.Location >= 0x2100 || p.Semaphore != 0 && (p.Semaphore < 0x1000 || p.Semaphore >= 0x2100) {
+				t.Fatalf("offsets outside the file: %+v", p)
+			}
+			if p.Args != nil && p.ArgErr != nil {
+				t.Fatalf("arguments both decoded and refused: %+v", p)
+			}
+		}
+	})
+}
