@@ -31,6 +31,17 @@ func TestRoundTrip(t *testing.T) {
 	w.Process(&model.Process{Type: "process", Role: "autovacuum worker", PID: 7, ElapsedNs: 5})
 	w.Interval(&model.Interval{Type: "interval", Seconds: 1, Rates: []model.Rate{{Layer: "fs", Role: "checkpointer", WriteOps: 3}}})
 	w.Summary(&model.Summary{Type: "summary", Queries: 100})
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// SQLite's side files hold query texts too while the recording is open.
+	for _, side := range []string{"-wal", "-shm"} {
+		if st, err := os.Stat(path + side); err != nil {
+			t.Error(err)
+		} else if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", side, st.Mode().Perm())
+		}
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

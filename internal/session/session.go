@@ -456,9 +456,27 @@ func (s *Session) Cost() *model.Cost {
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
 		c.CPUNs = uint64(ru.Utime.Nano() + ru.Stime.Nano())
-		c.MaxRSSBytes = uint64(ru.Maxrss) << 10 // kilobytes on Linux
 	}
+	c.MaxRSSBytes = peakRSS()
 	return c
+}
+
+// peakRSS is the process's peak resident memory (VmHWM). Not getrusage's
+// maxrss: that one keeps the peak of whatever started us, which Go's
+// os/exec shares its memory with until the exec.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb uint64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // The kernel counts our programs' run time for one second in every
