@@ -174,8 +174,11 @@ func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
 		if want := 1e9 / iops; d.Name != "randread-qd16" && math.Abs(d.ClatMeanB/want-1) > 0.1 {
 			t.Errorf("%s: clat mean %.2fms under a %d IOPS limit, want %.2fms", d.Name, d.ClatMeanB/1e6, iops, want/1e6)
 		}
-		if d.BlkRatio > 1.5 || d.BlkRatio == 0 {
-			t.Errorf("%s: block latency %.2fx under a throttle that holds bios above the device", d.Name, d.BlkRatio)
+		// The device takes next to none of the added time. Its mean moves
+		// a little from run to run (1.0x to 2x here, a few slow requests
+		// among 1500), the operations' by 30x or more.
+		if d.BlkRatio == 0 || d.BlkRatio > d.ClatRatio/5 {
+			t.Errorf("%s: block latency %.2fx where fio's grew %.2fx, under a throttle that holds bios above the device", d.Name, d.BlkRatio, d.ClatRatio)
 		}
 	}
 
