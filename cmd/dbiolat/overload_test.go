@@ -21,10 +21,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
-
-// memoryBudget is dbiolat's documented peak RSS (README, "Overhead").
-const memoryBudget = 150 << 20
 
 // rawClient is a connection that speaks PostgreSQL's protocol byte by
 // byte, to send what no well-behaved driver sends.
@@ -143,8 +141,8 @@ func TestHostileQueryTexts(t *testing.T) {
 				t.Errorf("raw-sql %v: record %d: truncated %v, %d bytes", tr.rawSQL, i, q.Truncated, len(q.Query))
 			}
 		}
-		if sum.Cost == nil || sum.Cost.MaxRSSBytes > memoryBudget {
-			t.Errorf("dbiolat's peak memory %+v, budget %d MiB", sum.Cost, memoryBudget>>20)
+		if sum.Cost == nil || sum.Cost.MaxRSSBytes > testenv.MemoryBudget {
+			t.Errorf("dbiolat's peak memory %+v, budget %d MiB", sum.Cost, testenv.MemoryBudget>>20)
 		}
 	}
 }
@@ -180,8 +178,8 @@ func TestDistinctQueryFlood(t *testing.T) {
 		t.Fatalf("want at least %d queries seen and recorded, got %d recorded (%v), summary %+v", n, kept, r.Err(), r.Summary)
 	}
 	sum := r.Summary
-	if sum.Cost == nil || sum.Cost.MaxRSSBytes > memoryBudget {
-		t.Errorf("record's peak memory %+v, budget %d MiB", sum.Cost, memoryBudget>>20)
+	if sum.Cost == nil || sum.Cost.MaxRSSBytes > testenv.MemoryBudget {
+		t.Errorf("record's peak memory %+v, budget %d MiB", sum.Cost, testenv.MemoryBudget>>20)
 	}
 	// GNU time forks before it runs report: report's peak is its own, not
 	// this big test process's, which a child of os/exec inherits.
@@ -206,8 +204,8 @@ func TestDistinctQueryFlood(t *testing.T) {
 	if recorded != kept || fps < n*99/100 { // random column names repeat now and then
 		t.Errorf("the report found %d queries and %d fingerprints, want %d and about %d", recorded, fps, kept, n)
 	}
-	if rss > memoryBudget {
-		t.Errorf("report's peak memory %d MiB, budget %d MiB", rss>>20, memoryBudget>>20)
+	if rss > testenv.MemoryBudget {
+		t.Errorf("report's peak memory %d MiB, budget %d MiB", rss>>20, testenv.MemoryBudget>>20)
 	}
 	t.Logf("record: %d queries, peak RSS %d MiB; report: %d fingerprints, peak RSS %d MiB", kept, sum.Cost.MaxRSSBytes>>20, fps, rss>>20)
 }

@@ -11,11 +11,14 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -53,6 +56,37 @@ var Default = Families{Wire: true, Block: true, Sched: true}
 // All is every family but the costly Buffers (and USDT, the other source
 // of what Wire gives).
 var All = Families{Wire: true, FS: true, Block: true, Sched: true}
+
+// uses says whether the families need a program, by its name (the
+// prefixes of the bpf/ files' programs).
+func (f Families) uses(prog string) bool {
+	switch {
+	case strings.HasPrefix(prog, "wire_"):
+		return f.Wire
+	case strings.HasPrefix(prog, "query_"):
+		return f.USDT
+	case strings.HasPrefix(prog, "fs_"), strings.HasPrefix(prog, "ra_"):
+		return f.FS
+	case strings.HasPrefix(prog, "blk_"):
+		return f.Block
+	case prog == "sched_switch":
+		return f.Sched
+	case prog == "buffer_read_done":
+		return f.Buffers
+	}
+	return true // process tracking, lock probes, the log2 self-test
+}
+
+// kernelHas says whether the kernel's BTF describes a type (a tracepoint's
+// btf_trace_* typedef says the kernel has that tracepoint).
+func kernelHas(typeName string) bool {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return true // let loading say what is wrong
+	}
+	_, err = spec.AnyTypeByName(typeName)
+	return err == nil
+}
 
 // Names lists the families switched on, for summaries.
 func (f Families) Names() []string {
@@ -141,6 +175,17 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 	spec, err := loadDbiolat()
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
+	}
+	if f.Wire && !kernelHas("btf_trace_sock_recv_length") {
+		return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
+	}
+	// Programs of families left off are not loaded, so a kernel without
+	// their hooks runs the others; a stub takes their place in t.objs.
+	for name := range spec.Programs {
+		if !f.uses(name) {
+			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL",
+				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+		}
 	}
 	for name, v := range map[string]any{
 		"emit_min_query_ns": threshold(emit.MinQuery),

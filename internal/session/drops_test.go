@@ -47,13 +47,10 @@ func TestDeliveredPlusDroppedIsSent(t *testing.T) {
 		})
 	}
 	// The memory budget the README states, after 140,000 records.
-	if rss := peakRSS(); rss > goMemoryBudget {
-		t.Errorf("peak RSS %d MiB, over the budget of %d MiB", rss>>20, goMemoryBudget>>20)
+	if rss := peakRSS(); rss > testenv.MemoryBudget {
+		t.Errorf("peak RSS %d MiB, over the budget of %d MiB", rss>>20, testenv.MemoryBudget>>20)
 	}
 }
-
-// goMemoryBudget is what dbiolat's own process may hold at its peak.
-const goMemoryBudget = 150 << 20
 
 // runLoad sends n queries to a synthetic backend traced with every query
 // a record, polling as the commands do when drain is set, else only at

@@ -7,6 +7,10 @@ import (
 	"testing"
 )
 
+// MemoryBudget is the most dbiolat's own process may hold at its peak
+// (README, "Overhead"): the tests that flood it check it.
+const MemoryBudget = 150 << 20
+
 // NeedRoot skips a test or benchmark that needs BPF when not run as root,
 // unless CI says it must run: then it fails.
 func NeedRoot(tb testing.TB) {
