@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -142,6 +143,10 @@ type Tracer struct {
 	progs    map[*ebpf.Program]bool // the programs attached, for their run-time statistics
 	sample   statsSample
 	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose query probes are attached
+	// uprobeMulti: USDT sites are attached as one uprobe_multi link per
+	// probe (Linux 6.6+), which needs no CAP_SYS_ADMIN, unlike a perf
+	// event per site.
+	uprobeMulti bool
 }
 
 // Emit chooses which finished queries become records; every query counts
@@ -179,12 +184,17 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 	if f.Wire && !kernelHas("btf_trace_sock_recv_length") {
 		return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
 	}
+	t := &Tracer{binaries: map[[2]uint64]struct{}{}, families: f, progs: map[*ebpf.Program]bool{},
+		uprobeMulti: features.HaveBPFLinkUprobeMulti() == nil}
 	// Programs of families left off are not loaded, so a kernel without
 	// their hooks runs the others; a stub takes their place in t.objs.
-	for name := range spec.Programs {
-		if !f.uses(name) {
+	for name, ps := range spec.Programs {
+		switch {
+		case !f.uses(name):
 			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL",
 				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+		case ps.SectionName == "uprobe" && t.uprobeMulti:
+			ps.AttachType = ebpf.AttachTraceUprobeMulti
 		}
 	}
 	for name, v := range map[string]any{
@@ -196,7 +206,6 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
 	}
-	t := &Tracer{binaries: map[[2]uint64]struct{}{}, families: f, progs: map[*ebpf.Program]bool{}}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var verr *ebpf.VerifierError
 		if errors.As(err, &verr) {
@@ -493,15 +502,16 @@ func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 		if len(sites) == 0 && w.required {
 			return n, fmt.Errorf("%s has no USDT probe %s:%s: %w", binary, p.Provider, w.name, ErrNoProbe)
 		}
+		var usable []usdt.Probe
 		for _, site := range sites {
-			if site.ArgErr != nil && !w.required {
-				continue // only the query probes read arguments
+			if site.ArgErr == nil || w.required { // only the query probes read arguments
+				usable = append(usable, site)
 			}
-			if err := t.attachSite(ex, site, w.prog); err != nil {
-				return n, fmt.Errorf("attaching USDT %s:%s in %s: %w", p.Provider, w.name, binary, err)
-			}
-			n++
 		}
+		if err := t.attachSites(ex, usable, w.prog); err != nil {
+			return n, fmt.Errorf("attaching USDT %s:%s in %s: %w", p.Provider, w.name, binary, err)
+		}
+		n += len(usable)
 	}
 	t.binaries[key] = struct{}{}
 	return n, nil
@@ -510,25 +520,42 @@ func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 // ErrNoProbe says a binary lacks a USDT probe we need.
 var ErrNoProbe = errors.New("probe missing")
 
-func (t *Tracer) attachSite(ex *link.Executable, site usdt.Probe, prog *ebpf.Program) error {
-	spec, err := specOf(site.Args)
-	if err != nil {
-		return err
+// attachSites attaches prog at the sites of one probe, each with the
+// cookie that names its argument spec in usdt_specs.
+func (t *Tracer) attachSites(ex *link.Executable, sites []usdt.Probe, prog *ebpf.Program) error {
+	if len(sites) == 0 {
+		return nil
 	}
-	cookie := t.specs
-	if err := t.objs.UsdtSpecs.Update(cookie, spec, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("storing the argument spec (too many sites?): %w", err)
+	var multi link.UprobeMultiOptions
+	for _, site := range sites {
+		spec, err := specOf(site.Args)
+		if err != nil {
+			return err
+		}
+		cookie := t.specs
+		if err := t.objs.UsdtSpecs.Update(cookie, spec, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("storing the argument spec (too many sites?): %w", err)
+		}
+		t.specs++
+		if t.uprobeMulti {
+			multi.Addresses = append(multi.Addresses, site.Location)
+			multi.RefCtrOffsets = append(multi.RefCtrOffsets, site.Semaphore) // 0: none
+			multi.Cookies = append(multi.Cookies, uint64(cookie))
+			continue
+		}
+		l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: site.Location, RefCtrOffset: site.Semaphore, Cookie: uint64(cookie)})
+		if err != nil {
+			return err
+		}
+		t.add(l, prog)
 	}
-	t.specs++
-	l, err := ex.Uprobe("", prog, &link.UprobeOptions{
-		Address:      site.Location,
-		RefCtrOffset: site.Semaphore,
-		Cookie:       uint64(cookie),
-	})
-	if err != nil {
-		return err
+	if t.uprobeMulti {
+		l, err := ex.UprobeMulti(nil, prog, &multi)
+		if err != nil {
+			return err
+		}
+		t.add(l, prog)
 	}
-	t.add(l, prog)
 	return nil
 }
 

@@ -26,7 +26,7 @@ const (
 // CheckPrivileges says in one sentence what is missing to trace. CAP_BPF
 // and CAP_PERFMON load and attach the programs; the others are asked for
 // where they are used: CAP_SYS_PTRACE to read which binary a server of
-// another user runs, CAP_SYS_ADMIN for uprobes (on this kernel), mounting
+// another user runs, CAP_SYS_ADMIN for uprobes before Linux 6.6, mounting
 // tracefs and the kernel's count of our programs' run time.
 func CheckPrivileges() error {
 	eff, err := effectiveCaps()

@@ -162,7 +162,8 @@ func (s *Session) attach(in postgres.Instance) error {
 		s.warn(fmt.Sprintf("PostgreSQL %d runs %s, built without USDT probes: lock waits are counted as other waits", in.PID, exe))
 		return nil
 	}
-	// Uprobes are perf events, which this kernel may reserve to CAP_SYS_ADMIN.
+	// Without uprobe_multi links (before Linux 6.6), uprobes are perf events,
+	// which need CAP_SYS_ADMIN.
 	if errors.Is(err, os.ErrPermission) {
 		if s.cfg.Families.USDT || s.cfg.Families.Buffers {
 			return errors.New("attaching PostgreSQL's USDT probes (uprobes) needs CAP_SYS_ADMIN on this kernel: run dbiolat as root, or leave out --usdt and --buffers")
