@@ -124,13 +124,14 @@ type Drops struct {
 	WireEncrypted   uint64 `json:"wire_encrypted"`   // encrypted client connections: their queries are not seen
 	WireUnreadable  uint64 `json:"wire_unreadable"`  // client messages that could not be read: round trips not seen
 	WireUnseen      uint64 `json:"wire_unseen"`      // round trips begun unseen (sent behind another, pipelined)
+	WaterfallMissed uint64 `json:"waterfall_missed"` // context switches of a query's thread not seen: an interval of its waterfall lost
 	ProgramsSkipped uint64 `json:"programs_skipped"` // program runs the kernel skipped: already running on that CPU
 }
 
 // Lost is the number of records or events that are missing from the output.
 func (d Drops) Lost() uint64 {
 	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault +
-		d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull + d.WireEncrypted + d.WireUnreadable + d.WireUnseen +
+		d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull + d.WireEncrypted + d.WireUnreadable + d.WireUnseen + d.WaterfallMissed +
 		d.ProgramsSkipped
 }
 

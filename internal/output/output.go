@@ -267,6 +267,7 @@ func DropsText(d model.Drops) string {
 		{"encrypted connections, whose queries are not seen (--usdt sees their simple queries)", d.WireEncrypted},
 		{"client messages unreadable", d.WireUnreadable},
 		{"pipelined round trips not seen", d.WireUnseen},
+		{"context switches of a query not seen", d.WaterfallMissed},
 		{"program runs skipped by the kernel (already running on that CPU)", d.ProgramsSkipped},
 	}
 	var parts []string

@@ -185,7 +185,8 @@ const (
 	dbiolatStatIdSTAT_WIRE_ENCRYPTED   dbiolatStatId = 12
 	dbiolatStatIdSTAT_WIRE_UNREADABLE  dbiolatStatId = 13
 	dbiolatStatIdSTAT_WIRE_UNSEEN      dbiolatStatId = 14
-	dbiolatStatIdSTAT_IDS              dbiolatStatId = 15
+	dbiolatStatIdSTAT_WATERFALL_MISSED dbiolatStatId = 15
+	dbiolatStatIdSTAT_IDS              dbiolatStatId = 16
 )
 
 type dbiolatTaskLocal struct {

@@ -818,6 +818,7 @@ const (
 	StatWireEncrypted   = dbiolatStatIdSTAT_WIRE_ENCRYPTED
 	StatWireUnreadable  = dbiolatStatIdSTAT_WIRE_UNREADABLE
 	StatWireUnseen      = dbiolatStatIdSTAT_WIRE_UNSEEN
+	StatWaterfallMissed = dbiolatStatIdSTAT_WATERFALL_MISSED
 
 	TextSQL    = dbiolatTextKindTEXT_SQL
 	TextPGWire = dbiolatTextKindTEXT_PG_WIRE

@@ -409,6 +409,7 @@ func (s *Session) Drops() (model.Drops, error) {
 		WireEncrypted:   st[probe.StatWireEncrypted],
 		WireUnreadable:  st[probe.StatWireUnreadable],
 		WireUnseen:      st[probe.StatWireUnseen],
+		WaterfallMissed: st[probe.StatWaterfallMissed],
 		ProgramsSkipped: skipped,
 	}, nil
 }

@@ -71,7 +71,8 @@ enum stat_id {
 	STAT_WIRE_ENCRYPTED = 12, /* client connections encrypted (TLS, GSS): their queries are not seen */
 	STAT_WIRE_UNREADABLE = 13, /* client bytes that could not be read: no query started */
 	STAT_WIRE_UNSEEN = 14,    /* round trips whose first message we did not see (pipelined) */
-	STAT_IDS = 15,
+	STAT_WATERFALL_MISSED = 15, /* a context switch of a thread in a query was not seen: its waterfall lost an interval */
+	STAT_IDS = 16,
 };
 
 /* What the text of a query record is. */

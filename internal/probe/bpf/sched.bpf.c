@@ -20,6 +20,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		now = bpf_ktime_get_ns();
 		if (wf->oncpu_since)
 			wf->cpu_ns += now - wf->oncpu_since;
+		else /* it runs, yet its switch-in was not seen */
+			stat_inc(STAT_WATERFALL_MISSED);
 		wf->oncpu_since = 0;
 		wf->offcpu_since = now;
 		if (prev_state == 0) { /* TASK_RUNNING: preempted, still runnable */
@@ -44,6 +46,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		return 0;
 	if (!now)
 		now = bpf_ktime_get_ns();
+	if (!wf->offcpu_since && wf->oncpu_since) /* it ran until now, yet its switch-out was not seen */
+		stat_inc(STAT_WATERFALL_MISSED);
 	if (wf->offcpu_since) {
 		off = now - wf->offcpu_since;
 		runq = off;

@@ -183,6 +183,10 @@ static __always_inline void wire_request(struct task_struct *task, struct task_l
 		stat_inc(STAT_WIRE_ENCRYPTED);
 		return;
 	}
+	if (t->buf[0] == 'X') { /* Terminate: the client leaves, no query follows */
+		w->state = WIRE_OFF;
+		return;
+	}
 	w->flags = ret > n ? WIRE_TRUNCATED : 0;
 	w->text_off = 0;
 	wire_begin(tl, t, bpf_ktime_get_ns());
