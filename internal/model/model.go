@@ -125,7 +125,10 @@ type Drops struct {
 	WireUnreadable  uint64 `json:"wire_unreadable"`  // client messages that could not be read: round trips not seen
 	WireUnseen      uint64 `json:"wire_unseen"`      // round trips begun unseen (sent behind another, pipelined)
 	WaterfallMissed uint64 `json:"waterfall_missed"` // context switches of a query's thread not seen: an interval of its waterfall lost
-	ProgramsSkipped uint64 `json:"programs_skipped"` // program runs the kernel skipped: already running on that CPU
+	// Not losses: switch-ins not seen, whose intervals the kernel's own
+	// arrival stamp split into CPU and the wait before.
+	WaterfallRecovered uint64 `json:"waterfall_recovered"`
+	ProgramsSkipped    uint64 `json:"programs_skipped"` // program runs the kernel skipped: already running on that CPU
 }
 
 // Lost is the number of records or events that are missing from the output.

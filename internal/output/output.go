@@ -287,6 +287,9 @@ func DropsText(d model.Drops) string {
 	if d.BlkMerges > 0 {
 		notes = append(notes, fmt.Sprintf("%d bios merged into queued requests", d.BlkMerges))
 	}
+	if d.WaterfallRecovered > 0 {
+		notes = append(notes, fmt.Sprintf("%d switch-ins of a query not seen, split by the kernel's arrival stamp", d.WaterfallRecovered))
+	}
 	if d.BlkLate > 0 {
 		notes = append(notes, fmt.Sprintf("%d block requests completed after their query ended (charged to the process, not the query)", d.BlkLate))
 	}

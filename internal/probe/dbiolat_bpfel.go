@@ -170,23 +170,24 @@ type dbiolatQueryEvent struct {
 type dbiolatStatId uint32
 
 const (
-	dbiolatStatIdSTAT_RINGBUF_FULL     dbiolatStatId = 0
-	dbiolatStatIdSTAT_THREADS_FULL     dbiolatStatId = 1
-	dbiolatStatIdSTAT_INFLIGHT_FULL    dbiolatStatId = 2
-	dbiolatStatIdSTAT_PROC_IO_FULL     dbiolatStatId = 3
-	dbiolatStatIdSTAT_BLK_IO_FULL      dbiolatStatId = 4
-	dbiolatStatIdSTAT_QUERY_UNFINISHED dbiolatStatId = 5
-	dbiolatStatIdSTAT_QUERY_TEXT_FAULT dbiolatStatId = 6
-	dbiolatStatIdSTAT_BLK_LATE         dbiolatStatId = 7
-	dbiolatStatIdSTAT_USDT_ARG_FAULT   dbiolatStatId = 8
-	dbiolatStatIdSTAT_WATERFALL_FULL   dbiolatStatId = 9
-	dbiolatStatIdSTAT_PROC_RUNS_FULL   dbiolatStatId = 10
-	dbiolatStatIdSTAT_BLK_MERGES       dbiolatStatId = 11
-	dbiolatStatIdSTAT_WIRE_ENCRYPTED   dbiolatStatId = 12
-	dbiolatStatIdSTAT_WIRE_UNREADABLE  dbiolatStatId = 13
-	dbiolatStatIdSTAT_WIRE_UNSEEN      dbiolatStatId = 14
-	dbiolatStatIdSTAT_WATERFALL_MISSED dbiolatStatId = 15
-	dbiolatStatIdSTAT_IDS              dbiolatStatId = 16
+	dbiolatStatIdSTAT_RINGBUF_FULL        dbiolatStatId = 0
+	dbiolatStatIdSTAT_THREADS_FULL        dbiolatStatId = 1
+	dbiolatStatIdSTAT_INFLIGHT_FULL       dbiolatStatId = 2
+	dbiolatStatIdSTAT_PROC_IO_FULL        dbiolatStatId = 3
+	dbiolatStatIdSTAT_BLK_IO_FULL         dbiolatStatId = 4
+	dbiolatStatIdSTAT_QUERY_UNFINISHED    dbiolatStatId = 5
+	dbiolatStatIdSTAT_QUERY_TEXT_FAULT    dbiolatStatId = 6
+	dbiolatStatIdSTAT_BLK_LATE            dbiolatStatId = 7
+	dbiolatStatIdSTAT_USDT_ARG_FAULT      dbiolatStatId = 8
+	dbiolatStatIdSTAT_WATERFALL_FULL      dbiolatStatId = 9
+	dbiolatStatIdSTAT_PROC_RUNS_FULL      dbiolatStatId = 10
+	dbiolatStatIdSTAT_BLK_MERGES          dbiolatStatId = 11
+	dbiolatStatIdSTAT_WIRE_ENCRYPTED      dbiolatStatId = 12
+	dbiolatStatIdSTAT_WIRE_UNREADABLE     dbiolatStatId = 13
+	dbiolatStatIdSTAT_WIRE_UNSEEN         dbiolatStatId = 14
+	dbiolatStatIdSTAT_WATERFALL_MISSED    dbiolatStatId = 15
+	dbiolatStatIdSTAT_WATERFALL_RECOVERED dbiolatStatId = 16
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 17
 )
 
 type dbiolatTaskLocal struct {

@@ -72,7 +72,8 @@ enum stat_id {
 	STAT_WIRE_UNREADABLE = 13, /* client bytes that could not be read: no query started */
 	STAT_WIRE_UNSEEN = 14,    /* round trips whose first message we did not see (pipelined) */
 	STAT_WATERFALL_MISSED = 15, /* a context switch of a thread in a query was not seen: its waterfall lost an interval */
-	STAT_IDS = 16,
+	STAT_WATERFALL_RECOVERED = 16, /* not a loss: a switch-in not seen, its interval split by the kernel's stamp */
+	STAT_IDS = 17,
 };
 
 /* What the text of a query record is. */

@@ -75,6 +75,8 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 
 		wf->in_query = 0;
 		a->cpu_ns = wf->cpu_ns + (wf->oncpu_since ? now - wf->oncpu_since : 0);
+		if (!wf->oncpu_since) /* it runs, yet its last switch-in was not seen */
+			stat_inc(STAT_WATERFALL_MISSED);
 		a->runq_ns = wf->runq_ns;
 		a->io_wait_ns = wf->wait_ns[WAIT_IO];
 		a->lock_ns = wf->wait_ns[WAIT_LOCK];

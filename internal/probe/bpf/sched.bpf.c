@@ -8,6 +8,28 @@
  * these partition the query's latency.
  */
 
+/*
+ * It runs, yet its switch-in was not seen (rare: a few times a minute
+ * under heavy load with uprobes firing). The kernel stamped its arrival
+ * (sched_info.last_arrival, in the run queue's clock, as fresh as now):
+ * the time since it went off CPU splits into its time on CPU since then
+ * and, before, the wait its switch-out said it began.
+ */
+static __always_inline void recover_switch_in(struct waterfall *wf, struct task_struct *prev, __u64 now)
+{
+	__u64 off = now - wf->offcpu_since;
+	__u64 on = prev->se.cfs_rq->rq->clock - prev->sched_info.last_arrival;
+
+	if (on > off)
+		on = off;
+	wf->cpu_ns += on;
+	if (wf->asleep)
+		wf->wait_ns[wf->asleep_kind & 3] += off - on;
+	else
+		wf->runq_ns += off - on;
+	stat_inc(STAT_WATERFALL_RECOVERED);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -20,8 +42,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		now = bpf_ktime_get_ns();
 		if (wf->oncpu_since)
 			wf->cpu_ns += now - wf->oncpu_since;
-		else /* it runs, yet its switch-in was not seen */
-			stat_inc(STAT_WATERFALL_MISSED);
+		else if (wf->offcpu_since)
+			recover_switch_in(wf, prev, now);
 		wf->oncpu_since = 0;
 		wf->offcpu_since = now;
 		if (prev_state == 0) { /* TASK_RUNNING: preempted, still runnable */
