@@ -124,17 +124,19 @@ type Drops struct {
 	WireEncrypted   uint64 `json:"wire_encrypted"`   // encrypted client connections: their queries are not seen
 	WireUnreadable  uint64 `json:"wire_unreadable"`  // client messages that could not be read: round trips not seen
 	WireUnseen      uint64 `json:"wire_unseen"`      // round trips begun unseen (sent behind another, pipelined)
-	WaterfallMissed uint64 `json:"waterfall_missed"` // context switches of a query's thread not seen: an interval of its waterfall lost
-	// Not losses: switch-ins not seen, whose intervals the kernel's own
-	// arrival stamp split into CPU and the wait before.
+	// Not record losses, but shown: context switches of a query's thread
+	// the scheduler hook did not see. Recovered: the kernel's own arrival
+	// stamp split the interval into CPU and the wait before. Missed: the
+	// interval since the last switch seen shows as the query's unaccounted time.
 	WaterfallRecovered uint64 `json:"waterfall_recovered"`
+	WaterfallMissed    uint64 `json:"waterfall_missed"`
 	ProgramsSkipped    uint64 `json:"programs_skipped"` // program runs the kernel skipped: already running on that CPU
 }
 
 // Lost is the number of records or events that are missing from the output.
 func (d Drops) Lost() uint64 {
 	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault +
-		d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull + d.WireEncrypted + d.WireUnreadable + d.WireUnseen + d.WaterfallMissed +
+		d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull + d.WireEncrypted + d.WireUnreadable + d.WireUnseen +
 		d.ProgramsSkipped
 }
 

@@ -267,7 +267,6 @@ func DropsText(d model.Drops) string {
 		{"encrypted connections, whose queries are not seen (--usdt sees their simple queries)", d.WireEncrypted},
 		{"client messages unreadable", d.WireUnreadable},
 		{"pipelined round trips not seen", d.WireUnseen},
-		{"context switches of a query not seen", d.WaterfallMissed},
 		{"program runs skipped by the kernel (already running on that CPU)", d.ProgramsSkipped},
 	}
 	var parts []string
@@ -289,6 +288,9 @@ func DropsText(d model.Drops) string {
 	}
 	if d.WaterfallRecovered > 0 {
 		notes = append(notes, fmt.Sprintf("%d switch-ins of a query not seen, split by the kernel's arrival stamp", d.WaterfallRecovered))
+	}
+	if d.WaterfallMissed > 0 {
+		notes = append(notes, fmt.Sprintf("%d context switches of a query not seen (the time since shows as unaccounted)", d.WaterfallMissed))
 	}
 	if d.BlkLate > 0 {
 		notes = append(notes, fmt.Sprintf("%d block requests completed after their query ended (charged to the process, not the query)", d.BlkLate))

@@ -71,7 +71,7 @@ enum stat_id {
 	STAT_WIRE_ENCRYPTED = 12, /* client connections encrypted (TLS, GSS): their queries are not seen */
 	STAT_WIRE_UNREADABLE = 13, /* client bytes that could not be read: no query started */
 	STAT_WIRE_UNSEEN = 14,    /* round trips whose first message we did not see (pipelined) */
-	STAT_WATERFALL_MISSED = 15, /* a context switch of a thread in a query was not seen: its waterfall lost an interval */
+	STAT_WATERFALL_MISSED = 15, /* not a drop: a context switch of a thread in a query not seen; the time since is unaccounted */
 	STAT_WATERFALL_RECOVERED = 16, /* not a loss: a switch-in not seen, its interval split by the kernel's stamp */
 	STAT_IDS = 17,
 };
