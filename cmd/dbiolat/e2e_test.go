@@ -190,6 +190,19 @@ func (tr *trace) stopRecording(t *testing.T) *record.Recording {
 	return r
 }
 
+// countQueries counts a recording's queries as they stream from the file.
+func countQueries(t *testing.T, r *record.Recording) int {
+	t.Helper()
+	n := 0
+	for range r.Queries {
+		n++
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func mustUnmarshal(t *testing.T, line string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(line), v); err != nil {

@@ -231,9 +231,6 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p.prog})
 		if err != nil {
 			t.Close()
-			if p.prog == o.WireRecv || p.prog == o.WireSend {
-				return nil, fmt.Errorf("attaching the socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): %w; --usdt takes queries from PostgreSQL's USDT probes instead", err)
-			}
 			return nil, fmt.Errorf("attaching %s: %w", p.prog, err)
 		}
 		t.add(l, p.prog)

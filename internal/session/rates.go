@@ -191,11 +191,6 @@ func (s *Session) rates() ([]model.Rate, float64, error) {
 	return out, secs, nil
 }
 
-func alive(pid uint32) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
-}
-
 // deviceName turns the kernel's dev_t (major << 20 | minor) into a name
 // such as "vda", as iostat shows it.
 func deviceName(dev uint32) string {
