@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/probe"
 )
 
 // config is one way of tracing the database.
@@ -47,8 +48,9 @@ var (
 			"--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
 	}}
 	// The floor of dbiolat's default mode: its kernel hooks (socket
-	// calls, context switches) with programs that return at once. What
-	// the machine pays to run any program there, before any work.
+	// calls, context switches, block requests, forks and exits) with
+	// programs that return at once. What the machine pays to run any
+	// program there, before any work.
 	hooksFloor = config{name: "hooks-floor", attach: attachEmpty}
 	// The floor of any per-query tool built on PostgreSQL's USDT probes:
 	// the two uprobe traps per query with programs that do nothing.
@@ -60,7 +62,7 @@ var (
 	// sends every syscall of the machine through the slow path) and the
 	// uprobe trap on every shared-buffer access (--buffers).
 	allFloor = config{name: "all-floor", command: func(e *env) ([]string, string) {
-		return []string{"bpftrace", "-e", strings.ReplaceAll(allFloorScript, "BIN", e.postgres)}, "ready"
+		return []string{"bpftrace", "-e", allFloorScript(e.postgres)}, "ready"
 	}}
 	// What users run today (the seeds): query latency from the USDT
 	// probes and pread64 time per query, with a line for each query that read.
@@ -79,23 +81,23 @@ usdt:BIN:postgresql:query__done {}
 BEGIN { printf("ready\n"); }
 `
 
-const allFloorScript = `
-usdt:BIN:postgresql:buffer__read__done {}
-tracepoint:syscalls:sys_enter_read, tracepoint:syscalls:sys_exit_read,
-tracepoint:syscalls:sys_enter_readv, tracepoint:syscalls:sys_exit_readv,
-tracepoint:syscalls:sys_enter_pread64, tracepoint:syscalls:sys_exit_pread64,
-tracepoint:syscalls:sys_enter_preadv, tracepoint:syscalls:sys_exit_preadv,
-tracepoint:syscalls:sys_enter_preadv2, tracepoint:syscalls:sys_exit_preadv2,
-tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_exit_write,
-tracepoint:syscalls:sys_enter_writev, tracepoint:syscalls:sys_exit_writev,
-tracepoint:syscalls:sys_enter_pwrite64, tracepoint:syscalls:sys_exit_pwrite64,
-tracepoint:syscalls:sys_enter_pwritev, tracepoint:syscalls:sys_exit_pwritev,
-tracepoint:syscalls:sys_enter_pwritev2, tracepoint:syscalls:sys_exit_pwritev2,
-tracepoint:syscalls:sys_enter_fsync, tracepoint:syscalls:sys_exit_fsync,
-tracepoint:syscalls:sys_enter_fdatasync, tracepoint:syscalls:sys_exit_fdatasync,
-tracepoint:syscalls:sys_enter_sync_file_range, tracepoint:syscalls:sys_exit_sync_file_range {}
-BEGIN { printf("ready\n"); }
-`
+// allFloorScript is a bpftrace program with empty actions on the hooks
+// the file system family adds (probe.Hooks: its syscall and readahead
+// tracepoints) and on the shared-buffer probe of --buffers.
+func allFloorScript(postgres string) string {
+	hooks, err := probe.Hooks(probe.FS)
+	if err != nil {
+		panic(err) // the embedded object: a broken build, not an input
+	}
+	var names []string
+	for _, h := range hooks {
+		if h.Group != "" {
+			names = append(names, h.String())
+		}
+	}
+	return "usdt:" + postgres + ":postgresql:buffer__read__done {}\n" + strings.Join(names, ",\n") +
+		" {}\nBEGIN { printf(\"ready\\n\"); }\n"
+}
 
 const bpftraceScript = `
 usdt:BIN:postgresql:query__start { @start[tid] = nsecs; @qtext[tid] = str(arg0); }
@@ -118,8 +120,16 @@ var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAl
 // attachEmpty attaches a program that returns 0 to each BTF tracepoint
 // the default mode uses.
 func attachEmpty() (io.Closer, error) {
+	hooks, err := probe.Hooks(probe.Default)
+	if err != nil {
+		return nil, err
+	}
 	var links links
-	for _, tp := range []string{"sock_recv_length", "sock_send_length", "sched_switch"} {
+	for _, h := range hooks {
+		tp := h.Name
+		if h.Group != "" {
+			return nil, fmt.Errorf("the default mode attaches a tracepoint (%s): the floor covers BTF tracepoints only", h)
+		}
 		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 			Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: tp, License: "GPL",
 			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},

@@ -103,8 +103,8 @@ func TestBenchKeepsFioAndAgreesWithIt(t *testing.T) {
 			scans++
 		}
 	}
-	if scans != 2 || r.Summary.Hists[model.HistBlkRead].Count == 0 {
-		t.Errorf("the recording has %d cold scans (want 2), %d block reads", scans, r.Summary.Hists[model.HistBlkRead].Count)
+	if scans != 2 || r.Summary.Hists["blk_read"].Count == 0 {
+		t.Errorf("the recording has %d cold scans (want 2), %d block reads", scans, r.Summary.Hists["blk_read"].Count)
 	}
 }
 

@@ -158,7 +158,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 // the recording holds fio's latency and dbiolat's block latency of the
 // same I/O, each a check on the other.
 func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds int) (*model.FioJob, error) {
-	s, err := session.OpenProcesses(probe.Families{FS: true, Block: true}, probe.EmitNone)
+	s, err := session.OpenProcesses(probe.FS|probe.Block, probe.EmitNone)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds i
 		return nil, err
 	}
 	fj.Hists = model.Hists{}
-	for _, name := range []string{model.HistFSRead, model.HistFSWrite, model.HistBlkRead, model.HistBlkWrite} {
+	for _, name := range []string{"fs_read", "fs_write", "blk_read", "blk_write"} {
 		if h[name].Count > 0 {
 			fj.Hists[name] = h[name]
 		}

@@ -350,8 +350,8 @@ func TestPgbenchStatementsReportedOnce(t *testing.T) {
 			}
 			queries, _, sum := tr.stop(t)
 			checkPgbenchStatements(t, c, queries, res.Transactions, tc.protocol == "prepared")
-			if sum.Drops.WireUnseen != 0 {
-				t.Errorf("%d round trips began unseen", sum.Drops.WireUnseen)
+			if sum.Drops.Of("wire_unseen") != 0 {
+				t.Errorf("%d round trips began unseen", sum.Drops.Of("wire_unseen"))
 			}
 		})
 	}

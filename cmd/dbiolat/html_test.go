@@ -197,7 +197,7 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ra.Summary == nil || ra.Summary.Hists[model.HistBlkRead] == nil || ra.Summary.Hists[model.HistBlkRead].Count == 0 {
+	if ra.Summary == nil || ra.Summary.Hists["blk_read"] == nil || ra.Summary.Hists["blk_read"].Count == 0 {
 		t.Fatalf("the recording has no block reads: the cold scan was not cold")
 	}
 
@@ -210,9 +210,9 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 		t.Fatalf("report --html: %v\n%s", err, out)
 	}
 	var want []string
-	for _, n := range model.HistOrder {
-		if h := ra.Summary.Hists[n]; h != nil && h.Count > 0 {
-			want = append(want, "hist-"+n)
+	for _, def := range model.Histograms {
+		if h := ra.Summary.Hists[def.Name]; h != nil && h.Count > 0 {
+			want = append(want, "hist-"+def.Name)
 		}
 	}
 	want = append(want, "rate-fs-ops", "rate-fs-bytes", "rate-blk-ops", "rate-blk-bytes", "waterfall")
@@ -232,9 +232,9 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 			t.Errorf("the report does not say %q", s)
 		}
 	}
-	px := screenshot(t, browser, reportHTML, htmlreport.ColorHist, htmlreport.ColorRead, htmlreport.Boxes[0].Color)
+	px := screenshot(t, browser, reportHTML, htmlreport.ColorHist, htmlreport.ColorRead, model.Boxes[0].Color)
 	t.Logf("report: pixels %v", px)
-	for color, least := range map[string]int{htmlreport.ColorHist: 5000, htmlreport.ColorRead: 500, htmlreport.Boxes[0].Color: 2000} {
+	for color, least := range map[string]int{htmlreport.ColorHist: 5000, htmlreport.ColorRead: 500, model.Boxes[0].Color: 2000} {
 		if px[color] < least {
 			t.Errorf("the report's screenshot has %d pixels of %s, want at least %d: a plot was not drawn", px[color], color, least)
 		}
@@ -267,10 +267,10 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 		t.Fatalf("compare --html: %v\n%s", err, out)
 	}
 	want = nil
-	for _, n := range model.HistOrder {
-		ha, hb := ra.Summary.Hists[n], rb.Summary.Hists[n]
+	for _, def := range model.Histograms {
+		ha, hb := ra.Summary.Hists[def.Name], rb.Summary.Hists[def.Name]
 		if (ha != nil && ha.Count > 0) || (hb != nil && hb.Count > 0) {
-			want = append(want, "cmp-"+n)
+			want = append(want, "cmp-"+def.Name)
 		}
 	}
 	dom = checkPage(t, browser, compareHTML, want)

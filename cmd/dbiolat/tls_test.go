@@ -37,8 +37,8 @@ func TestEncryptedConnectionIsCounted(t *testing.T) {
 	psql(t, c, "SELECT 4343 AS over_unix_socket")
 	queries, _, sum := tr.stop(t)
 	t.Logf("default mode: drops %+v, %d queries", sum.Drops, len(queries))
-	if sum.Drops.WireEncrypted != 1 {
-		t.Errorf("%d encrypted connections counted, want 1", sum.Drops.WireEncrypted)
+	if sum.Drops.Of("wire_encrypted") != 1 {
+		t.Errorf("%d encrypted connections counted, want 1", sum.Drops.Of("wire_encrypted"))
 	}
 	if hasTLSQuery(queries) || len(matching(queries, "SELECT $1 AS over_unix_socket")) != 1 {
 		t.Errorf("want the socket's query and not the TLS one: %+v", queries)

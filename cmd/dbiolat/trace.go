@@ -35,10 +35,14 @@ type tracer struct {
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
-	t.families.Buffers = t.opts.Buffers
-	t.families.FS = t.families.FS || t.opts.FS
-	if t.opts.USDT && t.families.Wire {
-		t.families.Wire, t.families.USDT = false, true
+	if t.opts.Buffers {
+		t.families |= probe.Buffers
+	}
+	if t.opts.FS {
+		t.families |= probe.FS
+	}
+	if t.opts.USDT && t.families&probe.Wire != 0 {
+		t.families = t.families&^probe.Wire | probe.USDT
 	}
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit,

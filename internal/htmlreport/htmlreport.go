@@ -31,46 +31,6 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"f": func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 }).ParseFS(files, "*.tmpl"))
 
-// layer says what a histogram shows and where its numbers come from (the
-// README's "Where each number comes from", per histogram).
-type layer struct{ Title, Source string }
-
-var layers = map[string]layer{
-	model.HistQuery: {"query latency",
-		"Each finished query, from the first message its backend read to the ReadyForQuery it sent (or, recorded with --usdt, from the USDT probe postgresql:query__start to query__done): every query seen, recorded or not."},
-	model.HistRunq: {"run-queue waits of queries",
-		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and the time the kernel queued it (sched_info.last_queued)."},
-	model.HistLock: {"lock waits of queries",
-		"Each sleep of a backend in a query between the USDT probes lock__wait__start/done (heavyweight locks) or lwlock__wait__start/done (LWLocks), timed by sched_switch."},
-	model.HistFSRead: {"file system reads",
-		"Time of read, readv, pread64, preadv and preadv2 syscalls on regular files and block devices by the traced PostgreSQL processes, from the syscalls:sys_enter_/sys_exit_ tracepoints: the time track_io_timing measures around the same calls."},
-	model.HistFSReadHit: {"file system reads served by the page cache",
-		"The reads of backends in a query that, during the call, neither slept for I/O, nor started block requests, nor triggered readahead."},
-	model.HistFSReadMiss: {"file system reads that missed the page cache",
-		"The reads of backends in a query that, during the call, slept for I/O, started block requests or triggered readahead."},
-	model.HistFSWrite: {"file system writes",
-		"Time of write, writev, pwrite64, pwritev and pwritev2 syscalls on regular files and block devices by the traced PostgreSQL processes, from the syscalls:sys_enter_/sys_exit_ tracepoints."},
-	model.HistFSSync: {"file system syncs",
-		"Time of fsync, fdatasync and sync_file_range syscalls by the traced PostgreSQL processes, from the syscalls:sys_enter_/sys_exit_ tracepoints."},
-	model.HistBlkRead: {"block device reads",
-		"Block request latency from tp_btf/block_io_start (in the submitting task) to block_io_done, for read requests the traced processes submitted; kernel threads' (writeback) and other processes' requests are not in it."},
-	model.HistBlkWrite: {"block device writes",
-		"Block request latency from tp_btf/block_io_start to block_io_done, for write requests the traced processes submitted; writeback by kernel threads is not in it."},
-	model.HistBlkOther: {"block device flushes and discards",
-		"Block request latency from tp_btf/block_io_start to block_io_done of requests without data (cache flushes) and discards the traced processes submitted."},
-	model.HistBlkReadSize: {"block read request sizes",
-		"Each read request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted: merged bios make larger requests."},
-	model.HistBlkWriteSize: {"block write request sizes",
-		"Each write request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted."},
-}
-
-func unitOf(name string) (hist.Unit, func(uint64) string) {
-	if strings.HasSuffix(name, "_size") {
-		return hist.Bytes, hist.FormatBytes
-	}
-	return hist.Time, dur
-}
-
 type kv struct{ K, V string }
 
 // plot is a chart with its title, its source and its figures.
@@ -79,10 +39,18 @@ type plot struct {
 	Chart                      Chart
 }
 
-func histPlot(name string, h *hist.Hist) plot {
-	unit, format := unitOf(name)
-	return plot{Name: name, Title: layers[name].Title, Source: layers[name].Source, Chart: HistChart("hist-"+name, h, unit),
-		Stats: fmt.Sprintf("count %d, mean %s, p50 %s, p99 %s", h.Count, format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))}
+func histPlot(def model.Histogram, h *hist.Hist) plot {
+	return plot{Name: def.Name, Title: def.Title, Source: def.Source, Chart: HistChart("hist-"+def.Name, h, def.Unit),
+		Stats: histStats(def, "", h)}
+}
+
+// histStats are a histogram's figures, after tag ("A: ") if given.
+func histStats(def model.Histogram, tag string, h *hist.Hist) string {
+	if h == nil || h.Count == 0 {
+		return tag + "none"
+	}
+	format := output.Format(def.Unit)
+	return fmt.Sprintf("%scount %d, mean %s, p50 %s, p99 %s", tag, h.Count, format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))
 }
 
 type rateRow struct {
@@ -131,7 +99,7 @@ type reportPage struct {
 	FPs          []fpRow
 	Slowest      []slowRow
 	Waterfall    *Chart
-	Boxes        []Box
+	Boxes        []model.Box
 	Fio          []fioRow
 	Processes    []procRow
 }
@@ -144,14 +112,14 @@ type Options struct {
 
 // Report writes the HTML report of a recording; name is its file name.
 func Report(w io.Writer, r *record.Recording, name string, o Options) error {
-	p := reportPage{File: filepath.Base(name), Meta: where(r), Interrupted: r.Summary == nil, Boxes: Boxes}
+	p := reportPage{File: filepath.Base(name), Meta: where(r), Interrupted: r.Summary == nil, Boxes: model.Boxes}
 	if r.Summary != nil {
 		var b strings.Builder
 		output.Summary(&b, r.Summary)
 		p.Summary = strings.TrimSpace(b.String())
-		for _, n := range model.HistOrder {
-			if h := r.Summary.Hists[n]; h != nil && h.Count > 0 {
-				p.Hists = append(p.Hists, histPlot(n, h))
+		for _, def := range model.Histograms {
+			if h := r.Summary.Hists[def.Name]; h != nil && h.Count > 0 {
+				p.Hists = append(p.Hists, histPlot(def, h))
 			}
 		}
 	} else if n := len(r.Intervals); n > 0 {
@@ -171,12 +139,9 @@ func Report(w io.Writer, r *record.Recording, name string, o Options) error {
 		for i := range slow {
 			q := &slow[i]
 			row := slowRow{N: i + 1, Time: dur(q.QueryNs), When: q.TS.Format("15:04:05.000"), PID: q.PID, Query: q.Query,
-				Who: q.User + "@" + q.Database,
+				Who: output.Who(q),
 				FS:  fmt.Sprintf("%s in %d calls (%s), %d missed the page cache", dur(q.FSNs()), q.FSCount(), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes), q.FSReadMissCount),
 				Blk: fmt.Sprintf("%s busy, %d requests (%s)", dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes))}
-			if q.User == "" && q.Database == "" {
-				row.Who = q.Role
-			}
 			for _, v := range boxValues(q) {
 				row.Boxes = append(row.Boxes, dur(v))
 			}
@@ -418,20 +383,13 @@ func Compare(w io.Writer, c *output.Comparison, a, b Side) error {
 			P50A: dur(l.P50A), P50B: dur(l.P50B), P99A: dur(l.P99A), P99B: dur(l.P99B), Ratio: fmt.Sprintf("%.2f×", l.MeanRatio)})
 	}
 	ha, hb := a.Rec.Summary.Hists, b.Rec.Summary.Hists
-	for _, n := range model.HistOrder {
-		x, y := ha[n], hb[n]
+	for _, def := range model.Histograms {
+		x, y := ha[def.Name], hb[def.Name]
 		if (x == nil || x.Count == 0) && (y == nil || y.Count == 0) {
 			continue
 		}
-		unit, format := unitOf(n)
-		stats := func(tag string, h *hist.Hist) string {
-			if h == nil || h.Count == 0 {
-				return tag + ": none"
-			}
-			return fmt.Sprintf("%s: count %d, mean %s, p50 %s, p99 %s", tag, h.Count, format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))
-		}
-		p.Plots = append(p.Plots, plot{Name: n, Title: layers[n].Title, Source: layers[n].Source,
-			Stats: stats("A", x) + "; " + stats("B", y), Chart: OverlayChart("cmp-"+n, x, y, unit, p.NameA, p.NameB)})
+		p.Plots = append(p.Plots, plot{Name: def.Name, Title: def.Title, Source: def.Source,
+			Stats: histStats(def, "A: ", x) + "; " + histStats(def, "B: ", y), Chart: OverlayChart("cmp-"+def.Name, x, y, def.Unit, p.NameA, p.NameB)})
 	}
 	for _, d := range c.Fio {
 		p.Fio = append(p.Fio, fioDiffRow{Name: d.Name, Op: d.Op, IOPSA: fmt.Sprintf("%.0f", d.IOPSA), IOPSB: fmt.Sprintf("%.0f", d.IOPSB),

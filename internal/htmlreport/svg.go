@@ -23,17 +23,25 @@ const (
 	ColorB      = "#f03b20" // compare: recording B
 )
 
-// Box is one box of the waterfall, with its color.
+// Box is a legend's entry: a name and its color.
 type Box struct{ Name, Color string }
 
-// Boxes are the waterfall's boxes in the order model.Query's fields list them.
-var Boxes = []Box{
-	{"cpu", "#4daf4a"}, {"runq", "#ffd92f"}, {"io wait", "#e41a1c"}, {"lock", "#984ea3"},
-	{"lwlock", "#f781bf"}, {"other wait", "#a6761d"}, {"unaccounted", "#cccccc"},
+// waterfallLegend is the waterfall's boxes as the legend shows them.
+func waterfallLegend() []Box {
+	var out []Box
+	for _, b := range model.Boxes {
+		out = append(out, Box{b.Short, b.Color})
+	}
+	return out
 }
 
+// boxValues are a query's waterfall boxes, in the catalog's order.
 func boxValues(q *model.Query) []uint64 {
-	return []uint64{q.CPUNs, q.RunqNs, q.IOWaitNs, q.LockNs, q.LWLockNs, q.OtherWaitNs, q.UnaccountedNs}
+	var out []uint64
+	for _, b := range model.Boxes {
+		out = append(out, *b.Of(q))
+	}
+	return out
 }
 
 // Chart is one SVG plot, its geometry computed here; the template only
@@ -351,7 +359,7 @@ const (
 // waterfall's boxes, 100% being that query's time (the label gives it).
 func WaterfallChart(qs []model.Query) Chart {
 	c := Chart{ID: "waterfall", W: int(wfW), H: int(wfTop + float64(len(qs))*wfRowH + 24), Label: "waterfall of the slowest queries"}
-	c.legend(wfLabelW, 16, Boxes, nil)
+	c.legend(wfLabelW, 16, waterfallLegend(), nil)
 	bottom := wfTop + float64(len(qs))*wfRowH
 	for k := 0; k <= 4; k++ {
 		x := wfLabelW + wfBarW*float64(k)/4
@@ -374,8 +382,9 @@ func WaterfallChart(qs []model.Query) Chart {
 				continue
 			}
 			w := wfBarW * float64(v) / float64(total)
-			c.Rects = append(c.Rects, Rect{X: x, Y: y + 3, W: w, H: wfRowH - 6, Fill: Boxes[j].Color,
-				Tip: fmt.Sprintf("#%d %s %s (%.0f%%)", i+1, Boxes[j].Name, dur(v), 100*float64(v)/float64(total))})
+			b := model.Boxes[j]
+			c.Rects = append(c.Rects, Rect{X: x, Y: y + 3, W: w, H: wfRowH - 6, Fill: b.Color,
+				Tip: fmt.Sprintf("#%d %s %s (%.0f%%)", i+1, b.Short, dur(v), 100*float64(v)/float64(total))})
 			x += w
 		}
 	}

@@ -27,22 +27,23 @@ type Query struct {
 
 	FSTotals
 
+	// Block requests the query (or its parallel workers) started.
 	BlkCount      uint64 `json:"blk_count"`
 	BlkBytes      uint64 `json:"blk_bytes"`
-	BlkNs         uint64 `json:"blk_ns"` // wall time with at least one request in flight
+	BlkNs         uint64 `json:"blk_ns"` // wall time with at least one of them in flight
 	BlkReadCount  uint64 `json:"blk_read_count"`
 	BlkWriteCount uint64 `json:"blk_write_count"`
-	BlkQueueNs    uint64 `json:"blk_queue_ns"`  // summed over requests
-	BlkDeviceNs   uint64 `json:"blk_device_ns"` // summed over requests
+	BlkQueueNs    uint64 `json:"blk_queue_ns"`  // summed over those that completed within the query
+	BlkDeviceNs   uint64 `json:"blk_device_ns"` // summed over those that completed within the query
 
-	// The waterfall: these six and UnaccountedNs add up to QueryNs.
-	CPUNs         uint64 `json:"cpu_ns"`         // on CPU
-	RunqNs        uint64 `json:"runq_ns"`        // runnable, waiting for a CPU
-	IOWaitNs      uint64 `json:"io_wait_ns"`     // asleep in a file system call
-	LockNs        uint64 `json:"lock_ns"`        // asleep on a heavyweight lock
-	LWLockNs      uint64 `json:"lwlock_ns"`      // asleep on an LWLock
-	OtherWaitNs   uint64 `json:"other_wait_ns"`  // asleep for anything else
-	UnaccountedNs uint64 `json:"unaccounted_ns"` // what no box explains
+	// The waterfall: they add up to QueryNs (catalog: Boxes).
+	CPUNs         uint64 `json:"cpu_ns"`
+	RunqNs        uint64 `json:"runq_ns"`
+	IOWaitNs      uint64 `json:"io_wait_ns"`
+	LockNs        uint64 `json:"lock_ns"`
+	LWLockNs      uint64 `json:"lwlock_ns"`
+	OtherWaitNs   uint64 `json:"other_wait_ns"`
+	UnaccountedNs uint64 `json:"unaccounted_ns"`
 
 	FSReadHitCount  uint64 `json:"fs_read_hit_count"` // reads served by the page cache
 	FSReadHitNs     uint64 `json:"fs_read_hit_ns"`
@@ -53,9 +54,15 @@ type Query struct {
 	SharedRead      uint64 `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
 }
 
-// Accounted is the sum of the waterfall's boxes.
+// Accounted is the sum of the waterfall's measured boxes.
 func (q *Query) Accounted() uint64 {
-	return q.CPUNs + q.RunqNs + q.IOWaitNs + q.LockNs + q.LWLockNs + q.OtherWaitNs
+	var sum uint64
+	for _, b := range Boxes {
+		if b.Kernel {
+			sum += *b.Of(q)
+		}
+	}
+	return sum
 }
 
 // Unaccounted is the query time no box explains (0 when the boxes, read
@@ -102,65 +109,36 @@ type Process struct {
 	CPUNs     uint64    `json:"cpu_ns"`
 	CPUUserNs uint64    `json:"cpu_user_ns"`
 	CPUSysNs  uint64    `json:"cpu_sys_ns"`
+	RunqNs    uint64    `json:"runq_ns"` // runnable, waiting for a CPU
 
 	FSTotals
 }
 
-// Drops counts what the kernel side could not deliver or attribute. Every
-// command prints it; a non-zero value is never hidden.
-type Drops struct {
-	RingbufFull     uint64 `json:"ringbuf_full"`     // query records lost: ring buffer full
-	ThreadsFull     uint64 `json:"threads_full"`     // threads not traced: map full
-	InflightFull    uint64 `json:"inflight_full"`    // block requests not followed: map full
-	ProcTotalsFull  uint64 `json:"proc_totals_full"` // per-process counters not created
-	BlkTotalsFull   uint64 `json:"blk_totals_full"`  // per-device counters not created
-	QueryUnfinished uint64 `json:"query_unfinished"` // query__start without query__done
-	QueryTextFault  uint64 `json:"query_text_fault"` // query text unreadable
-	BlkLate         uint64 `json:"blk_late"`         // block requests that completed after their query
-	USDTArgFault    uint64 `json:"usdt_arg_fault"`   // USDT arguments not decodable
-	WaterfallFull   uint64 `json:"waterfall_full"`   // queries without a waterfall: no task storage
-	ProcRunsFull    uint64 `json:"proc_runs_full"`   // process records lost: ring buffer full
-	BlkMerges       uint64 `json:"blk_merges"`       // not a loss: bios of ours merged into queued requests
-	WireEncrypted   uint64 `json:"wire_encrypted"`   // encrypted client connections: their queries are not seen
-	WireUnreadable  uint64 `json:"wire_unreadable"`  // client messages that could not be read: round trips not seen
-	WireUnseen      uint64 `json:"wire_unseen"`      // round trips begun unseen (sent behind another, pipelined)
-	// Not record losses, but shown: context switches of a query's thread
-	// the scheduler hook did not see. Recovered: the kernel's own arrival
-	// stamp split the interval into CPU and the wait before. Missed: the
-	// interval since the last switch seen shows as the query's unaccounted time.
-	WaterfallRecovered uint64 `json:"waterfall_recovered"`
-	WaterfallMissed    uint64 `json:"waterfall_missed"`
-	ProgramsSkipped    uint64 `json:"programs_skipped"` // program runs the kernel skipped: already running on that CPU
-}
+// Drops counts what the kernel side could not deliver or attribute, by
+// counter name (catalog: Counters). Every command prints it; a non-zero
+// value is never hidden.
+type Drops map[string]uint64
 
 // Lost is the number of records or events that are missing from the output.
 func (d Drops) Lost() uint64 {
-	return d.RingbufFull + d.ThreadsFull + d.InflightFull + d.ProcTotalsFull + d.BlkTotalsFull + d.QueryTextFault +
-		d.USDTArgFault + d.WaterfallFull + d.ProcRunsFull + d.WireEncrypted + d.WireUnreadable + d.WireUnseen +
-		d.ProgramsSkipped
+	var n uint64
+	for _, c := range Counters {
+		if c.Loss {
+			n += d[c.Name]
+		}
+	}
+	return n
 }
 
-// Histogram names, one per layer and operation.
-const (
-	HistQuery      = "query"
-	HistRunq       = "runq"
-	HistLock       = "lock"
-	HistFSRead     = "fs_read"
-	HistFSReadHit  = "fs_read_hit"
-	HistFSReadMiss = "fs_read_miss"
-	HistFSWrite    = "fs_write"
-	HistFSSync     = "fs_sync"
-	HistBlkRead    = "blk_read"
-	HistBlkWrite   = "blk_write"
-	HistBlkOther   = "blk_other"
-	// Sizes, in bytes: the name ends in "_size".
-	HistBlkReadSize  = "blk_read_size"
-	HistBlkWriteSize = "blk_write_size"
-)
-
-// HistOrder is the order outputs show histograms in: down the stack.
-var HistOrder = []string{HistQuery, HistRunq, HistLock, HistFSRead, HistFSReadHit, HistFSReadMiss,
-	HistFSWrite, HistFSSync, HistBlkRead, HistBlkWrite, HistBlkOther, HistBlkReadSize, HistBlkWriteSize}
+// Of is one counter by name; a name not in the catalog is a bug.
+func (d Drops) Of(name string) uint64 {
+	for _, c := range Counters {
+		if c.Name == name {
+			return d[name]
+		}
+	}
+	panic("no drop counter " + name)
+}
 
 // Hists is one set of latency histograms (nanoseconds).
 type Hists map[string]*hist.Hist

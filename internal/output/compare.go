@@ -3,6 +3,9 @@ package output
 import (
 	"fmt"
 	"io"
+	"math"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
 
 	"github.com/dbiolat/dbiolat/internal/model"
 )
@@ -41,12 +44,12 @@ const differs = 1.5
 // file system reads, then the block device under them.
 func Compare(a, b model.Hists) *Comparison {
 	c := &Comparison{Type: "comparison", Queries: []QueryDelta{}}
-	for _, name := range model.HistOrder {
-		ha, hb := a[name], b[name]
-		if ha == nil || hb == nil || ha.Count == 0 || hb.Count == 0 || name == model.HistBlkReadSize || name == model.HistBlkWriteSize {
+	for _, def := range model.Histograms {
+		ha, hb := a[def.Name], b[def.Name]
+		if ha == nil || hb == nil || ha.Count == 0 || hb.Count == 0 || def.Unit != hist.Time {
 			continue
 		}
-		c.Layers = append(c.Layers, LayerDiff{Layer: name, CountA: ha.Count, CountB: hb.Count,
+		c.Layers = append(c.Layers, LayerDiff{Layer: def.Name, CountA: ha.Count, CountB: hb.Count,
 			MeanA: ha.Mean(), MeanB: hb.Mean(), P50A: ha.Quantile(0.5), P50B: hb.Quantile(0.5),
 			P99A: ha.Quantile(0.99), P99B: hb.Quantile(0.99), MeanRatio: hb.Mean() / ha.Mean()})
 	}
@@ -63,8 +66,8 @@ func verdict(ls []LayerDiff) string {
 		}
 		return nil
 	}
-	fs, blk := get(model.HistFSRead), get(model.HistBlkRead)
-	if miss := get(model.HistFSReadMiss); miss != nil {
+	fs, blk := get("fs_read"), get("blk_read")
+	if miss := get("fs_read_miss"); miss != nil {
 		fs = miss // the reads that reached below the page cache
 	}
 	switch {
@@ -75,8 +78,7 @@ func verdict(ls []LayerDiff) string {
 		return "no file system or block reads in both recordings: nothing to compare down the stack"
 	case fs.MeanRatio < differs && fs.MeanRatio > 1/differs:
 		return fmt.Sprintf("file system reads are alike (mean %.2fx): no layer differs by %.1fx or more", fs.MeanRatio, differs)
-	// The device explains the reads only if it moved the same way.
-	case blk != nil && (fs.MeanRatio > 1 && blk.MeanRatio >= differs || fs.MeanRatio < 1 && blk.MeanRatio <= 1/differs):
+	case blk != nil && explains(blk, fs):
 		return fmt.Sprintf("file system reads %.2fx (mean %s → %s) and block device reads %.2fx (mean %s → %s): the difference arises at the block device",
 			fs.MeanRatio, dur(uint64(fs.MeanA)), dur(uint64(fs.MeanB)), blk.MeanRatio, dur(uint64(blk.MeanA)), dur(uint64(blk.MeanB)))
 	case blk != nil:
@@ -85,6 +87,16 @@ func verdict(ls []LayerDiff) string {
 	default:
 		return fmt.Sprintf("file system reads %.2fx (mean %s → %s), with no block reads to compare", fs.MeanRatio, dur(uint64(fs.MeanA)), dur(uint64(fs.MeanB)))
 	}
+}
+
+// explains says whether the layer below moved the same way as the one
+// above by at least half as much time a request as the one above moved a
+// call: then the difference arises in it. Judged on the time added, not
+// on ratios: a fast device that gets a few slow requests doubles its
+// mean, yet adds little beside a throttle that adds milliseconds above it.
+func explains(below, above *LayerDiff) bool {
+	dBelow, dAbove := below.MeanB-below.MeanA, above.MeanB-above.MeanA
+	return dBelow*dAbove > 0 && math.Abs(dBelow) >= math.Abs(dAbove)/2
 }
 
 // PrintComparison prints a comparison as a table and its verdict.

@@ -21,9 +21,9 @@ type FioCheck struct {
 // CheckFio picks the direction of job j and sets dbiolat's latencies
 // beside fio's.
 func CheckFio(j *model.FioJob) FioCheck {
-	c := FioCheck{Side: j.Read, Op: "read", FS: j.Hists[model.HistFSRead], Blk: j.Hists[model.HistBlkRead]}
+	c := FioCheck{Side: j.Read, Op: "read", FS: j.Hists["fs_read"], Blk: j.Hists["blk_read"]}
 	if j.Write.Ops > j.Read.Ops {
-		c = FioCheck{Side: j.Write, Op: "write", FS: j.Hists[model.HistFSWrite], Blk: j.Hists[model.HistBlkWrite]}
+		c = FioCheck{Side: j.Write, Op: "write", FS: j.Hists["fs_write"], Blk: j.Hists["blk_write"]}
 	}
 	if j.Engine != "psync" { // libaio's I/O is not in read/write calls
 		c.FS = nil

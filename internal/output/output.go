@@ -21,25 +21,25 @@ var dur = hist.FormatDuration
 // slow-query logger, with the query's waterfall in parentheses:
 // "query 538ms (cpu 21ms, io wait 509ms), fs 509ms (83 I/O, 3.1MiB, 80 waited
 // 505ms), blk 490ms (80 req, 3.0MiB) : SELECT …". Boxes that are zero are
-// left out, except CPU. It appends to a caller's buffer without fmt: a busy
+// left out, except CPU, and so are fs and blk when the query made no such
+// call or request. It appends to a caller's buffer without fmt: a busy
 // database can ask for tens of thousands a second.
 func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = q.TS.AppendFormat(b, "15:04:05.000")
 	b = append(b, " pid "...)
 	b = strconv.AppendInt(b, int64(q.PID), 10)
-	b = append(append(b, ' '), who(q)...)
+	b = append(append(b, ' '), Who(q)...)
 	b = append(append(b, " query "...), dur(q.QueryNs)...)
-	b = append(append(b, " (cpu "...), dur(q.CPUNs)...)
-	for _, box := range []struct {
-		name string
-		ns   uint64
-	}{
-		{"runq", q.RunqNs}, {"io wait", q.IOWaitNs}, {"lock", q.LockNs},
-		{"lwlock", q.LWLockNs}, {"other wait", q.OtherWaitNs}, {"unaccounted", q.UnaccountedNs},
-	} {
-		if box.ns > 0 {
-			b = append(append(append(append(b, ", "...), box.name...), ' '), dur(box.ns)...)
+	for i, box := range model.Boxes {
+		ns := *box.Of(q)
+		if ns == 0 && i > 0 { // the first box, CPU, always
+			continue
 		}
+		sep := ", "
+		if i == 0 {
+			sep = " ("
+		}
+		b = append(append(append(append(b, sep...), box.Short...), ' '), dur(ns)...)
 	}
 	b = append(b, ')')
 	if q.FSCount() > 0 { // none, too, when file system calls are not traced (no --fs)
@@ -61,9 +61,11 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 		b = strconv.AppendUint(append(b, " hit "...), q.SharedRead, 10)
 		b = append(b, " read"...)
 	}
-	b = append(append(b, ", blk "...), dur(q.BlkNs)...)
-	b = strconv.AppendUint(append(b, " ("...), q.BlkCount, 10)
-	b = append(append(append(b, " req, "...), hist.FormatBytes(q.BlkBytes)...), ')')
+	if q.BlkCount > 0 {
+		b = append(append(b, ", blk "...), dur(q.BlkNs)...)
+		b = strconv.AppendUint(append(b, " ("...), q.BlkCount, 10)
+		b = append(append(append(b, " req, "...), hist.FormatBytes(q.BlkBytes)...), ')')
+	}
 	b = append(b, " : "...)
 	if strings.ContainsAny(q.Query, "\n\r\t") { // raw SQL: keep the line one line
 		return append(b, oneLine(q.Query)...)
@@ -93,28 +95,16 @@ func Tree(w io.Writer, q *model.Query) {
 		}
 		return fmt.Sprintf("%3.0f%%", 100*float64(ns)/float64(q.QueryNs))
 	}
-	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, who(q), oneLine(q.Query))
-	rows := []struct {
-		name   string
-		ns     uint64
-		detail string
-	}{
-		{"on CPU", q.CPUNs, ""},
-		{"run-queue wait", q.RunqNs, ""},
-		{"I/O wait", q.IOWaitNs, ""},
-		{"lock wait", q.LockNs, ""},
-		{"LWLock wait", q.LWLockNs, ""},
-		{"other wait", q.OtherWaitNs, "latches, sleeps, the client"},
-		{"unaccounted", q.UnaccountedNs, ""},
-	}
-	for i, r := range rows {
+	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, Who(q), oneLine(q.Query))
+	for i, box := range model.Boxes {
+		ns := *box.Of(q)
 		branch := "├─"
-		if i == len(rows)-1 {
+		if i == len(model.Boxes)-1 {
 			branch = "└─"
 		}
-		fmt.Fprintf(w, "  %s %-15s %9s %s", branch, r.name, dur(r.ns), pct(r.ns))
-		if r.detail != "" && r.ns > 0 {
-			fmt.Fprintf(w, "  (%s)", r.detail)
+		fmt.Fprintf(w, "  %s %-15s %9s %s", branch, box.Title, dur(ns), pct(ns))
+		if box.Detail != "" && ns > 0 {
+			fmt.Fprintf(w, "  (%s)", box.Detail)
 		}
 		fmt.Fprintln(w)
 	}
@@ -136,9 +126,9 @@ func Tree(w io.Writer, q *model.Query) {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// who names a query's session: user@database, or the role when the
+// Who names a query's session: user@database, or the role when the
 // process title was not seen.
-func who(q *model.Query) string {
+func Who(q *model.Query) string {
 	if q.User == "" && q.Database == "" {
 		return q.Role
 	}
@@ -148,35 +138,17 @@ func who(q *model.Query) string {
 // Hists prints each non-empty histogram down the stack with its count,
 // mean and percentiles, then the bars.
 func Hists(w io.Writer, hs model.Hists) error {
-	titles := map[string]string{
-		model.HistQuery:        "query latency (first message read to ReadyForQuery sent)",
-		model.HistRunq:         "run-queue wait of queries (runnable, waiting for a CPU)",
-		model.HistLock:         "lock waits of queries (asleep on a lock or LWLock)",
-		model.HistFSReadHit:    "file system reads served by the page cache",
-		model.HistFSReadMiss:   "file system reads that missed the page cache (waited for or started I/O)",
-		model.HistFSRead:       "file system read latency (read/pread syscalls)",
-		model.HistFSWrite:      "file system write latency (write/pwrite syscalls)",
-		model.HistFSSync:       "file system sync latency (fsync/fdatasync/sync_file_range)",
-		model.HistBlkRead:      "block device read latency (request start to completion)",
-		model.HistBlkWrite:     "block device write latency",
-		model.HistBlkOther:     "block device flush/discard latency",
-		model.HistBlkReadSize:  "block read request sizes",
-		model.HistBlkWriteSize: "block write request sizes",
-	}
 	shown := 0
-	for _, name := range model.HistOrder {
-		h := hs[name]
+	for _, def := range model.Histograms {
+		h := hs[def.Name]
 		if h == nil || h.Count == 0 {
 			continue
 		}
 		shown++
-		unit, format := hist.Time, dur
-		if strings.HasSuffix(name, "_size") {
-			unit, format = hist.Bytes, hist.FormatBytes
-		}
-		fmt.Fprintf(w, "\n%s: count %d, mean %s, p50 %s, p99 %s\n", titles[name], h.Count,
+		format := Format(def.Unit)
+		fmt.Fprintf(w, "\n%s: count %d, mean %s, p50 %s, p99 %s\n", def.Title, h.Count,
 			format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))
-		if err := h.Render(w, unit); err != nil {
+		if err := h.Render(w, def.Unit); err != nil {
 			return err
 		}
 	}
@@ -185,6 +157,14 @@ func Hists(w io.Writer, hs model.Hists) error {
 		return err
 	}
 	return nil
+}
+
+// Format is how values of a unit are written: durations or sizes.
+func Format(u hist.Unit) func(uint64) string {
+	if u == hist.Bytes {
+		return hist.FormatBytes
+	}
+	return dur
 }
 
 // Rates prints one interval as a table, iostat style.
@@ -251,49 +231,20 @@ func pids(ps []int) string {
 // DropsText names every non-zero counter: first what was lost, then what
 // was seen but not charged to a query; or says nothing was dropped.
 func DropsText(d model.Drops) string {
-	lost := []struct {
-		name string
-		n    uint64
-	}{
-		{"query records (ring buffer full)", d.RingbufFull},
-		{"threads not traced (map full)", d.ThreadsFull},
-		{"block requests not followed (map full)", d.InflightFull},
-		{"per-process counters (map full)", d.ProcTotalsFull},
-		{"per-device counters (map full)", d.BlkTotalsFull},
-		{"query texts unreadable", d.QueryTextFault},
-		{"USDT arguments undecodable", d.USDTArgFault},
-		{"queries without a waterfall (task storage full)", d.WaterfallFull},
-		{"process records (ring buffer full)", d.ProcRunsFull},
-		{"encrypted connections, whose queries are not seen (--usdt sees their simple queries)", d.WireEncrypted},
-		{"client messages unreadable", d.WireUnreadable},
-		{"pipelined round trips not seen", d.WireUnseen},
-		{"program runs skipped by the kernel (already running on that CPU)", d.ProgramsSkipped},
-	}
-	var parts []string
-	for _, l := range lost {
-		if l.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", l.n, l.name))
+	var lost, notes []string
+	for _, c := range model.Counters {
+		if n := d[c.Name]; n > 0 {
+			part := fmt.Sprintf("%d %s", n, c.Text)
+			if c.Loss {
+				lost = append(lost, part)
+			} else {
+				notes = append(notes, part)
+			}
 		}
 	}
 	text := "nothing dropped"
-	if len(parts) > 0 {
-		text = "DROPPED: " + strings.Join(parts, ", ")
-	}
-	var notes []string
-	if d.QueryUnfinished > 0 {
-		notes = append(notes, fmt.Sprintf("%d queries started again before finishing", d.QueryUnfinished))
-	}
-	if d.BlkMerges > 0 {
-		notes = append(notes, fmt.Sprintf("%d bios merged into queued requests", d.BlkMerges))
-	}
-	if d.WaterfallRecovered > 0 {
-		notes = append(notes, fmt.Sprintf("%d switch-ins of a query not seen, split by the kernel's arrival stamp", d.WaterfallRecovered))
-	}
-	if d.WaterfallMissed > 0 {
-		notes = append(notes, fmt.Sprintf("%d context switches of a query not seen (the time since shows as unaccounted)", d.WaterfallMissed))
-	}
-	if d.BlkLate > 0 {
-		notes = append(notes, fmt.Sprintf("%d block requests completed after their query ended (charged to the process, not the query)", d.BlkLate))
+	if len(lost) > 0 {
+		text = "DROPPED: " + strings.Join(lost, ", ")
 	}
 	if len(notes) > 0 {
 		text += "; " + strings.Join(notes, ", ")

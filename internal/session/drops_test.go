@@ -38,11 +38,11 @@ func TestDeliveredPlusDroppedIsSent(t *testing.T) {
 			if queries != uint64(c.n) {
 				t.Errorf("the kernel counted %d queries, the client sent %d", queries, c.n)
 			}
-			if delivered+drops.Lost() != uint64(c.n) || drops.Lost() != drops.RingbufFull {
-				t.Errorf("%d delivered + %d lost (%d ring buffer full) != %d sent", delivered, drops.Lost(), drops.RingbufFull, c.n)
+			if delivered+drops.Lost() != uint64(c.n) || drops.Lost() != drops.Of("ringbuf_full") {
+				t.Errorf("%d delivered + %d lost (%d ring buffer full) != %d sent", delivered, drops.Lost(), drops.Of("ringbuf_full"), c.n)
 			}
-			if c.drops != (drops.RingbufFull > 0) {
-				t.Errorf("ring buffer drops %d, want some: %v", drops.RingbufFull, c.drops)
+			if c.drops != (drops.Of("ringbuf_full") > 0) {
+				t.Errorf("ring buffer drops %d, want some: %v", drops.Of("ringbuf_full"), c.drops)
 			}
 		})
 	}
@@ -62,7 +62,7 @@ func runLoad(t *testing.T, n, batch int, drain bool) (delivered, queries uint64,
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s, err := OpenProcesses(probe.Families{Wire: true, Sched: true}, probe.EmitAll)
+	s, err := OpenProcesses(probe.Wire|probe.Sched, probe.EmitAll)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -51,6 +52,14 @@ type Session struct {
 	folded      time.Time    // when foldExited last ran
 	followed    time.Time    // when follow last looked for restarted instances
 	gone        map[int]bool // postmasters seen exited, not back yet
+	boxes       []boxOf      // where each kernel box goes in a model.Query
+}
+
+// boxOf is one waterfall box: its index in the kernel's query_acct, and
+// the model's field for it.
+type boxOf struct {
+	kernel int
+	of     func(*model.Query) *uint64
 }
 
 // Open finds the instances and attaches to them.
@@ -91,7 +100,7 @@ func open(cfg Config) (*Session, error) {
 	if err := CheckBTF(); err != nil {
 		return nil, err
 	}
-	if cfg.Families.FS {
+	if cfg.Families&probe.FS != 0 {
 		if _, err := EnsureTracefs(); err != nil {
 			return nil, err
 		}
@@ -100,8 +109,14 @@ func open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
-		exited: map[uint32]time.Time{}, gone: map[int]bool{}, start: time.Now(), wallOff: wallOffset()}, nil
+	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
+		exited: map[uint32]time.Time{}, gone: map[int]bool{}, start: time.Now(), wallOff: wallOffset()}
+	for _, b := range model.Boxes {
+		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
+			s.boxes = append(s.boxes, boxOf{i, b.Of})
+		}
+	}
+	return s, nil
 }
 
 // Track traces process pid, its threads and its children from now on, on
@@ -154,9 +169,9 @@ func (s *Session) attach(in postgres.Instance) error {
 	if errors.Is(err, usdt.ErrNoProbes) || errors.Is(err, probe.ErrNoProbe) {
 		exe, _ := os.Readlink(in.Binary)
 		switch {
-		case s.cfg.Families.USDT:
+		case s.cfg.Families&probe.USDT != 0:
 			return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT query probes (it was built without --enable-dtrace): leave out --usdt to take queries from the client protocol", in.PID, exe)
-		case s.cfg.Families.Buffers:
+		case s.cfg.Families&probe.Buffers != 0:
 			return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT buffer probes (it was built without --enable-dtrace): --buffers needs a build with them, such as Debian's or PGDG's packages", in.PID, exe)
 		}
 		s.warn(fmt.Sprintf("PostgreSQL %d runs %s, built without USDT probes: lock waits are counted as other waits", in.PID, exe))
@@ -165,7 +180,7 @@ func (s *Session) attach(in postgres.Instance) error {
 	// Without uprobe_multi links (before Linux 6.6), uprobes are perf events,
 	// which need CAP_SYS_ADMIN.
 	if errors.Is(err, os.ErrPermission) {
-		if s.cfg.Families.USDT || s.cfg.Families.Buffers {
+		if s.cfg.Families&probe.USDT != 0 || s.cfg.Families&probe.Buffers != 0 {
 			return errors.New("attaching PostgreSQL's USDT probes (uprobes) needs CAP_SYS_ADMIN on this kernel: run dbiolat as root, or leave out --usdt and --buffers")
 		}
 		s.warn("attaching PostgreSQL's USDT lock probes (uprobes) needs CAP_SYS_ADMIN on this kernel: lock waits are counted as other waits")
@@ -259,7 +274,7 @@ func (s *Session) process(r *probe.ProcRun) *model.Process {
 	return &model.Process{
 		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
 		PID: int(r.Pid), Instance: int(r.Instance), Role: string(p.Role), Database: p.Database, User: p.User,
-		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys,
+		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys, RunqNs: r.RunqNs,
 		FSTotals: fsTotals(&r.Fs),
 	}
 }
@@ -323,12 +338,6 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		BlkWriteCount: a.Blk[probe.BlkWrite].Count,
 		BlkQueueNs:    a.BlkQueueNs,
 		BlkDeviceNs:   a.BlkDeviceNs,
-		CPUNs:         a.CpuNs,
-		RunqNs:        a.RunqNs,
-		IOWaitNs:      a.IoWaitNs,
-		LockNs:        a.LockNs,
-		LWLockNs:      a.LwlockNs,
-		OtherWaitNs:   a.OtherWaitNs,
 
 		FSReadHitCount:  a.FsReadHit.Count,
 		FSReadHitNs:     a.FsReadHit.Ns,
@@ -337,6 +346,9 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		ReadaheadPages:  a.ReadaheadPages,
 		SharedHit:       a.SharedHit,
 		SharedRead:      a.SharedRead,
+	}
+	for _, b := range s.boxes {
+		*b.of(q) = a.BoxNs[b.kernel]
 	}
 	q.UnaccountedNs = q.Unaccounted()
 	return q
@@ -350,7 +362,7 @@ func (s *Session) Queries() (uint64, error) {
 		return 0, err
 	}
 	var n uint64
-	for _, c := range hs[probe.HistQuery].Slots {
+	for _, c := range hs["query"].Slots {
 		n += c
 	}
 	return n, nil
@@ -359,24 +371,16 @@ func (s *Session) Queries() (uint64, error) {
 // Elapsed is the time since the session attached.
 func (s *Session) Elapsed() time.Duration { return time.Since(s.start) }
 
-// Hists returns the latency histograms collected in the kernel so far.
+// Hists returns the histograms collected in the kernel so far.
 func (s *Session) Hists() (model.Hists, error) {
 	kh, err := s.tracer.Hists()
 	if err != nil {
 		return nil, err
 	}
 	out := model.Hists{}
-	names := map[probe.HistID]string{
-		probe.HistQuery: model.HistQuery,
-		probe.HistRunq:  model.HistRunq, probe.HistLock: model.HistLock,
-		probe.HistReadHit: model.HistFSReadHit, probe.HistReadMiss: model.HistFSReadMiss,
-		probe.HistBlkReadSize: model.HistBlkReadSize, probe.HistBlkWriteSize: model.HistBlkWriteSize,
-		probe.HistFSRead: model.HistFSRead, probe.HistFSWrite: model.HistFSWrite, probe.HistFSSync: model.HistFSSync,
-		probe.HistBlkRead: model.HistBlkRead, probe.HistBlkWrite: model.HistBlkWrite, probe.HistBlkOther: model.HistBlkOther,
-	}
-	for id, name := range names {
-		h := &hist.Hist{Sum: kh[id].Sum}
-		for slot, n := range kh[id].Slots {
+	for name, k := range kh {
+		h := &hist.Hist{Sum: k.Sum}
+		for slot, n := range k.Slots {
 			if n > 0 {
 				h.AddSlot(slot, n)
 			}
@@ -386,33 +390,15 @@ func (s *Session) Hists() (model.Hists, error) {
 	return out, nil
 }
 
-// Drops returns the kernel's counters of what it could not deliver.
+// Drops returns the counters of what could not be delivered or
+// attributed: the kernel's, and the runs the kernel skipped.
 func (s *Session) Drops() (model.Drops, error) {
 	st, err := s.tracer.Stats()
 	if err != nil {
-		return model.Drops{}, err
+		return nil, err
 	}
-	_, skipped := s.tracer.ProgramRuns()
-	return model.Drops{
-		RingbufFull:        st[probe.StatRingbufFull],
-		ThreadsFull:        st[probe.StatThreadsFull],
-		InflightFull:       st[probe.StatInflightFull],
-		ProcTotalsFull:     st[probe.StatProcIOFull],
-		BlkTotalsFull:      st[probe.StatBlkIOFull],
-		QueryUnfinished:    st[probe.StatQueryUnfinished],
-		QueryTextFault:     st[probe.StatQueryTextFault],
-		BlkLate:            st[probe.StatBlkLate],
-		USDTArgFault:       st[probe.StatUSDTArgFault],
-		WaterfallFull:      st[probe.StatWaterfallFull],
-		ProcRunsFull:       st[probe.StatProcRunsFull],
-		BlkMerges:          st[probe.StatBlkMerges],
-		WireEncrypted:      st[probe.StatWireEncrypted],
-		WireUnreadable:     st[probe.StatWireUnreadable],
-		WireUnseen:         st[probe.StatWireUnseen],
-		WaterfallMissed:    st[probe.StatWaterfallMissed],
-		WaterfallRecovered: st[probe.StatWaterfallRecovered],
-		ProgramsSkipped:    skipped,
-	}, nil
+	_, st["programs_skipped"] = s.tracer.ProgramRuns()
+	return model.Drops(st), nil
 }
 
 // Summary builds the closing record of the session.

@@ -5,9 +5,51 @@
  * dd's requests show dd), so ownership is taken there and the request is
  * followed by its pointer, never by the PID current at completion, which is
  * an interrupt or a kworker.
+ *
+ * A query's requests are those it started (or its parallel workers did):
+ * their count and bytes are the query's at their start; their time, when
+ * they complete before the query ends (else they are counted late).
  */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
+#include "counters.bpf.h"
+#include "parallel.bpf.h"
+
+#define MAX_INFLIGHT 8192
+#define MAX_BLK_KEYS 4096
 #define REQ_OP_MASK 0xff
+#define PF_KTHREAD 0x00200000
+
+/* A block request from io_start to io_done. */
+struct inflight {
+	__u64 start_ns;
+	__u64 issue_ns;
+	__u64 query_seq; /* the query it serves, 0: none */
+	__u32 tid;       /* the thread running that query */
+	__u32 tgid;      /* 0 when the owner is not traced */
+	__u32 dev;
+	__u32 bytes;
+	__u8 op;
+	__u8 owner;
+	__u8 pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_INFLIGHT);
+	__type(key, __u64);
+	__type(value, struct inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_BLK_KEYS);
+	__type(key, struct blk_key);
+	__type(value, struct blk_io);
+} blk_totals SEC(".maps");
 
 static __always_inline __u8 blk_op_of(struct request *rq)
 {
@@ -20,6 +62,30 @@ static __always_inline __u8 blk_op_of(struct request *rq)
 	return BLK_OTHER;
 }
 
+/* The request starts in its submitter: a thread of ours serving a query
+ * (its own, or for a parallel worker its leader's) makes it the query's. */
+static __always_inline void blk_own(struct inflight *in, __u32 op, struct thread_state *ts, __u32 tid)
+{
+	struct thread_state *q;
+
+	find_leader(ts);
+	q = charged(ts);
+	ts->blk_submitted++; /* only this thread writes it: it runs here */
+	in->owner = OWNER_TRACED;
+	in->tgid = ts->tgid;
+	in->tid = q ? ts->leader_tid : tid;
+	if (!q && ts->query_start_ns)
+		q = ts;
+	barrier_var(op); /* keep the bound: the verifier loses what clang knows of blk_op_of */
+	if (!q || op >= BLK_OPS)
+		return;
+	in->query_seq = q->query_seq;
+	__sync_fetch_and_add(&q->acct.blk[op].count, 1);
+	__sync_fetch_and_add(&q->acct.blk[op].bytes, in->bytes);
+	if (__sync_fetch_and_add(&q->blk_inflight, 1) == 0)
+		q->blk_busy_since = in->start_ns;
+}
+
 SEC("tp_btf/block_io_start")
 int BPF_PROG(blk_start, struct request *rq)
 {
@@ -29,33 +95,19 @@ int BPF_PROG(blk_start, struct request *rq)
 	struct gendisk *disk = rq->q->disk;
 	struct thread_state *ts = thread_of(tid);
 	struct inflight in = {};
+	__u8 op = blk_op_of(rq);
 
 	in.start_ns = bpf_ktime_get_ns();
-	in.op = blk_op_of(rq);
+	in.op = op;
 	in.bytes = rq->__data_len;
 	if (disk)
 		in.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
-	if (ts) {
-		/* The query the request serves: the thread's own, or for a
-		 * parallel worker its leader's. */
-		struct thread_state *q = charged(ts);
-
-		ts->blk_submitted++; /* only this thread writes it: it runs here */
-		in.owner = OWNER_TRACED;
-		in.tgid = ts->tgid;
-		in.tid = q ? ts->leader_tid : tid;
-		if (!q && ts->query_start_ns)
-			q = ts;
-		if (q) {
-			in.query_seq = q->query_seq;
-			if (__sync_fetch_and_add(&q->blk_inflight, 1) == 0)
-				q->blk_busy_since = in.start_ns;
-		}
-	} else if (task->flags & PF_KTHREAD) {
+	if (ts)
+		blk_own(&in, op, ts, tid);
+	else if (task->flags & PF_KTHREAD)
 		in.owner = OWNER_KERNEL;
-	} else {
+	else
 		in.owner = OWNER_OTHER;
-	}
 	if (bpf_map_update_elem(&inflight, &key, &in, BPF_ANY))
 		stat_inc(STAT_INFLIGHT_FULL);
 	return 0;
@@ -72,12 +124,29 @@ int BPF_PROG(blk_issue, struct request *rq)
 	return 0;
 }
 
+/* The query's request is done: its time is the query's if the query still runs. */
+static __always_inline void blk_query_done(struct inflight *in, __u32 op, __u64 now, __u64 ns, __u64 queue_ns,
+					   __u64 device_ns)
+{
+	struct thread_state *ts = thread_of(in->tid);
+
+	if (!ts || !ts->query_start_ns || ts->query_seq != in->query_seq) {
+		stat_inc(STAT_BLK_LATE);
+		return;
+	}
+	__sync_fetch_and_add(&ts->acct.blk[op].ns, ns);
+	__sync_fetch_and_add(&ts->acct.blk_queue_ns, queue_ns);
+	__sync_fetch_and_add(&ts->acct.blk_device_ns, device_ns);
+	/* Busy time: wall time with any request of the query in flight. */
+	if (__sync_fetch_and_add(&ts->blk_inflight, -1) == 1 && ts->blk_busy_since)
+		__sync_fetch_and_add(&ts->acct.blk_busy_ns, now - ts->blk_busy_since);
+}
+
 SEC("tp_btf/block_io_done")
 int BPF_PROG(blk_done, struct request *rq)
 {
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), ns, queue_ns = 0, device_ns;
 	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
-	struct thread_state *ts;
 	struct blk_key bk = {};
 	struct blk_io *b;
 	__u32 op;
@@ -108,7 +177,7 @@ int BPF_PROG(blk_done, struct request *rq)
 		__sync_fetch_and_add(&b->queue_ns, queue_ns);
 		__sync_fetch_and_add(&b->device_ns, device_ns);
 	} else {
-		stat_inc(STAT_BLK_IO_FULL);
+		stat_inc(STAT_BLK_TOTALS_FULL);
 	}
 
 	op = in->op;
@@ -116,20 +185,8 @@ int BPF_PROG(blk_done, struct request *rq)
 		hist_add(HIST_BLK_READ + op, ns);
 		if (op == BLK_READ || op == BLK_WRITE)
 			hist_add(HIST_BLK_READ_SIZE + op, in->bytes);
-		if (in->query_seq) {
-			ts = thread_of(in->tid);
-			/* Busy time: wall time with any request of the query in flight. */
-			if (ts && __sync_fetch_and_add(&ts->blk_inflight, -1) == 1 &&
-			    ts->query_start_ns && ts->blk_busy_since)
-				__sync_fetch_and_add(&ts->acct.blk_busy_ns, now - ts->blk_busy_since);
-			if (ts && ts->query_start_ns && ts->query_seq == in->query_seq) {
-				acct_add(&ts->acct.blk[op], in->bytes, ns);
-				__sync_fetch_and_add(&ts->acct.blk_queue_ns, queue_ns);
-				__sync_fetch_and_add(&ts->acct.blk_device_ns, device_ns);
-			} else {
-				stat_inc(STAT_BLK_LATE);
-			}
-		}
+		if (in->query_seq)
+			blk_query_done(in, op, now, ns, queue_ns, device_ns);
 	}
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
@@ -138,7 +195,7 @@ int BPF_PROG(blk_done, struct request *rq)
 /* Bios of ours merged into a request already queued: why requests are big. */
 static __always_inline int blk_merge(void)
 {
-	if (thread_of((__u32)bpf_get_current_pid_tgid()))
+	if (thread_current())
 		stat_inc(STAT_BLK_MERGES);
 	return 0;
 }

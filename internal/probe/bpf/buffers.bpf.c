@@ -5,11 +5,18 @@
  * so it is attached only on request (--buffers). Its last argument says
  * whether the buffer was found.
  */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "counters.bpf.h"
+#include "state.bpf.h"
+#include "usdt.bpf.h"
 
 SEC("uprobe")
-int buffer_read_done(struct pt_regs *ctx)
+int buffers_read_done(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *ts = thread_current();
 	__s64 found;
 
 	if (!ts || !ts->query_start_ns)

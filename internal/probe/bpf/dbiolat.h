@@ -36,6 +36,14 @@ enum blk_owner {
 	OWNER_KINDS = 3,
 };
 
+/*
+ * The enums below name what Go shows: Go reads their value names from the
+ * object's BTF (HIST_FS_READ is the histogram "fs_read", STAT_RINGBUF_FULL
+ * the counter "ringbuf_full", BOX_IO_WAIT the box "io_wait_ns"), and
+ * internal/model's catalog describes each name once. A test checks the
+ * two agree: a new value here needs its catalog entry.
+ */
+
 /* In-kernel histograms (log2 of nanoseconds). */
 enum hist_id {
 	HIST_FS_READ = 0, /* traced processes, from syscall entry to exit */
@@ -59,11 +67,11 @@ enum stat_id {
 	STAT_RINGBUF_FULL = 0,     /* a query record could not be delivered */
 	STAT_THREADS_FULL = 1,     /* the per-thread map was full: that thread is not traced */
 	STAT_INFLIGHT_FULL = 2,    /* the in-flight block request map was full */
-	STAT_PROC_IO_FULL = 3,     /* per-process counters could not be created */
-	STAT_BLK_IO_FULL = 4,      /* per-device counters could not be created */
+	STAT_PROC_TOTALS_FULL = 3, /* per-process counters could not be created */
+	STAT_BLK_TOTALS_FULL = 4,  /* per-device counters could not be created */
 	STAT_QUERY_UNFINISHED = 5, /* query__start again without query__done: the first was dropped */
 	STAT_QUERY_TEXT_FAULT = 6, /* the query text could not be read from the process */
-	STAT_BLK_LATE = 7,         /* block request completed after its query ended */
+	STAT_BLK_LATE = 7,         /* not a drop: a query's block request still in flight when it ended */
 	STAT_USDT_ARG_FAULT = 8,   /* a USDT argument could not be decoded */
 	STAT_WATERFALL_FULL = 9, /* no task storage for a backend: no waterfall for its query */
 	STAT_PROC_RUNS_FULL = 10, /* a process-exit record could not be delivered */
@@ -74,6 +82,21 @@ enum stat_id {
 	STAT_WATERFALL_MISSED = 15, /* not a drop: a context switch of a thread in a query not seen; the time since is unaccounted */
 	STAT_WATERFALL_RECOVERED = 16, /* not a loss: a switch-in not seen, its interval split by the kernel's stamp */
 	STAT_IDS = 17,
+};
+
+/*
+ * The waterfall's boxes: with the unaccounted rest they partition a
+ * query's time. A sleep is charged to the box of what the thread waited
+ * for; BOX_CPU never is one, so 0 also means "no wait named".
+ */
+enum box {
+	BOX_CPU = 0,        /* on CPU */
+	BOX_RUNQ = 1,       /* runnable, waiting for a CPU */
+	BOX_IO_WAIT = 2,    /* asleep waiting for I/O */
+	BOX_LOCK = 3,       /* asleep waiting for a heavyweight lock */
+	BOX_LWLOCK = 4,     /* asleep waiting for an LWLock */
+	BOX_OTHER_WAIT = 5, /* asleep for anything else (latch, pg_sleep, client) */
+	BOXES = 6,
 };
 
 /* What the text of a query record is. */
@@ -97,17 +120,13 @@ struct io_acct {
 /* Everything one query accumulates while it runs. */
 struct query_acct {
 	struct io_acct fs[FS_OPS];
+	/* Block requests the query started (count, bytes: at their start;
+	 * ns: of those that completed before it ended). */
 	struct io_acct blk[BLK_OPS];
 	__u64 blk_busy_ns;   /* wall time with at least one of the query's requests in flight */
-	__u64 blk_queue_ns;  /* inserted -> issued, summed over the query's requests */
+	__u64 blk_queue_ns;  /* inserted -> issued, summed over the query's completed requests */
 	__u64 blk_device_ns; /* issued -> completed, summed */
-	/* The waterfall: these and cpu_ns partition the query's time. */
-	__u64 cpu_ns;        /* on CPU */
-	__u64 runq_ns;       /* runnable, waiting for a CPU */
-	__u64 io_wait_ns;    /* asleep inside a file system call */
-	__u64 lock_ns;       /* asleep waiting for a heavyweight lock */
-	__u64 lwlock_ns;     /* asleep waiting for an LWLock */
-	__u64 other_wait_ns; /* asleep for anything else (latch, pg_sleep, client) */
+	__u64 box_ns[BOXES]; /* the waterfall, by enum box */
 	/* File system reads split into page-cache hits and misses (fsio.bpf.c). */
 	struct io_acct fs_read_hit;
 	struct io_acct fs_read_miss;
@@ -146,6 +165,7 @@ struct proc_run {
 	__u64 cpu_ns;   /* sum_exec_runtime of its main thread */
 	__u64 utime_ns; /* the kernel's user/system split of it */
 	__u64 stime_ns;
+	__u64 runq_ns;  /* sched_info.run_delay: runnable, waiting for a CPU */
 	__u32 pid;
 	__u32 instance;
 	struct io_acct fs[FS_OPS];
@@ -183,23 +203,14 @@ struct hist {
 struct waterfall {
 	__u64 oncpu_since;    /* on CPU since (0: off) */
 	__u64 offcpu_since;   /* off CPU since (0: on) */
-	__u64 cpu_ns, runq_ns;
-	__u64 wait_ns[4];     /* asleep, by enum wait_kind */
-	__u64 io_wait_at_sys; /* wait_ns[WAIT_IO] when the current fs syscall began */
+	__u64 box_ns[BOXES];  /* by enum box */
+	__u64 io_wait_at_sys; /* box_ns[BOX_IO_WAIT] when the current fs syscall began */
 	__u8 in_query;
 	__u8 in_fs;           /* inside a file system syscall */
-	__u8 waiting_for;     /* enum wait_kind set by lock probes, else 0 */
+	__u8 waiting_for;     /* enum box of the wait lock probes bracket, else 0 */
 	__u8 asleep;          /* off CPU asleep, not preempted */
-	__u8 asleep_kind;     /* enum wait_kind of that sleep */
+	__u8 asleep_box;      /* enum box of that sleep */
 	__u8 pad[3];
-};
-
-/* What a sleeping thread was waiting for. */
-enum wait_kind {
-	WAIT_OTHER = 0,
-	WAIT_IO = 1,
-	WAIT_LOCK = 2,
-	WAIT_LWLOCK = 3,
 };
 
 /*

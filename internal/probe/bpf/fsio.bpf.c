@@ -5,6 +5,17 @@
  * syscall). Time from entry to exit is what the database waited, the same
  * interval PostgreSQL's track_io_timing measures around pread/pwrite.
  */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "counters.bpf.h"
+#include "parallel.bpf.h"
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
 
 /* read/write/readv/writev also serve pipes and sockets: count regular files and block devices only. */
 static __always_inline int is_file(int fd)
@@ -24,58 +35,19 @@ static __always_inline int is_file(int fd)
 	return mode == S_IFREG || mode == S_IFBLK;
 }
 
-/*
- * A parallel worker's title is "postgres: [cluster: ]parallel worker for
- * PID <leader>". Read once the title is set (it starts "postgres: "), on
- * the worker's first file syscalls; the result is kept in ts->leader_tid.
- * The postmaster's title (its command line) never qualifies, so it is read
- * on each of the postmaster's rare file syscalls.
- */
-static __always_inline void find_leader(struct thread_state *ts)
-{
-	char t[TITLE_MAX];
-	__u32 i, pid = 0;
-
-	if (bpf_probe_read_user(t, sizeof(t), (void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
-		return;
-	if (t[0] != 'p' || t[8] != ':' || t[9] != ' ') /* "postgres: " not yet written */
-		return;
-	ts->title_seen = 1;
-	for (i = 10; i < TITLE_MAX - 4; i++) {
-		if (t[i] == 'P' && t[i + 1] == 'I' && t[i + 2] == 'D' && t[i + 3] == ' ')
-			break;
-	}
-	for (i += 4; i < TITLE_MAX && t[i] >= '0' && t[i] <= '9'; i++)
-		pid = pid * 10 + (t[i] - '0');
-	ts->leader_tid = pid;
-}
-
-/* For a parallel worker whose leader is running a query, the leader's
- * state: the worker's I/O is charged to that query. Else NULL. */
-static __always_inline struct thread_state *charged(struct thread_state *ts)
-{
-	struct thread_state *leader;
-
-	if (!ts->leader_tid)
-		return NULL;
-	leader = thread_of(ts->leader_tid);
-	return leader && leader->query_start_ns ? leader : NULL;
-}
-
 static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *ts = thread_current();
 	struct waterfall *wf;
 
 	if (!ts || (check_fd && !is_file(fd)))
 		return 0;
-	if (!ts->title_seen)
-		find_leader(ts);
+	find_leader(ts);
 	ts->sys_op = op;
 	if (ts->query_start_ns && (wf = waterfall_current())) {
 		/* A sleep from here to the exit is waiting for I/O. */
 		wf->in_fs = 1;
-		wf->io_wait_at_sys = wf->wait_ns[WAIT_IO];
+		wf->io_wait_at_sys = wf->box_ns[BOX_IO_WAIT];
 		ts->blk_at_sys = ts->blk_submitted;
 		ts->ra_at_sys = ts->acct.readahead_pages;
 	}
@@ -89,7 +61,7 @@ static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
  */
 static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *ts = thread_current();
 	struct thread_state *leader;
 	__u64 ns, bytes;
 	__u32 op;
@@ -122,7 +94,7 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 		 * block requests or readahead itself (on a fast device the
 		 * reader may never sleep, but it paid for the miss).
 		 */
-		if (wf->wait_ns[WAIT_IO] != wf->io_wait_at_sys || ts->blk_submitted != ts->blk_at_sys ||
+		if (wf->box_ns[BOX_IO_WAIT] != wf->io_wait_at_sys || ts->blk_submitted != ts->blk_at_sys ||
 		    ts->acct.readahead_pages != ts->ra_at_sys) {
 			acct_add_own(&ts->acct.fs_read_miss, bytes, ns);
 			hist_add(HIST_FS_READ_MISS, ns);

@@ -4,6 +4,27 @@
  * children forked later (backends, autovacuum workers) inherit membership
  * here, before they can do anything, so no event of theirs is missed.
  */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "counters.bpf.h"
+#include "state.bpf.h"
+
+/* Per-process file system totals of exited threads, read by Go. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct proc_io);
+} proc_totals SEC(".maps");
+
+/* Process runs (proc_run) at exit: rare, small. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} proc_runs SEC(".maps");
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
@@ -44,6 +65,7 @@ static __always_inline void send_proc_run(struct task_struct *task, struct threa
 	e->cpu_ns = task->se.sum_exec_runtime;
 	e->utime_ns = task->utime;
 	e->stime_ns = task->stime;
+	e->runq_ns = task->sched_info.run_delay;
 	e->pid = ts->tgid;
 	e->instance = pi ? pi->instance : 0;
 	__builtin_memcpy(e->fs, ts->fs_total, sizeof(e->fs));
@@ -74,7 +96,7 @@ int BPF_PROG(proc_exit, struct task_struct *task)
 			__sync_fetch_and_add(&pio->fs[op].ns, ts->fs_total[op].ns);
 		}
 	} else {
-		stat_inc(STAT_PROC_IO_FULL);
+		stat_inc(STAT_PROC_TOTALS_FULL);
 	}
 	if (tid == tgid) /* the process ends: one record of its run */
 		send_proc_run(task, ts);

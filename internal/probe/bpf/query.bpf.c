@@ -1,138 +1,21 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * How long did a query take, and what did it accumulate? A query begins
- * and ends in the backend running it; what marks the two is the caller's
- * choice: the client protocol (wire.bpf.c, the default) or PostgreSQL's
- * USDT query__start/query__done (below, --usdt). The record goes out at
- * the end with everything the other families added to the thread's
- * query_acct meanwhile.
+ * --usdt: queries from PostgreSQL's own probes query__start/query__done,
+ * one uprobe trap each. They fire for simple-protocol queries only, but
+ * also on encrypted connections.
  */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
-/*
- * Which finished queries become records; the others only count in
- * HIST_QUERY. Set by Go before load from the command's thresholds, so a
- * busy database does not pay for records nobody will see.
- */
-const volatile __u64 emit_min_query_ns = ~0ULL; /* a query at least this long */
-const volatile __u64 emit_min_fs_ns = ~0ULL;    /* file system time at least this */
-const volatile __u8 emit_if_io = 0;             /* any query that did I/O */
-
-static __always_inline int wanted(struct thread_state *ts, __u64 ns)
-{
-	struct query_acct *a = &ts->acct;
-	__u64 fs = a->fs[FS_READ].ns + a->fs[FS_WRITE].ns + a->fs[FS_SYNC].ns;
-
-	if (ns >= emit_min_query_ns || fs >= emit_min_fs_ns)
-		return 1;
-	return emit_if_io && (a->fs[FS_READ].count || a->fs[FS_WRITE].count ||
-			      a->fs[FS_SYNC].count || a->blk[BLK_READ].count ||
-			      a->blk[BLK_WRITE].count || a->blk[BLK_OTHER].count);
-}
-
-/* One record per CPU to assemble the event before a variable-size output. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct query_event);
-} query_scratch SEC(".maps");
-
-/* A query begins, in the thread that runs it: so that thread is on CPU. */
-static __always_inline void query_begin(struct thread_state *ts, struct waterfall *wf, __u64 now)
-{
-	if (ts->query_start_ns)
-		stat_inc(STAT_QUERY_UNFINISHED);
-	__builtin_memset(&ts->acct, 0, sizeof(ts->acct));
-	ts->query_seq++;
-	if (wf) {
-		__builtin_memset(wf, 0, sizeof(*wf));
-		wf->in_query = 1;
-		wf->oncpu_since = now;
-	} else {
-		stat_inc(STAT_WATERFALL_FULL);
-	}
-	ts->blk_busy_since = now; /* requests still in flight count from here */
-	ts->query_start_ns = now;
-}
-
-/*
- * The query ends: its waterfall closes and, if it ran a statement, it
- * counts in HIST_QUERY. If a record is to be sent (it met the thresholds,
- * or it teaches Go a statement), the per-CPU record is filled but for its
- * text and returned; else NULL.
- */
-static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf,
-						     __u64 now, int ran, int teaches)
-{
-	__u32 zero = 0;
-	struct query_event *e;
-	struct proc_info *pi;
-	__u64 start = ts->query_start_ns;
-	__u8 flags = 0;
-
-	if (wf) {
-		struct query_acct *a = &ts->acct;
-
-		wf->in_query = 0;
-		a->cpu_ns = wf->cpu_ns + (wf->oncpu_since ? now - wf->oncpu_since : 0);
-		if (!wf->oncpu_since) /* it runs, yet its last switch-in was not seen */
-			stat_inc(STAT_WATERFALL_MISSED);
-		a->runq_ns = wf->runq_ns;
-		a->io_wait_ns = wf->wait_ns[WAIT_IO];
-		a->lock_ns = wf->wait_ns[WAIT_LOCK];
-		a->lwlock_ns = wf->wait_ns[WAIT_LWLOCK];
-		a->other_wait_ns = wf->wait_ns[WAIT_OTHER];
-	}
-	ts->query_start_ns = 0; /* the query is over, recorded or not */
-	if (ran) {
-		hist_add(HIST_QUERY, now - start);
-		if (wanted(ts, now - start))
-			flags |= EMIT_WANTED;
-	}
-	if (teaches)
-		flags |= EMIT_STATEMENT;
-	if (!flags)
-		return NULL;
-	e = bpf_map_lookup_elem(&query_scratch, &zero);
-	if (!e)
-		return NULL;
-	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
-		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
-	e->start_ns = start;
-	e->end_ns = now;
-	e->pid = (__u32)bpf_get_current_pid_tgid();
-	e->tgid = ts->tgid;
-	e->emit_flags = flags;
-	pi = bpf_map_lookup_elem(&procs, &e->tgid);
-	e->instance = pi ? pi->instance : 0;
-	e->acct = ts->acct;
-	/* PostgreSQL writes its title over argv, so it starts at arg_start. */
-	if (bpf_probe_read_user(e->title, sizeof(e->title),
-				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
-		e->title[0] = 0;
-	return e;
-}
-
-/*
- * Send the record with its first n bytes of text. No wakeup: Go drains on
- * a timer, so a busy database does not pay a reader wakeup per query.
- */
-static __always_inline void query_submit(struct query_event *e, __u32 n, int truncated)
-{
-	if (n > QUERY_TEXT_MAX)
-		n = QUERY_TEXT_MAX;
-	e->text_len = n;
-	e->text_truncated = truncated;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct query_event, text) + n, BPF_RB_NO_WAKEUP))
-		stat_inc(STAT_RINGBUF_FULL);
-}
-
-/* --usdt: PostgreSQL's own query probes, one uprobe trap each. */
+#include "query.bpf.h"
+#include "usdt.bpf.h"
 
 SEC("uprobe")
-int query_start(struct pt_regs *ctx)
+int usdt_query_start(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *ts = thread_current();
 	struct task_local *tl;
 
 	if (!ts)
@@ -143,9 +26,9 @@ int query_start(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int query_done(struct pt_regs *ctx)
+int usdt_query_done(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *ts = thread_current();
 	struct query_event *e;
 	__s64 text = 0;
 	long n = 0;

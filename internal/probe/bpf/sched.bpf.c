@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Where does a query's time go off its CPU? On switch-out a running query
  * either was preempted (it waits for a CPU from here) or went to sleep
@@ -7,6 +8,19 @@
  * the run queue's clock), so no wakeup hook is needed. With on-CPU time
  * these partition the query's latency.
  */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "counters.bpf.h"
+#include "state.bpf.h"
+
+/* A box a sleep may be charged to, bounded where the verifier sees it. */
+static __always_inline __u32 sleep_box(__u8 box)
+{
+	return box < BOXES ? box : BOX_OTHER_WAIT;
+}
 
 /*
  * It runs, yet its switch-in was not seen (rare: a few times a minute
@@ -22,11 +36,8 @@ static __always_inline void recover_switch_in(struct waterfall *wf, struct task_
 
 	if (on > off)
 		on = off;
-	wf->cpu_ns += on;
-	if (wf->asleep)
-		wf->wait_ns[wf->asleep_kind & 3] += off - on;
-	else
-		wf->runq_ns += off - on;
+	wf->box_ns[BOX_CPU] += on;
+	wf->box_ns[wf->asleep ? sleep_box(wf->asleep_box) : BOX_RUNQ] += off - on;
 	stat_inc(STAT_WATERFALL_RECOVERED);
 }
 
@@ -41,7 +52,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	if (wf && wf->in_query) {
 		now = bpf_ktime_get_ns();
 		if (wf->oncpu_since)
-			wf->cpu_ns += now - wf->oncpu_since;
+			wf->box_ns[BOX_CPU] += now - wf->oncpu_since;
 		else if (wf->offcpu_since)
 			recover_switch_in(wf, prev, now);
 		wf->oncpu_since = 0;
@@ -56,11 +67,11 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			 */
 			wf->asleep = 1;
 			if (wf->waiting_for)
-				wf->asleep_kind = wf->waiting_for;
+				wf->asleep_box = wf->waiting_for;
 			else if (wf->in_fs || BPF_CORE_READ_BITFIELD(prev, in_iowait))
-				wf->asleep_kind = WAIT_IO;
+				wf->asleep_box = BOX_IO_WAIT;
 			else
-				wf->asleep_kind = WAIT_OTHER;
+				wf->asleep_box = BOX_OTHER_WAIT;
 		}
 	}
 	wf = waterfall_of(next);
@@ -78,11 +89,11 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			runq = next->se.cfs_rq->rq->clock - next->sched_info.last_queued;
 			if (!next->sched_info.last_queued || runq > off)
 				runq = 0;
-			wf->wait_ns[wf->asleep_kind & 3] += off - runq;
-			if (wf->asleep_kind == WAIT_LOCK || wf->asleep_kind == WAIT_LWLOCK)
+			wf->box_ns[sleep_box(wf->asleep_box)] += off - runq;
+			if (wf->asleep_box == BOX_LOCK || wf->asleep_box == BOX_LWLOCK)
 				hist_add(HIST_LOCK, off - runq);
 		}
-		wf->runq_ns += runq;
+		wf->box_ns[BOX_RUNQ] += runq;
 		hist_add(HIST_RUNQ, runq);
 	}
 	wf->oncpu_since = now;

@@ -11,7 +11,17 @@
  * QUERY_TEXT_MAX - 1 bytes) and sent with the record; Go reads the statement
  * out of them (internal/postgres/wire.go). Encrypted connections cannot be
  * read: they are counted, and --usdt sees their simple-protocol queries.
+ *
+ * The socket calls' user buffers are found from the syscall's registers:
+ * x86-64 only (bpf2go -target amd64).
  */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#include "query.bpf.h"
 
 #define MSG_PEEK 2
 #define TEXT_MASK (QUERY_TEXT_MAX - 1)
@@ -128,7 +138,7 @@ static __always_inline void wire_walk(struct wire_text *t, struct wire *w)
 /* A round trip begins: the backend has just read its first message. */
 static __always_inline void wire_begin(struct task_local *tl, struct wire_text *t, __u64 now)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *ts = thread_current();
 	struct wire *w = &tl->wire;
 
 	w->flags &= WIRE_TRUNCATED;
@@ -229,7 +239,7 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
 /* The round trip ends with its ReadyForQuery: the record goes out. */
 static __always_inline void wire_end(struct task_struct *task, struct task_local *tl)
 {
-	struct thread_state *ts = thread_of((__u32)bpf_get_current_pid_tgid());
+	struct thread_state *ts = thread_current();
 	struct wire *w = &tl->wire;
 	__u64 now = bpf_ktime_get_ns();
 	struct wire_text *t = NULL;

@@ -1,0 +1,120 @@
+package model
+
+import "github.com/dbiolat/dbiolat/internal/hist"
+
+// The catalog: every drop counter, histogram and waterfall box dbiolat
+// shows, each described once, in the order outputs show them. Every
+// output loops over these lists; none lists them again.
+//
+// The kernel side names the same things in internal/probe/bpf/dbiolat.h
+// (enum stat_id, hist_id and box): STAT_RINGBUF_FULL is the counter
+// "ringbuf_full", HIST_FS_READ the histogram "fs_read", BOX_IO_WAIT the
+// box "io_wait_ns". A test checks the two agree, and another that the
+// README's tables are these lists.
+
+// Counter is one count of something that did not go as planned.
+type Counter struct {
+	Name string // JSON name in "drops"
+	// Loss: records or events are missing from the output (Drops.Lost).
+	// Else a note: something seen but not charged where it might be.
+	Loss bool
+	// Kernel: counted in the kernel (STAT_<NAME>); else by the session.
+	Kernel bool
+	Text   string // what a count of it is, after the number in a summary
+}
+
+// Counters are the drop counters, the losses first.
+var Counters = []Counter{
+	{"ringbuf_full", true, true, "query records (ring buffer full)"},
+	{"threads_full", true, true, "threads not traced (map full)"},
+	{"inflight_full", true, true, "block requests not followed (map full)"},
+	{"proc_totals_full", true, true, "per-process counters (map full)"},
+	{"blk_totals_full", true, true, "per-device counters (map full)"},
+	{"query_text_fault", true, true, "query texts unreadable"},
+	{"usdt_arg_fault", true, true, "USDT arguments undecodable"},
+	{"waterfall_full", true, true, "queries without a waterfall (task storage full)"},
+	{"proc_runs_full", true, true, "process records (ring buffer full)"},
+	{"wire_encrypted", true, true, "encrypted connections, whose queries are not seen (--usdt sees their simple queries)"},
+	{"wire_unreadable", true, true, "client messages unreadable"},
+	{"wire_unseen", true, true, "pipelined round trips not seen"},
+	{"programs_skipped", true, false, "program runs skipped by the kernel (already running on that CPU)"},
+	{"query_unfinished", false, true, "queries started again before finishing"},
+	{"blk_merges", false, true, "bios merged into queued requests"},
+	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
+	{"waterfall_missed", false, true, "context switches of a query not seen (the time since shows as unaccounted)"},
+	{"blk_late", false, true, "block requests still in flight when their query ended (counted in it, their time not)"},
+}
+
+// Histogram is one of the log2 histograms kept in the kernel.
+type Histogram struct {
+	Name   string    // JSON name in "hists"
+	Unit   hist.Unit // nanoseconds, or bytes
+	Title  string    // a heading
+	Source string    // where its numbers come from, for a reader who checks them
+}
+
+// Histograms are the histograms down the stack: query, scheduler, file
+// system, block device.
+var Histograms = []Histogram{
+	{"query", hist.Time, "query latency",
+		"Each finished query, from the first message its backend read to the ReadyForQuery it sent (or, with --usdt, from the USDT probe postgresql:query__start to query__done): every query seen, recorded or not."},
+	{"runq", hist.Time, "run-queue waits of queries (runnable, waiting for a CPU)",
+		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and the time the kernel queued it (sched_info.last_queued)."},
+	{"lock", hist.Time, "lock waits of queries (asleep on a lock or LWLock)",
+		"Each sleep of a backend in a query between the USDT probes lock__wait__start/done (heavyweight locks) or lwlock__wait__start/done (LWLocks), timed by sched_switch."},
+	{"fs_read", hist.Time, "file system read latency (read and pread syscalls)",
+		"Time of read, readv, pread64, preadv and preadv2 syscalls on regular files and block devices by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs): the time track_io_timing measures around the same calls."},
+	{"fs_read_hit", hist.Time, "file system reads served by the page cache",
+		"The reads of backends in a query that, during the call, neither slept for I/O, nor started block requests, nor triggered readahead."},
+	{"fs_read_miss", hist.Time, "file system reads that missed the page cache (waited for or started I/O)",
+		"The reads of backends in a query that, during the call, slept for I/O, started block requests or triggered readahead."},
+	{"fs_write", hist.Time, "file system write latency (write and pwrite syscalls)",
+		"Time of write, writev, pwrite64, pwritev and pwritev2 syscalls on regular files and block devices by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs)."},
+	{"fs_sync", hist.Time, "file system sync latency (fsync, fdatasync, sync_file_range)",
+		"Time of fsync, fdatasync and sync_file_range syscalls by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs)."},
+	{"blk_read", hist.Time, "block device read latency (request start to completion)",
+		"Block request latency from tp_btf/block_io_start (in the submitting task) to block_io_done, for read requests the traced processes submitted; kernel threads' (writeback) and other processes' requests are not in it."},
+	{"blk_write", hist.Time, "block device write latency",
+		"Block request latency from tp_btf/block_io_start to block_io_done, for write requests the traced processes submitted; writeback by kernel threads is not in it."},
+	{"blk_other", hist.Time, "block device flush/discard latency",
+		"Block request latency from tp_btf/block_io_start to block_io_done of requests without data (cache flushes) and discards the traced processes submitted."},
+	{"blk_read_size", hist.Bytes, "block read request sizes",
+		"Each read request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted: merged bios make larger requests."},
+	{"blk_write_size", hist.Bytes, "block write request sizes",
+		"Each write request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted."},
+}
+
+// HistogramOf returns the catalog entry of a histogram by name.
+func HistogramOf(name string) (Histogram, bool) {
+	for _, h := range Histograms {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Histogram{}, false
+}
+
+// Box is one box of the waterfall: with the others it partitions a
+// query's time.
+type Box struct {
+	Name   string // JSON name in a query record
+	Short  string // in a slow-log line
+	Title  string // in a tree
+	Detail string // what the box holds, when the title does not say
+	Color  string // in the HTML plots (distinctive: the tests look for it)
+	// Kernel: measured in the kernel (BOX_<NAME without _ns>); else the
+	// rest no other box explains.
+	Kernel bool
+	Of     func(*Query) *uint64 // the field of a query that holds it
+}
+
+// Boxes are the waterfall's boxes, on CPU first and the unexplained rest last.
+var Boxes = []Box{
+	{"cpu_ns", "cpu", "on CPU", "", "#4daf4a", true, func(q *Query) *uint64 { return &q.CPUNs }},
+	{"runq_ns", "runq", "run-queue wait", "runnable, waiting for a CPU", "#ffd92f", true, func(q *Query) *uint64 { return &q.RunqNs }},
+	{"io_wait_ns", "io wait", "I/O wait", "asleep in a file system call or the kernel's I/O wait", "#e41a1c", true, func(q *Query) *uint64 { return &q.IOWaitNs }},
+	{"lock_ns", "lock", "lock wait", "asleep on a heavyweight lock", "#984ea3", true, func(q *Query) *uint64 { return &q.LockNs }},
+	{"lwlock_ns", "lwlock", "LWLock wait", "asleep on an LWLock", "#f781bf", true, func(q *Query) *uint64 { return &q.LWLockNs }},
+	{"other_wait_ns", "other wait", "other wait", "latches, sleeps, the client", "#a6761d", true, func(q *Query) *uint64 { return &q.OtherWaitNs }},
+	{"unaccounted_ns", "unaccounted", "unaccounted", "what no box explains", "#cccccc", false, func(q *Query) *uint64 { return &q.UnaccountedNs }},
+}

@@ -1,0 +1,72 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/testenv"
+)
+
+// Every name is unique within its list, and the waterfall's fields are
+// distinct fields of a query.
+func TestCatalogIsConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Counters {
+		if seen["drop "+c.Name] {
+			t.Errorf("counter %s listed twice", c.Name)
+		}
+		seen["drop "+c.Name] = true
+	}
+	for _, h := range Histograms {
+		if seen["hist "+h.Name] || h.Title == "" || h.Source == "" {
+			t.Errorf("histogram %s: listed twice or undescribed", h.Name)
+		}
+		seen["hist "+h.Name] = true
+	}
+	var q Query
+	fields := map[*uint64]bool{}
+	for _, b := range Boxes {
+		if fields[b.Of(&q)] || !strings.HasSuffix(b.Name, "_ns") || b.Color == "" {
+			t.Errorf("box %s: a field of another box, not in ns, or without a color", b.Name)
+		}
+		fields[b.Of(&q)] = true
+	}
+}
+
+// The README's tables of counters, histograms and boxes are the catalog's.
+func TestReadmeTablesAreTheCatalog(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("| counter | kind | what a count of it is |\n|---|---|---|\n")
+	for _, c := range Counters {
+		kind := "note"
+		if c.Loss {
+			kind = "**loss**"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Name, kind, c.Text)
+	}
+	testenv.ReadmeSection(t, "catalog:drops", b.String())
+
+	b.Reset()
+	b.WriteString("| histogram | unit | what | where its numbers come from |\n|---|---|---|---|\n")
+	for _, h := range Histograms {
+		unit := "ns"
+		if h.Unit == hist.Bytes {
+			unit = "bytes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", h.Name, unit, h.Title, h.Source)
+	}
+	testenv.ReadmeSection(t, "catalog:hists", b.String())
+
+	b.Reset()
+	b.WriteString("| field | in the slow log | what |\n|---|---|---|\n")
+	for _, x := range Boxes {
+		what := x.Title
+		if x.Detail != "" {
+			what += ": " + x.Detail
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", x.Name, x.Short, what)
+	}
+	testenv.ReadmeSection(t, "catalog:boxes", b.String())
+}

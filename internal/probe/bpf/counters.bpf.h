@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What every family counts into: the drop counters (enum stat_id), the
+ * log2 histograms (enum hist_id) and the I/O accounts. Every failed insert
+ * or reserve is counted here, never silent.
+ */
+#ifndef COUNTERS_BPF_H
+#define COUNTERS_BPF_H
+
+#include "dbiolat.h"
+#include "bits.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HIST_IDS);
+	__type(key, enum hist_id);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_IDS);
+	__type(key, enum stat_id);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(enum stat_id id)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &id);
+
+	if (v)
+		*v += 1; /* per-CPU: no atomics needed */
+}
+
+static __always_inline void hist_add(enum hist_id id, __u64 v)
+{
+	struct hist *h = bpf_map_lookup_elem(&hists, &id);
+	__u32 slot = log2_slot(v);
+
+	if (!h)
+		return;
+	if (slot >= HIST_SLOTS)
+		slot = HIST_SLOTS - 1;
+	h->slots[slot] += 1;
+	h->sum += v;
+}
+
+/* For counters only their own thread writes: no atomics needed. */
+static __always_inline void acct_add_own(struct io_acct *a, __u64 bytes, __u64 ns)
+{
+	a->count++;
+	a->bytes += bytes;
+	a->ns += ns;
+}
+
+static __always_inline void acct_add(struct io_acct *a, __u64 bytes, __u64 ns)
+{
+	__sync_fetch_and_add(&a->count, 1);
+	__sync_fetch_and_add(&a->bytes, bytes);
+	__sync_fetch_and_add(&a->ns, ns);
+}
+
+#endif /* COUNTERS_BPF_H */

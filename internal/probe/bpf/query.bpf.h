@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A query's begin and end, in the backend running it; what marks the two
+ * is the caller's choice: the client protocol (wire.bpf.c, the default)
+ * or PostgreSQL's USDT probes (query.bpf.c, --usdt). The record goes out
+ * at the end with everything the other families added to the thread's
+ * query_acct meanwhile.
+ */
+#ifndef QUERY_BPF_H
+#define QUERY_BPF_H
+
+#include "state.bpf.h"
+#include "counters.bpf.h"
+
+/*
+ * Which finished queries become records; the others only count in
+ * HIST_QUERY. Set by Go before load from the command's thresholds, so a
+ * busy database does not pay for records nobody will see.
+ */
+const volatile __u64 emit_min_query_ns = ~0ULL; /* a query at least this long */
+const volatile __u64 emit_min_fs_ns = ~0ULL;    /* file system time at least this */
+const volatile __u8 emit_if_io = 0;             /* any query that did I/O */
+
+/* Query records. Go sizes it before load; producers never wake the reader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+/* One record per CPU to assemble the event before a variable-size output. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct query_event);
+} query_scratch SEC(".maps");
+
+static __always_inline int wanted(struct thread_state *ts, __u64 ns)
+{
+	struct query_acct *a = &ts->acct;
+	__u64 fs = a->fs[FS_READ].ns + a->fs[FS_WRITE].ns + a->fs[FS_SYNC].ns;
+
+	if (ns >= emit_min_query_ns || fs >= emit_min_fs_ns)
+		return 1;
+	return emit_if_io && (a->fs[FS_READ].count || a->fs[FS_WRITE].count ||
+			      a->fs[FS_SYNC].count || a->blk[BLK_READ].count ||
+			      a->blk[BLK_WRITE].count || a->blk[BLK_OTHER].count);
+}
+
+/* A query begins, in the thread that runs it: so that thread is on CPU. */
+static __always_inline void query_begin(struct thread_state *ts, struct waterfall *wf, __u64 now)
+{
+	if (ts->query_start_ns)
+		stat_inc(STAT_QUERY_UNFINISHED);
+	__builtin_memset(&ts->acct, 0, sizeof(ts->acct));
+	ts->query_seq++;
+	if (wf) {
+		__builtin_memset(wf, 0, sizeof(*wf));
+		wf->in_query = 1;
+		wf->oncpu_since = now;
+	} else {
+		stat_inc(STAT_WATERFALL_FULL);
+	}
+	/* Requests still in flight belong to the query before: this one's
+	 * busy time counts only its own. */
+	ts->blk_inflight = 0;
+	ts->blk_busy_since = 0;
+	ts->query_start_ns = now;
+}
+
+/*
+ * The query ends: its waterfall closes and, if it ran a statement, it
+ * counts in HIST_QUERY. If a record is to be sent (it met the thresholds,
+ * or it teaches Go a statement), the per-CPU record is filled but for its
+ * text and returned; else NULL.
+ */
+static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf,
+						     __u64 now, int ran, int teaches)
+{
+	__u32 zero = 0, i;
+	struct query_event *e;
+	struct proc_info *pi;
+	__u64 start = ts->query_start_ns;
+	__u8 flags = 0;
+
+	if (wf) {
+		wf->in_query = 0;
+		if (wf->oncpu_since)
+			wf->box_ns[BOX_CPU] += now - wf->oncpu_since;
+		else /* it runs, yet its last switch-in was not seen */
+			stat_inc(STAT_WATERFALL_MISSED);
+		for (i = 0; i < BOXES; i++)
+			ts->acct.box_ns[i] = wf->box_ns[i];
+	}
+	ts->query_start_ns = 0; /* the query is over, recorded or not */
+	if (ran) {
+		hist_add(HIST_QUERY, now - start);
+		if (wanted(ts, now - start))
+			flags |= EMIT_WANTED;
+	}
+	if (teaches)
+		flags |= EMIT_STATEMENT;
+	if (!flags)
+		return NULL;
+	e = bpf_map_lookup_elem(&query_scratch, &zero);
+	if (!e)
+		return NULL;
+	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
+		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
+	e->start_ns = start;
+	e->end_ns = now;
+	e->pid = (__u32)bpf_get_current_pid_tgid();
+	e->tgid = ts->tgid;
+	e->emit_flags = flags;
+	pi = bpf_map_lookup_elem(&procs, &e->tgid);
+	e->instance = pi ? pi->instance : 0;
+	e->acct = ts->acct;
+	/* PostgreSQL writes its title over argv, so it starts at arg_start. */
+	if (bpf_probe_read_user(e->title, sizeof(e->title),
+				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
+		e->title[0] = 0;
+	return e;
+}
+
+/*
+ * Send the record with its first n bytes of text. No wakeup: Go drains on
+ * a timer, so a busy database does not pay a reader wakeup per query.
+ */
+static __always_inline void query_submit(struct query_event *e, __u32 n, int truncated)
+{
+	if (n > QUERY_TEXT_MAX)
+		n = QUERY_TEXT_MAX;
+	e->text_len = n;
+	e->text_truncated = truncated;
+	if (bpf_ringbuf_output(&events, e, offsetof(struct query_event, text) + n, BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_RINGBUF_FULL);
+}
+
+#endif /* QUERY_BPF_H */

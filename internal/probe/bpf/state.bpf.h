@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which processes and threads are traced, and their state: the filter
+ * every hot path applies first. Entries exist exactly for the threads of
+ * traced processes (made at fork in proc.bpf.c, or by Go when it
+ * attaches), so one lookup both filters and finds the state.
+ */
+#ifndef STATE_BPF_H
+#define STATE_BPF_H
+
+#include "dbiolat.h"
+
+#define MAX_PROCS 16384
+#define MAX_THREADS 16384
+
+/* The state of one traced thread. */
+struct thread_state {
+	__u32 tgid;
+	__u32 pad0;
+	__u64 query_start_ns; /* 0 when not in a query */
+	__u64 query_seq;      /* increments per query: tags block requests */
+	__u64 sys_start_ns;   /* in a file system syscall since */
+	enum fs_op sys_op;    /* the kind of that syscall */
+	__u32 leader_tid;     /* a parallel worker's leader backend, else 0 */
+	__u8 title_seen;      /* the title was read for a leader (once set) */
+	__u8 pad1[3];
+	__u32 blk_inflight;   /* block requests of the current query in flight */
+	__u32 blk_submitted;  /* block requests this thread started, ever */
+	__u32 blk_at_sys;     /* blk_submitted when the current fs syscall began */
+	__u64 ra_at_sys;      /* acct.readahead_pages then */
+	__u64 blk_busy_since; /* when blk_inflight went from 0 to 1 */
+	struct io_acct fs_total[FS_OPS]; /* since attach; folded into proc_totals at exit */
+	struct query_acct acct;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct proc_info);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+/*
+ * Task-local state (struct task_local in dbiolat.h): for a task without
+ * it, the lookup is a pointer test, which is what makes hooks on every
+ * context switch and every socket call of the machine affordable.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_local);
+} tasks SEC(".maps");
+
+/* The state of a traced thread, NULL for every other thread. */
+static __always_inline struct thread_state *thread_of(__u32 tid)
+{
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline struct thread_state *thread_current(void)
+{
+	return thread_of((__u32)bpf_get_current_pid_tgid());
+}
+
+static __always_inline struct task_local *task_local_of(struct task_struct *task)
+{
+	/* Most tasks have no BPF storage at all: one load says so, no helper call. */
+	if (!task->bpf_storage)
+		return NULL;
+	return bpf_task_storage_get(&tasks, task, 0, 0);
+}
+
+static __always_inline struct waterfall *waterfall_of(struct task_struct *task)
+{
+	struct task_local *tl = task_local_of(task);
+
+	return tl ? &tl->wf : NULL;
+}
+
+static __always_inline struct waterfall *waterfall_current(void)
+{
+	return waterfall_of(bpf_get_current_task_btf());
+}
+
+#endif /* STATE_BPF_H */

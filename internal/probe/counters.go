@@ -1,0 +1,201 @@
+package probe
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+)
+
+// kernelNames are the names of the values of dbiolat.h's enums that Go
+// shows, by value: read from the object's BTF, so that dbiolat.h is their
+// one definition. internal/model's catalog describes each name.
+type kernelNames struct {
+	stats, hists, boxes []string
+}
+
+// KernelNames lists, by value, the names of the kernel's drop counters
+// (enum stat_id), histograms (enum hist_id) and waterfall boxes (enum box),
+// for the tests that check them against internal/model's catalog.
+func KernelNames() (stats, hists, boxes []string, err error) {
+	spec, err := spec()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	n, err := readKernelNames(spec)
+	return n.stats, n.hists, n.boxes, err
+}
+
+func readKernelNames(spec *ebpf.CollectionSpec) (kernelNames, error) {
+	var n kernelNames
+	var err error
+	for _, e := range []struct {
+		names        *[]string
+		enum, prefix string
+	}{{&n.stats, "stat_id", "STAT_"}, {&n.hists, "hist_id", "HIST_"}, {&n.boxes, "box", "BOX_"}} {
+		if *e.names, err = enumNames(spec, e.enum, e.prefix); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// enumNames returns the names of an enum's values by value, lower case
+// and without their prefix (HIST_FS_READ: "fs_read"). The enum's values
+// must be 0..n-1 and its last value n, the count (HIST_IDS), which is left out.
+func enumNames(spec *ebpf.CollectionSpec, enum, prefix string) ([]string, error) {
+	var e *btf.Enum
+	if err := spec.Types.TypeByName(enum, &e); err != nil {
+		return nil, fmt.Errorf("enum %s in the BPF object: %w", enum, err)
+	}
+	vals := append([]btf.EnumValue(nil), e.Values...)
+	sort.Slice(vals, func(i, j int) bool { return vals[i].Value < vals[j].Value })
+	var names []string
+	for i, v := range vals {
+		if v.Value != uint64(i) {
+			return nil, fmt.Errorf("enum %s: %s is %d, want %d (values 0..n, the last the count)", enum, v.Name, v.Value, i)
+		}
+		if i == len(vals)-1 {
+			break // the count
+		}
+		name, ok := strings.CutPrefix(v.Name, prefix)
+		if !ok {
+			return nil, fmt.Errorf("enum %s: %s does not start with %s", enum, v.Name, prefix)
+		}
+		names = append(names, strings.ToLower(name))
+	}
+	return names, nil
+}
+
+// Stats returns the drop and note counters, summed over CPUs, by name.
+func (t *Tracer) Stats() (map[string]uint64, error) {
+	out := make(map[string]uint64, len(t.names.stats))
+	var perCPU []uint64
+	for id, name := range t.names.stats {
+		if err := t.objs.Stats.Lookup(uint32(id), &perCPU); err != nil {
+			return nil, fmt.Errorf("reading counter %s: %w", name, err)
+		}
+		for _, v := range perCPU {
+			out[name] += v
+		}
+	}
+	return out, nil
+}
+
+// Hists returns the in-kernel histograms, summed over CPUs, by name.
+func (t *Tracer) Hists() (map[string]Hist, error) {
+	out := make(map[string]Hist, len(t.names.hists))
+	var perCPU []Hist
+	for id, name := range t.names.hists {
+		if err := t.objs.Hists.Lookup(uint32(id), &perCPU); err != nil {
+			return nil, fmt.Errorf("reading histogram %s: %w", name, err)
+		}
+		var sum Hist
+		for _, h := range perCPU {
+			for i, v := range h.Slots {
+				sum.Slots[i] += v
+			}
+			sum.Sum += h.Sum
+		}
+		out[name] = sum
+	}
+	return out, nil
+}
+
+// BoxNames names the waterfall's boxes of QueryAcct.BoxNs, by index.
+func (t *Tracer) BoxNames() []string { return t.names.boxes }
+
+// ProcTotals returns cumulative file system counters per process: those of
+// its exited threads plus those of its live ones.
+func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
+	out := map[uint32]ProcIO{}
+	var k uint32
+	var v ProcIO
+	it := t.objs.ProcTotals.Iterate()
+	for it.Next(&k, &v) {
+		out[k] = v
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading process totals: %w", err)
+	}
+	var ts dbiolatThreadState
+	it = t.objs.Threads.Iterate()
+	for it.Next(&k, &ts) {
+		p := out[ts.Tgid]
+		for op := range p.Fs {
+			p.Fs[op].Count += ts.FsTotal[op].Count
+			p.Fs[op].Bytes += ts.FsTotal[op].Bytes
+			p.Fs[op].Ns += ts.FsTotal[op].Ns
+		}
+		out[ts.Tgid] = p
+	}
+	return out, it.Err()
+}
+
+// ProcTotal returns the totals its exited threads left for process tgid.
+func (t *Tracer) ProcTotal(tgid uint32) (ProcIO, bool) {
+	var v ProcIO
+	err := t.objs.ProcTotals.Lookup(tgid, &v)
+	return v, err == nil
+}
+
+// ForgetProc drops the totals of a process that has exited, once read.
+func (t *Tracer) ForgetProc(tgid uint32) {
+	_ = t.objs.ProcTotals.Delete(tgid)
+}
+
+// BlkTotals returns cumulative block counters per device, owner and op.
+func (t *Tracer) BlkTotals() (map[BlkKey]BlkIO, error) {
+	out := map[BlkKey]BlkIO{}
+	var k BlkKey
+	var v BlkIO
+	it := t.objs.BlkTotals.Iterate()
+	for it.Next(&k, &v) {
+		out[k] = v
+	}
+	return out, it.Err()
+}
+
+// ForgetBlk drops the block totals of a process that has exited, once read.
+func (t *Tracer) ForgetBlk(k BlkKey) {
+	_ = t.objs.BlkTotals.Delete(k)
+}
+
+// MapEntries counts the entries of the maps whose size follows the traced
+// processes and the I/O in flight: it must come back down when they end.
+func (t *Tracer) MapEntries() (map[string]int, error) {
+	out := map[string]int{}
+	o := &t.objs
+	for name, m := range map[string]*ebpf.Map{
+		"procs": o.Procs, "threads": o.Threads, "inflight": o.Inflight, "proc_totals": o.ProcTotals, "blk_totals": o.BlkTotals,
+	} {
+		k, v := make([]byte, m.KeySize()), make([]byte, m.ValueSize())
+		it := m.Iterate()
+		for it.Next(k, v) {
+			out[name]++
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("counting the entries of %s: %w", name, err)
+		}
+	}
+	return out, nil
+}
+
+// MapBytes is the kernel memory our maps hold (all preallocated, so it
+// does not grow while tracing), as the kernel accounts it. Task-local
+// storage is left out: it grows with the traced threads (README).
+func (t *Tracer) MapBytes() uint64 {
+	var sum uint64
+	for _, m := range t.objs.dbiolatMaps.byName() {
+		if m.Type() == ebpf.TaskStorage {
+			continue
+		}
+		if info, err := m.Info(); err == nil {
+			n, _ := info.Memlock()
+			sum += n
+		}
+	}
+	return sum
+}

@@ -1,0 +1,135 @@
+package probe
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/testenv"
+)
+
+// Every program belongs to exactly one family, or to the core, so that
+// loading only the chosen families never leaves one out by accident.
+func TestEveryProgramHasAFamily(t *testing.T) {
+	s, err := spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range s.Programs {
+		if _, err := familyOf(name); err != nil {
+			t.Error(err)
+		}
+		n := 0
+		for _, f := range families {
+			if strings.HasPrefix(name, f.prefix) {
+				n++
+			}
+		}
+		for _, p := range core {
+			if strings.HasPrefix(name, p) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("program %s matches %d family prefixes, want 1", name, n)
+		}
+	}
+}
+
+// Each program has somewhere to go: a kernel hook named by its section,
+// a USDT site (uprobe), or, for the self-test, a test run.
+func TestEveryProgramAttaches(t *testing.T) {
+	s, err := spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ps := range s.Programs {
+		_, hooked := hookOf(name, ps)
+		switch {
+		case hooked, ps.SectionName == "uprobe", ps.SectionName == "syscall" && strings.HasPrefix(name, "selftest_"):
+		default:
+			t.Errorf("program %s in section %q attaches nowhere", name, ps.SectionName)
+		}
+	}
+}
+
+func TestFamiliesNames(t *testing.T) {
+	if got := strings.Join(Default.Names(), ","); got != "wire,block,sched" {
+		t.Errorf("Default names %q", got)
+	}
+	if got := strings.Join((All | Buffers | USDT).Names(), ","); got != "wire,usdt,fs,block,sched,buffers" {
+		t.Errorf("all names %q", got)
+	}
+	for _, c := range []struct {
+		f    Families
+		prog string
+		want bool
+	}{
+		{Default, "wire_recv", true}, {Default, "fs_exit_read", false}, {Default, "proc_fork", true},
+		{Default, "lock_wait_start", true}, {FS, "fs_ra_sync", true}, {USDT, "usdt_query_start", true},
+		{Default, "buffers_read_done", false}, {0, "selftest_log2_slot", true}, {All, "no_such_program", false},
+	} {
+		if got := c.f.uses(c.prog); got != c.want {
+			t.Errorf("%v uses %s: %v, want %v", c.f.Names(), c.prog, got, c.want)
+		}
+	}
+}
+
+// The hooks are read from the section names: the default mode's are the
+// socket, block, scheduler and process tracepoints, and no syscall.
+func TestHooksFromSections(t *testing.T) {
+	hs, err := Hooks(Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range hs {
+		if h.Group != "" {
+			t.Errorf("the default mode attaches a tracepoint %s: only BTF tracepoints are cheap enough", h)
+		}
+		names = append(names, h.Name)
+	}
+	got := strings.Join(names, ",")
+	for _, want := range []string{"block_io_start", "block_io_done", "sched_switch", "sock_recv_length", "sched_process_fork"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("default hooks %s lack %s", got, want)
+		}
+	}
+	fs, err := Hooks(FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enter, exit := 0, 0
+	for _, h := range fs {
+		if h.Group == "syscalls" {
+			if strings.HasPrefix(h.Name, "sys_enter_") {
+				enter++
+			} else {
+				exit++
+			}
+		}
+		if h.String() == "" {
+			t.Errorf("hook %+v has no name", h)
+		}
+	}
+	if enter == 0 || enter != exit {
+		t.Errorf("fs family: %d syscall entries, %d exits", enter, exit)
+	}
+}
+
+// The README lists the syscalls --fs times: those of the programs'
+// sections, so the list cannot drift from the code.
+func TestReadmeListsTheTracedSyscalls(t *testing.T) {
+	hs, err := Hooks(FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, h := range hs {
+		if name, ok := strings.CutPrefix(h.Name, "sys_enter_"); ok && h.Group == "syscalls" {
+			calls = append(calls, "`"+name+"`")
+		}
+	}
+	slices.Sort(calls)
+	testenv.ReadmeSection(t, "syscalls", strings.Join(calls, ", ")+"\n")
+}

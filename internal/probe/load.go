@@ -1,0 +1,148 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Tracer owns the loaded objects and every link; Close undoes all of it.
+type Tracer struct {
+	objs     dbiolatObjects
+	names    kernelNames
+	links    []link.Link
+	events   *ringbuf.Reader
+	runs     *ringbuf.Reader
+	families Families
+	specs    uint32                 // USDT specs written so far (cookie of the next site)
+	progs    map[*ebpf.Program]bool // the programs attached, for their run-time statistics
+	sample   statsSample
+	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose USDT probes are attached
+	// uprobeMulti: USDT sites are attached as one uprobe_multi link per
+	// probe (Linux 6.6+), which needs no CAP_SYS_ADMIN, unlike a perf
+	// event per site.
+	uprobeMulti bool
+}
+
+// Emit chooses which finished queries become records; every query counts
+// in the query histogram either way. The kernel applies it, so queries
+// nobody will see cost no copy and no wakeup.
+type Emit struct {
+	MinQuery time.Duration // queries at least this long; negative: off
+	MinFS    time.Duration // queries with at least this much file system time; negative: off
+	IfIO     bool          // queries that did any file system or block I/O
+}
+
+// Common choices.
+var (
+	EmitNone = Emit{MinQuery: -1, MinFS: -1}
+	EmitAll  = Emit{MinQuery: 0, MinFS: -1}
+)
+
+func threshold(d time.Duration) uint64 {
+	if d < 0 {
+		return math.MaxUint64
+	}
+	return uint64(d)
+}
+
+// Open loads the programs of the chosen families and attaches their kernel
+// hooks. USDT sites are attached per binary with AttachUSDT.
+func Open(f Families, emit Emit) (*Tracer, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("lifting the memlock limit: %w", err)
+	}
+	spec, err := spec()
+	if err != nil {
+		return nil, err
+	}
+	if f&Wire != 0 && !kernelHas("btf_trace_sock_recv_length") {
+		return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
+	}
+	t := &Tracer{binaries: map[[2]uint64]struct{}{}, families: f, progs: map[*ebpf.Program]bool{},
+		uprobeMulti: features.HaveBPFLinkUprobeMulti() == nil}
+	if t.names, err = readKernelNames(spec); err != nil {
+		return nil, err
+	}
+	// Programs of families left off are not loaded, so a kernel without
+	// their hooks runs the others; a stub takes their place in t.objs.
+	for name, ps := range spec.Programs {
+		switch {
+		case !f.uses(name):
+			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL",
+				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+		case ps.SectionName == "uprobe" && t.uprobeMulti:
+			ps.AttachType = ebpf.AttachTraceUprobeMulti
+		}
+	}
+	for name, v := range map[string]any{
+		"emit_min_query_ns": threshold(emit.MinQuery),
+		"emit_min_fs_ns":    threshold(emit.MinFS),
+		"emit_if_io":        map[bool]uint8{false: 0, true: 1}[emit.IfIO],
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("the kernel rejected a BPF program: %+v", verr)
+		}
+		return nil, fmt.Errorf("loading BPF programs: %w", err)
+	}
+	if err := t.attachHooks(spec); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if t.events, err = ringbuf.NewReader(t.objs.Events); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+	}
+	if t.runs, err = ringbuf.NewReader(t.objs.ProcRuns); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+	}
+	return t, nil
+}
+
+// kernelHas says whether the kernel's BTF describes a type (a tracepoint's
+// btf_trace_* typedef says the kernel has that tracepoint).
+func kernelHas(typeName string) bool {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return true // let loading say what is wrong
+	}
+	_, err = spec.AnyTypeByName(typeName)
+	return err == nil
+}
+
+// Close detaches everything. Safe to call more than once.
+func (t *Tracer) Close() error {
+	var errs []error
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.links = nil
+	for _, r := range []**ringbuf.Reader{&t.events, &t.runs} {
+		if *r != nil {
+			errs = append(errs, (*r).Close())
+			*r = nil
+		}
+	}
+	errs = append(errs, t.objs.Close())
+	if t.sample.on != nil {
+		errs = append(errs, t.sample.on.Close())
+		t.sample.on = nil
+	}
+	return errors.Join(errs...)
+}

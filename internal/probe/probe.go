@@ -1,0 +1,155 @@
+// Package probe loads the kernel programs, attaches them and reads what they
+// collected. It knows nothing about databases: callers say which processes
+// to track and which USDT sites mark a query.
+//
+// One file per concern: the program families (here), loading (load.go),
+// attaching kernel hooks (attach.go) and USDT sites (usdt.go), tracking
+// processes (track.go), reading records (records.go) and counters
+// (counters.go), and the kernel's run-time statistics (runstats.go).
+package probe
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Families selects which questions the tracer answers: a set of the
+// family bits below. Process tracking and the lock probes are always on:
+// every other family filters on the first, and the second costs nothing
+// until a backend waits.
+type Families uint
+
+const (
+	// Wire takes query boundaries and text from the client protocol on the
+	// backend's socket (tracepoints, no trap, simple and extended protocol).
+	Wire Families = 1 << iota
+	// USDT takes them from PostgreSQL's query__start/done probes instead
+	// (a uprobe trap each, simple protocol only, encrypted connections too).
+	USDT
+	FS    // file system syscalls, and the readahead they cause
+	Block // block requests
+	Sched // the waterfall: CPU, run queue, waits
+	// Buffers counts shared-buffer hits and reads per query with a probe
+	// on every buffer access: exact, but not cheap; never in All.
+	Buffers
+)
+
+// families names each family and the prefix of its programs' names (the
+// functions in bpf/*.bpf.c): a program belongs to the family its name
+// starts with, or to core.
+var families = []struct {
+	f            Families
+	name, prefix string
+}{
+	{Wire, "wire", "wire_"}, {USDT, "usdt", "usdt_"}, {FS, "fs", "fs_"}, {Block, "block", "blk_"},
+	{Sched, "sched", "sched_"}, {Buffers, "buffers", "buffers_"},
+}
+
+// core are the prefixes of programs loaded whatever the families:
+// process tracking, the lock probes, the log2 self-test.
+var core = []string{"proc_", "lock_", "selftest_"}
+
+// Default is what the tracing commands attach unless told more. File
+// system syscalls are left out: a tracepoint on any syscall sends every
+// syscall on the machine down the kernel's slow path (measured here: +50 ns
+// on each, and about 450 ns on each read or write, where the perf
+// tracepoint runs), which costs a busy database more than everything else
+// together apart from the query probes themselves.
+const Default = Wire | Block | Sched
+
+// All is every family but the costly Buffers (and USDT, the other source
+// of what Wire gives).
+const All = Wire | FS | Block | Sched
+
+// familyOf names the family a program belongs to: 0 for core.
+func familyOf(prog string) (Families, error) {
+	for _, f := range families {
+		if strings.HasPrefix(prog, f.prefix) {
+			return f.f, nil
+		}
+	}
+	for _, p := range core {
+		if strings.HasPrefix(prog, p) {
+			return 0, nil
+		}
+	}
+	return 0, fmt.Errorf("program %s belongs to no family: name it after one (probe.families)", prog)
+}
+
+// uses says whether the families need a program: a core one, or one of theirs.
+func (f Families) uses(prog string) bool {
+	fam, err := familyOf(prog)
+	return err == nil && (fam == 0 || f&fam != 0)
+}
+
+// Names lists the families switched on, for summaries.
+func (f Families) Names() []string {
+	var names []string
+	for _, fam := range families {
+		if f&fam.f != 0 {
+			names = append(names, fam.name)
+		}
+	}
+	return names
+}
+
+// ProgramNames are the names of dbiolat's kernel programs as the kernel
+// shows them (bpftool prog), to tell them apart from other tools'.
+func ProgramNames() ([]string, error) {
+	spec, err := loadDbiolat()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for name := range spec.Programs {
+		names = append(names, name[:min(len(name), unix.BPF_OBJ_NAME_LEN-1)])
+	}
+	return names, nil
+}
+
+// Types shared with the kernel side, generated from bpf/dbiolat.h.
+type (
+	QueryEvent = dbiolatQueryEvent
+	ProcRun    = dbiolatProcRun
+	QueryAcct  = dbiolatQueryAcct
+	IOAcct     = dbiolatIoAcct
+	ProcIO     = dbiolatProcIo
+	BlkKey     = dbiolatBlkKey
+	BlkIO      = dbiolatBlkIo
+	Hist       = dbiolatHist
+	FSOp       = dbiolatFsOp
+	BlkOp      = dbiolatBlkOp
+)
+
+// Names for the generated enum values, so callers read plainly.
+const (
+	FSRead   = dbiolatFsOpFS_READ
+	FSWrite  = dbiolatFsOpFS_WRITE
+	FSSync   = dbiolatFsOpFS_SYNC
+	BlkRead  = dbiolatBlkOpBLK_READ
+	BlkWrite = dbiolatBlkOpBLK_WRITE
+	BlkOther = dbiolatBlkOpBLK_OTHER
+
+	OwnerTraced = dbiolatBlkOwnerOWNER_TRACED
+	OwnerKernel = dbiolatBlkOwnerOWNER_KERNEL
+	OwnerOther  = dbiolatBlkOwnerOWNER_OTHER
+
+	TextSQL    = dbiolatTextKindTEXT_SQL
+	TextPGWire = dbiolatTextKindTEXT_PG_WIRE
+
+	EmitWanted    = dbiolatEmitFlagEMIT_WANTED
+	EmitStatement = dbiolatEmitFlagEMIT_STATEMENT
+)
+
+// spec is the embedded object, parsed: each call a fresh copy, which
+// loading may change (stubs, knobs).
+func spec() (*ebpf.CollectionSpec, error) {
+	s, err := loadDbiolat()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded BPF object: %w", err)
+	}
+	return s, nil
+}
