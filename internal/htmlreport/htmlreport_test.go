@@ -53,11 +53,11 @@ func sample(scale uint64) *record.Recording {
 				{Layer: "blk", Role: "kernel", Device: "vda", WriteOps: 5, WriteBytes: 1 << 19, AvgNs: 1e6}}})
 	}
 	r.Summary = &model.Summary{Type: "summary", Seconds: 1.5, Instances: []int{42}, Queries: 30, Hists: model.Hists{
-		"query":       histOf(scale*1e6, scale*2e6, scale*3e6),
-		"fs_read":      histOf(scale*2e3, scale*3e3, scale*3e3, scale*4e3, scale*70e3, scale*150e3),
-		"blk_read":     histOf(scale*100e3, scale*200e3),
+		"query":         histOf(scale*1e6, scale*2e6, scale*3e6),
+		"fs_read":       histOf(scale*2e3, scale*3e3, scale*3e3, scale*4e3, scale*70e3, scale*150e3),
+		"blk_read":      histOf(scale*100e3, scale*200e3),
 		"blk_read_size": histOf(8192, 131072),
-		"lock":        {}, // empty: not drawn
+		"lock":          {}, // empty: not drawn
 	}}
 	r.Fio = []model.FioJob{{Type: "fio", Name: "randread", RW: "randread", Engine: "psync", BlockSize: 8192, IODepth: 1, Seconds: 5,
 		Read:  model.FioSide{Ops: 1000, IOPS: 200, BWBytes: 1638400, ClatMeanNs: 150e3, ClatP50Ns: 140e3, ClatP99Ns: 400e3},
