@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/cilium/ebpf v0.22.0
 	golang.org/x/sys v0.49.0
+	modernc.org/sqlite v1.61.1
 )
 
 require (
@@ -16,7 +17,6 @@ require (
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.61.1 // indirect
 )
 
 tool github.com/cilium/ebpf/cmd/bpf2go

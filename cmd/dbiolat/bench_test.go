@@ -76,20 +76,24 @@ func TestBenchKeepsFioAndAgreesWithIt(t *testing.T) {
 			t.Fatalf("%s: dbiolat saw no %s calls or block requests of fio's process: %v", j.Name, c.Op, j.Hists)
 		}
 		// With psync, fio's completion latency is the whole system call,
-		// which dbiolat times at the syscall tracepoints: the same span.
+		// which dbiolat times at the syscall tracepoints: the same span,
+		// but for the syscall's entry and exit with our programs, which
+		// fall in fio's window and not in ours (about 0.5 µs a call here):
+		// 10% and 1 µs a call.
 		fs, clat := c.FS.Mean(), c.Side.ClatMeanNs
 		t.Logf("%s: fio clat mean %.1fµs p50 %.1fµs; dbiolat fs mean %.1fµs (%.3fx), block mean %.1fµs p50 %.1fµs, %d requests for %d fio ops",
 			j.Name, clat/1e3, float64(c.Side.ClatP50Ns)/1e3, fs/1e3, fs/clat, c.Blk.Mean()/1e3, float64(c.Blk.Quantile(0.5))/1e3, c.Blk.Count, c.Side.Ops)
-		if math.Abs(fs/clat-1) > 0.10 {
-			t.Errorf("%s: dbiolat's %s call mean %.1fµs is not within 10%% of fio's clat mean %.1fµs", j.Name, c.Op, fs/1e3, clat/1e3)
+		if math.Abs(fs-clat) > 0.10*clat+1e3 {
+			t.Errorf("%s: dbiolat's %s call mean %.1fµs is not within 10%% + 1µs of fio's clat mean %.1fµs", j.Name, c.Op, fs/1e3, clat/1e3)
 		}
-		// The block request lies inside the call: never longer, and its
-		// median at most one log2 bucket from fio's.
-		if c.Blk.Mean() > clat || c.Blk.Mean() < clat/2 {
-			t.Errorf("%s: block mean %.1fµs is not between half and all of fio's clat mean %.1fµs", j.Name, c.Blk.Mean()/1e3, clat/1e3)
+		// Each block request lies inside its call: never longer, in the
+		// mean, and in the median's log2 bucket. (How much shorter depends
+		// on the machine: logged, not asserted.)
+		if c.Blk.Mean() > fs || c.Blk.Mean() > clat {
+			t.Errorf("%s: block mean %.1fµs is longer than the calls it lies in (dbiolat %.1fµs, fio %.1fµs)", j.Name, c.Blk.Mean()/1e3, fs/1e3, clat/1e3)
 		}
-		if d := hist.Slot(c.Side.ClatP50Ns) - hist.Slot(c.Blk.Quantile(0.5)); d < 0 || d > 1 {
-			t.Errorf("%s: block p50 %d ns is %d log2 buckets from fio's clat p50 %d ns", j.Name, c.Blk.Quantile(0.5), d, c.Side.ClatP50Ns)
+		if hist.Slot(c.Blk.Quantile(0.5)) > hist.Slot(c.Side.ClatP50Ns) {
+			t.Errorf("%s: block p50 %d ns is in a higher log2 bucket than fio's clat p50 %d ns", j.Name, c.Blk.Quantile(0.5), c.Side.ClatP50Ns)
 		}
 		// One block request per 8 KiB direct I/O (the job runs a little past
 		// fio's own count while fio stops).
@@ -140,9 +144,11 @@ func checkFioFigures(t *testing.T, j *model.FioJob) {
 
 // Two storage setups: the same disk, then the same disk behind a cgroup v1
 // blkio limit of 500 IOPS (each direction). The limit holds bios before
-// they become requests: fio's runs go at the limit, the block device is as
-// fast as before, and compare places the difference above it, for fio and
-// for PostgreSQL's reads alike.
+// they become requests: fio's runs go no faster than the limit, the time
+// they gain is added above the block device, and compare places the
+// difference there, for fio and for PostgreSQL's reads alike. Only what
+// the throttle guarantees is asserted: the disk's own speed that minute
+// is logged.
 func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
 	dir := benchDir(t)
 	_, fa := runBenchIn(t, dir, "")
@@ -167,18 +173,26 @@ func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
 		t.Fatalf("compare has %d fio runs side by side, want 4", len(c.Fio))
 	}
 	for _, d := range c.Fio {
-		if d.IOPSB > iops*1.1 || d.IOPSB < iops*0.8 {
+		t.Logf("%s: %.0f -> %.0f IOPS; clat %.0fµs -> %.0fµs (%.2fx); block %.0fµs -> %.0fµs (%.2fx)", d.Name, d.IOPSA, d.IOPSB,
+			d.ClatMeanA/1e3, d.ClatMeanB/1e3, d.ClatRatio, d.BlkMeanA/1e3, d.BlkMeanB/1e3, d.BlkRatio)
+		// What the throttle guarantees, whatever the disk does that
+		// minute: no more than its rate (the 1.2: it accounts in slices of
+		// 100 ms, and fio's rate includes its first, full slice)...
+		if d.IOPSB > iops*1.2 {
 			t.Errorf("%s: %.0f IOPS under a %d IOPS limit", d.Name, d.IOPSB, iops)
 		}
-		// At queue depth 1 a limit of N IOPS makes each operation take 1/N s.
-		if want := 1e9 / iops; d.Name != "randread-qd16" && math.Abs(d.ClatMeanB/want-1) > 0.1 {
-			t.Errorf("%s: clat mean %.2fms under a %d IOPS limit, want %.2fms", d.Name, d.ClatMeanB/1e6, iops, want/1e6)
+		// ...so at queue depth 1 no operation is shorter than its slot
+		// (0.8: the same slices).
+		if slot := 1e9 / iops; d.Name != "randread-qd16" && d.ClatMeanB < 0.8*slot {
+			t.Errorf("%s: clat mean %.2fms under a %d IOPS limit, want at least about %.2fms", d.Name, d.ClatMeanB/1e6, iops, slot/1e6)
 		}
-		// The device takes next to none of the added time. Its mean moves
-		// a little from run to run (1.0x to 2x here, a few slow requests
-		// among 1500), the operations' by 30x or more.
-		if d.BlkRatio == 0 || d.BlkRatio > d.ClatRatio/5 {
-			t.Errorf("%s: block latency %.2fx where fio's grew %.2fx, under a throttle that holds bios above the device", d.Name, d.BlkRatio, d.ClatRatio)
+		// The throttle holds bios above the device: the block layer takes
+		// less than half of the time added to the operations. A disk that
+		// has a bad minute moves its own latency too (once 12x here, from
+		// 55 µs), not by the milliseconds the throttle adds; only a device
+		// slower than the throttle itself (2 ms a request) would fail this.
+		if added, blk := d.ClatMeanB-d.ClatMeanA, d.BlkMeanB-d.BlkMeanA; d.BlkMeanB == 0 || blk > added/2 {
+			t.Errorf("%s: the block layer added %.0fµs of the %.0fµs the operations gained, under a throttle that holds bios above it", d.Name, blk/1e3, added/1e3)
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/session"
 )
 
 type demoOptions struct {
@@ -49,21 +50,40 @@ func runDemo(ctx context.Context, o demoOptions) error {
 
 	traceCtx, stopTrace := context.WithCancel(ctx)
 	defer stopTrace()
+	attached, drain := make(chan struct{}), make(chan chan struct{})
+	// shown returns once the trace has printed every query finished so
+	// far: each step's lines appear under its own heading.
+	shown := func() {
+		done := make(chan struct{})
+		select {
+		case drain <- done:
+			<-done
+		case <-traceCtx.Done():
+		}
+	}
 	workErr := make(chan error, 1)
 	go func() {
 		defer stopTrace()
-		workErr <- demoWorkload(traceCtx, c, o, step)
+		select {
+		case <-attached:
+			workErr <- demoWorkload(traceCtx, c, o, func(f string, a ...any) { shown(); step(f, a...) })
+			shown()
+		case <-traceCtx.Done():
+			workErr <- nil
+		}
 	}()
 
 	slow := slowlogOptions{MinQuery: 50 * time.Millisecond, MinIO: time.Millisecond}
 	var reported uint64
 	var line []byte
-	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, emit: slow.emit(), keepPrivileges: true, onQuery: func(q *model.Query) error {
-		reported++
-		line = append(output.AppendSlowLine(line[:0], q), '\n')
-		_, err := stdout.Write(line)
-		return err
-	}}
+	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, emit: slow.emit(), keepPrivileges: true, drain: drain,
+		onStart: func(*session.Session) error { close(attached); return nil },
+		onQuery: func(q *model.Query) error {
+			reported++
+			line = append(output.AppendSlowLine(line[:0], q), '\n')
+			_, err := stdout.Write(line)
+			return err
+		}}
 	s, err := t.run(traceCtx)
 	if s == nil {
 		return err
@@ -78,8 +98,9 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	return err
 }
 
+// demoWorkload runs the demo's steps; step shows what the last one
+// traced, then names the next.
 func demoWorkload(ctx context.Context, c *pgsandbox.Cluster, o demoOptions, step func(string, ...any)) error {
-	time.Sleep(300 * time.Millisecond) // let the tracer attach
 	step("cold-cache full scan (page cache dropped)")
 	if err := coldScan(ctx, c); err != nil {
 		return err
@@ -94,11 +115,8 @@ func demoWorkload(ctx context.Context, c *pgsandbox.Cluster, o demoOptions, step
 		return err
 	}
 	step("pgbench TPC-B-like, 2 clients, %ss", secs)
-	if _, err := c.Pgbench(ctx, "postgres", "-c", "2", "-T", secs); err != nil {
-		return err
-	}
-	time.Sleep(200 * time.Millisecond) // the last records reach the ring buffer
-	return nil
+	_, err := c.Pgbench(ctx, "postgres", "-c", "2", "-T", secs)
+	return err
 }
 
 // scanQuery reads all of pgbench_accounts (the filter keeps PostgreSQL

@@ -50,7 +50,7 @@ func runDoctor(o targetOptions) error {
 		return err == nil
 	}
 	info := func(f string, a ...any) { checks[len(checks)-1].Info += fmt.Sprintf(f, a...) }
-	privOK := check("privileges (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN)", session.CheckPrivileges(), "")
+	privOK := check("privileges (CAP_BPF, CAP_PERFMON)", session.CheckPrivileges(), "")
 	check("kernel BTF (/sys/kernel/btf/vmlinux)", session.CheckBTF(), "")
 	if privOK {
 		mounted, err := session.EnsureTracefs()
@@ -63,24 +63,8 @@ func runDoctor(o targetOptions) error {
 		}
 	}
 
-	var instances []postgres.Instance
-	var err error
-	switch {
-	case o.PID != 0:
-		var in postgres.Instance
-		in, err = postgres.ByPID(o.PID)
-		instances = []postgres.Instance{in}
-	case o.PGData != "":
-		var in postgres.Instance
-		in, err = postgres.ByDataDir(o.PGData)
-		instances = []postgres.Instance{in}
-	default:
-		instances, err = postgres.Discover()
-		if err == nil && len(instances) == 0 {
-			err = errors.New("no running PostgreSQL found")
-		}
-	}
-	if check("find PostgreSQL", err, "start it, or name it with --pid or --pgdata") {
+	instances, err := session.Instances(o.PID, o.PGData)
+	if check("find PostgreSQL", err, "") {
 		for _, in := range instances {
 			exe, _ := os.Readlink(in.Binary)
 			probes, err := usdt.Open(in.Binary)

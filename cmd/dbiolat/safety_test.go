@@ -3,7 +3,7 @@ package main
 // Robustness: bad input of every kind gets one plain sentence and a
 // non-zero exit; the kernel and file system faults are made for real (a
 // mount namespace without BTF or tracefs, a full file system, a server
-// binary without USDT probes).
+// binary without USDT probes); and least privilege.
 
 import (
 	"bytes"
@@ -24,28 +24,6 @@ import (
 	"github.com/dbiolat/dbiolat/internal/record"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
-
-// wantOneSentence runs cmd and checks that it fails with one line on
-// stderr that says want, and no stack trace.
-func wantOneSentence(t *testing.T, cmd *exec.Cmd, want string) {
-	t.Helper()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	msg := strings.TrimSpace(stderr.String())
-	if err == nil {
-		t.Fatalf("exit 0, want failure; stderr %q", msg)
-	}
-	if strings.Contains(msg, "\n") {
-		t.Errorf("want one line, got:\n%s", msg)
-	}
-	if !strings.Contains(msg, want) {
-		t.Errorf("stderr %q does not say %q", msg, want)
-	}
-	if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine") {
-		t.Errorf("stack trace in output: %s", msg)
-	}
-}
 
 // recordings writes the recording files of the bad-input cases: a good
 // one, and the ways one goes wrong.
@@ -249,54 +227,6 @@ func TestFullDiskKeepsTheRecording(t *testing.T) {
 		t.Error("nothing of what was recorded before the disk filled up was kept")
 	}
 	t.Logf("kept %d queries before the file system filled up", kept)
-}
-
-// pgCopy makes a PostgreSQL installation of its own, in a tree that
-// mirrors /usr so that the server finds its share and lib directories,
-// and returns its bin directory. Its server binary can then be replaced
-// under a running server; without USDT it is as a build without
-// --enable-dtrace: the copy lacks the .note.stapsdt section.
-func pgCopy(t *testing.T, withUSDT bool) string {
-	t.Helper()
-	testenv.NeedRoot(t)
-	src, err := pgsandbox.InstalledBinDir() // e.g. /usr/lib/postgresql/15/bin
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := os.MkdirTemp("", "dbiolat-nousdt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	os.Chmod(root, 0o755) // the postgres user runs from it
-	version := filepath.Base(filepath.Dir(src))
-	bin := filepath.Join(root, src)
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, link := range [][2]string{
-		{filepath.Join(filepath.Dir(src), "lib"), filepath.Join(root, filepath.Dir(src), "lib")},
-		{filepath.Join("/usr/share/postgresql", version), filepath.Join(root, "usr/share/postgresql", version)},
-	} {
-		os.MkdirAll(filepath.Dir(link[1]), 0o755)
-		if err := os.Symlink(link[0], link[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Copies, not links: each finds the others next to its own path.
-	for _, name := range []string{"initdb", "pg_ctl", "psql", "pgbench"} {
-		if out, err := exec.Command("cp", filepath.Join(src, name), bin).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-	}
-	strip := []string{"--remove-section=.note.stapsdt"}
-	if withUSDT {
-		strip = nil
-	}
-	if out, err := exec.Command("llvm-objcopy", append(strip, filepath.Join(src, "postgres"), filepath.Join(bin, "postgres"))...).CombinedOutput(); err != nil {
-		t.Fatalf("llvm-objcopy: %v: %s", err, out)
-	}
-	return bin
 }
 
 // A server built without USDT probes: the default mode still sees every

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -28,6 +29,10 @@ type tracer struct {
 	onQuery   func(*model.Query) error
 	onProcess func(*model.Process) error // runs of traced processes that exited
 	onTick    func(s *session.Session) error
+	// drain, if set, takes requests to show everything finished so far:
+	// the loop drains once more, flushes, and closes the channel it got.
+	// A demo or bench asks before it moves on to its next step.
+	drain chan chan struct{}
 	// keepPrivileges: the command starts or stops processes as other
 	// users after attaching (demo, bench); the others give up what they
 	// no longer need once attached.
@@ -69,14 +74,9 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 		ctx, cancel = context.WithTimeout(ctx, t.opts.Duration)
 		defer cancel()
 	}
-	nextTick, ticks := time.Now().Add(t.interval), 0
-	for {
-		deadline := time.Now().Add(drainEvery)
-		if t.interval > 0 && nextTick.Before(deadline) {
-			deadline = nextTick
-		}
-		var qerr error
-		if err := s.Poll(deadline, func(q *model.Query) {
+	var qerr error
+	poll := func(deadline time.Time) error {
+		err := s.Poll(deadline, func(q *model.Query) {
 			if t.onQuery != nil && qerr == nil {
 				qerr = t.onQuery(q)
 			}
@@ -84,26 +84,30 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 			if t.onProcess != nil && qerr == nil {
 				qerr = t.onProcess(p)
 			}
-		}); err != nil {
-			return s, err
+		})
+		return cmp.Or(err, qerr, stdout.Flush()) // flushed once per drain, not per line
+	}
+	nextTick, ticks := time.Now().Add(t.interval), 0
+	for {
+		deadline := time.Now().Add(drainEvery)
+		if t.interval > 0 && nextTick.Before(deadline) {
+			deadline = nextTick
 		}
-		if qerr != nil {
-			return s, qerr
-		}
-		if err := stdout.Flush(); err != nil { // once per drain, not per line
+		if err := poll(deadline); err != nil {
 			return s, err
 		}
 		if ctx.Err() != nil {
 			// One last drain so records finished before the stop are shown.
-			return s, s.Poll(time.Now().Add(10*time.Millisecond), func(q *model.Query) {
-				if t.onQuery != nil {
-					_ = t.onQuery(q)
-				}
-			}, func(p *model.Process) {
-				if t.onProcess != nil {
-					_ = t.onProcess(p)
-				}
-			})
+			return s, poll(time.Now().Add(10 * time.Millisecond))
+		}
+		select {
+		case done := <-t.drain: // a drain begun after the request sees what finished before it
+			err := poll(time.Now().Add(10 * time.Millisecond))
+			close(done)
+			if err != nil {
+				return s, err
+			}
+		default:
 		}
 		if t.interval > 0 && !time.Now().Before(nextTick) {
 			if err := t.onTick(s); err != nil {

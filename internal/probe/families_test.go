@@ -127,9 +127,9 @@ func TestReadmeListsTheTracedSyscalls(t *testing.T) {
 	var calls []string
 	for _, h := range hs {
 		if name, ok := strings.CutPrefix(h.Name, "sys_enter_"); ok && h.Group == "syscalls" {
-			calls = append(calls, "`"+name+"`")
+			calls = append(calls, name)
 		}
 	}
 	slices.Sort(calls)
-	testenv.ReadmeSection(t, "syscalls", strings.Join(calls, ", ")+"\n")
+	testenv.ReadmeSection(t, "syscalls", "`"+strings.Join(calls, "`, `")+"`\n")
 }

@@ -67,7 +67,7 @@ func Open(cfg Config) (*Session, error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
-	instances, err := findInstances(cfg)
+	instances, err := Instances(cfg.PID, cfg.PGData)
 	if err != nil {
 		return nil, err
 	}
@@ -124,13 +124,16 @@ func open(cfg Config) (*Session, error) {
 // client connection in PostgreSQL's protocol.
 func (s *Session) Track(pid int, client bool) error { return s.tracer.Track(pid, pid, client) }
 
-func findInstances(cfg Config) ([]postgres.Instance, error) {
+// Instances finds the instances a trace attaches to: the one a process
+// belongs to (pid), the one serving a data directory (pgdata), or, with
+// neither, every PostgreSQL running on the host.
+func Instances(pid int, pgdata string) ([]postgres.Instance, error) {
 	switch {
-	case cfg.PID != 0:
-		in, err := postgres.ByPID(cfg.PID)
+	case pid != 0:
+		in, err := postgres.ByPID(pid)
 		return []postgres.Instance{in}, err
-	case cfg.PGData != "":
-		in, err := postgres.ByDataDir(cfg.PGData)
+	case pgdata != "":
+		in, err := postgres.ByDataDir(pgdata)
 		return []postgres.Instance{in}, err
 	}
 	ins, err := postgres.Discover()

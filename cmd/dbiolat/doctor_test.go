@@ -1,0 +1,45 @@
+package main
+
+// doctor: every check of a machine that can trace passes, and it names
+// what the instance's binary carries.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestDoctorChecksEverything(t *testing.T) {
+	c := startPG(t, nil)
+	out, err := exec.Command(binary, "doctor", "--json", "--pid", fmt.Sprint(c.PostmasterPID())).CombinedOutput()
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	var report struct {
+		Checks []doctorCheck
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
+	var names []string
+	for _, ch := range report.Checks {
+		names = append(names, ch.Check)
+		if !ch.OK {
+			t.Errorf("check %q failed: %s", ch.Check, ch.Error)
+		}
+		if strings.HasPrefix(ch.Check, "USDT probes") && !strings.Contains(ch.Info, "query__start 1,") {
+			t.Errorf("the USDT check does not count the query probes: %q", ch.Info)
+		}
+	}
+	for _, want := range []string{"privileges", "kernel BTF", "tracefs", "load and attach", "find PostgreSQL", "USDT probes"} {
+		if !strings.Contains(strings.Join(names, "\n"), want) {
+			t.Errorf("no %q check among %q", want, names)
+		}
+	}
+	text, err := exec.Command(binary, "doctor", "--pid", fmt.Sprint(c.PostmasterPID())).CombinedOutput()
+	if err != nil || !strings.Contains(string(text), "all checks passed") {
+		t.Errorf("doctor: %v\n%s", err, text)
+	}
+}

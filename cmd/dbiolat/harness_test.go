@@ -1,0 +1,436 @@
+package main
+
+// The harness of the end-to-end tests: the real binary, the real kernel
+// programs, a real PostgreSQL 15 started by each test in a temp directory.
+// The tests are grouped by the promise they check, one file per layer or
+// command: queries_test.go (which queries are seen), fs_test.go,
+// block_test.go, waterfall_test.go, record_test.go, bench_test.go,
+// html_test.go, demo_test.go, doctor_test.go, and the robustness files
+// safety_test.go, lifecycle_test.go, overload_test.go.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/record"
+	"github.com/dbiolat/dbiolat/internal/testenv"
+)
+
+var binary string // built once by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dbiolat-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755) // the unprivileged-user case runs it too
+	binary = filepath.Join(dir, "dbiolat")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: static, and able to drop capabilities
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building dbiolat: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func startPG(t *testing.T, settings map[string]string) *pgsandbox.Cluster {
+	t.Helper()
+	testenv.NeedRoot(t)
+	c, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Settings: settings})
+	if err != nil {
+		if err == pgsandbox.ErrNotInstalled && os.Getenv("CI") != "true" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	return c
+}
+
+func psql(t *testing.T, c *pgsandbox.Cluster, sql string) string {
+	t.Helper()
+	out, err := c.Psql(context.Background(), "postgres", sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// trace is a running `dbiolat ... --json`.
+type trace struct {
+	cmd       *exec.Cmd
+	stdout    bytes.Buffer
+	stderr    lockedBuffer
+	processes []model.Process // filled by stop
+	mayLose   bool            // the test itself checks the drops
+}
+
+// lockedBuffer is a trace's stderr: written as it comes, read by the test
+// meanwhile.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startTrace runs dbiolat and returns once its probes are attached.
+func startTrace(t *testing.T, args ...string) *trace {
+	t.Helper()
+	return startTraceCmd(t, exec.Command(binary, args...))
+}
+
+// startTraceCmd runs a command that runs dbiolat (through setpriv, say).
+func startTraceCmd(t *testing.T, cmd *exec.Cmd) *trace {
+	t.Helper()
+	args := cmd.Args
+	tr := &trace{cmd: cmd}
+	tr.cmd.Stdout = &tr.stdout
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.cmd.Stderr = pw
+	if err := tr.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		ok := false
+		for sc.Scan() {
+			tr.stderr.WriteString(sc.Text() + "\n")
+			if !ok && strings.HasPrefix(sc.Text(), "Tracing ") {
+				ok = true
+				ready <- true
+			}
+		}
+		if !ok {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			tr.cmd.Wait()
+			t.Fatalf("dbiolat %v did not start: %s", args, tr.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		tr.cmd.Process.Kill()
+		t.Fatalf("dbiolat %v did not attach in 30s", args)
+	}
+	t.Cleanup(func() { tr.cmd.Process.Kill() })
+	return tr
+}
+
+// stop ends the trace with Ctrl-C and returns its JSON lines.
+func (tr *trace) stop(t *testing.T) (queries []model.Query, intervals []model.Interval, sum model.Summary) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond) // records still in the ring buffer are drained at exit anyway
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat exited with %v: %s", err, tr.stderr.String())
+	}
+	gotSummary := false
+	for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var head struct{ Type string }
+		if err := json.Unmarshal([]byte(line), &head); err != nil {
+			t.Fatalf("invalid JSON line %q: %v", line, err)
+		}
+		switch head.Type {
+		case "query":
+			var q model.Query
+			mustUnmarshal(t, line, &q)
+			queries = append(queries, q)
+		case "interval":
+			var iv model.Interval
+			mustUnmarshal(t, line, &iv)
+			intervals = append(intervals, iv)
+		case "process":
+			var p model.Process
+			mustUnmarshal(t, line, &p)
+			tr.processes = append(tr.processes, p)
+		case "summary":
+			mustUnmarshal(t, line, &sum)
+			gotSummary = true
+		default:
+			t.Fatalf("unknown record type in %q", line)
+		}
+	}
+	if !gotSummary {
+		t.Fatalf("no summary object at the end of the output:\n%s", tr.stdout.String())
+	}
+	if sum.Drops.Lost() != 0 && !tr.mayLose {
+		t.Errorf("records were lost: %+v", sum.Drops)
+	}
+	checkBlockTimeIsOwn(t, queries)
+	return queries, intervals, sum
+}
+
+// stopRecording ends a `dbiolat record` with Ctrl-C and opens what it wrote.
+func (tr *trace) stopRecording(t *testing.T) *record.Recording {
+	t.Helper()
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat record exited with %v: %s", err, tr.stderr.String())
+	}
+	file := tr.cmd.Args[slices.Index(tr.cmd.Args, "-o")+1]
+	r, err := record.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// countQueries counts a recording's queries as they stream from the file.
+func countQueries(t *testing.T, r *record.Recording) int {
+	t.Helper()
+	n := 0
+	for range r.Queries {
+		n++
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func mustUnmarshal(t *testing.T, line string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(line), v); err != nil {
+		t.Fatalf("decoding %q: %v", line, err)
+	}
+}
+
+func matching(qs []model.Query, prefix string) []model.Query {
+	var out []model.Query
+	for _, q := range qs {
+		if strings.HasPrefix(q.Query, prefix) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func only(t *testing.T, qs []model.Query, prefix string, n int) []model.Query {
+	t.Helper()
+	m := matching(qs, prefix)
+	if len(m) != n {
+		t.Fatalf("want %d queries starting %q, got %d", n, prefix, len(m))
+	}
+	return m
+}
+
+func dropCaches(t *testing.T) {
+	t.Helper()
+	exec.Command("sync").Run()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeBigTable creates a table many times larger than shared_buffers (16MB).
+func makeBigTable(t *testing.T, c *pgsandbox.Cluster) {
+	psql(t, c, "CREATE TABLE big AS SELECT g AS id, repeat('x', 300) AS pad FROM generate_series(1, 400000) g; VACUUM ANALYZE big; CHECKPOINT")
+}
+
+var literalDigit = regexp.MustCompile(`(^|[^$0-9])[0-9]`) // a digit that is not part of $n
+
+// traceQueries runs fn with slowlog attached to c and returns every query.
+func traceQueries(t *testing.T, c *pgsandbox.Cluster, fn func()) []model.Query {
+	t.Helper()
+	tr := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	fn()
+	qs, _, _ := tr.stop(t)
+	checkBoxesAddUp(t, qs)
+	return qs
+}
+
+// checkBlockTimeIsOwn: a query shows block time only for block requests
+// of its own (time spent waiting on someone else's is I/O wait), in
+// every record of every test.
+func checkBlockTimeIsOwn(t *testing.T, qs []model.Query) {
+	t.Helper()
+	for _, q := range qs {
+		if q.BlkNs > 0 && q.BlkCount == 0 || q.BlkNs > q.QueryNs {
+			t.Errorf("%q: block time %d ns with %d block requests, query %d ns", q.Query, q.BlkNs, q.BlkCount, q.QueryNs)
+		}
+	}
+}
+
+// checkBoxesAddUp: every millisecond of a query is in exactly one box.
+func checkBoxesAddUp(t *testing.T, qs []model.Query) {
+	t.Helper()
+	for _, q := range qs {
+		sum := q.Accounted() + q.UnaccountedNs
+		if q.QueryNs > 0 && (float64(q.UnaccountedNs) > 0.05*float64(q.QueryNs) || float64(sum) > 1.05*float64(q.QueryNs)) {
+			t.Errorf("boxes of %q: cpu %d runq %d io %d lock %d lwlock %d other %d unaccounted %d, query %d ns",
+				q.Query, q.CPUNs, q.RunqNs, q.IOWaitNs, q.LockNs, q.LWLockNs, q.OtherWaitNs, q.UnaccountedNs, q.QueryNs)
+		}
+	}
+}
+
+func ms(ns uint64) float64 { return float64(ns) / 1e6 }
+
+// throttleReads puts the instance in a cgroup v1 blkio group that limits
+// reads from the device under its data directory to bps.
+func throttleReads(t *testing.T, c *pgsandbox.Cluster, bps int) {
+	t.Helper()
+	dir := blkioGroup(t, c.DataDir(), map[string]int{"read_bps_device": bps})
+	// New backends are forked by the postmaster: they inherit its group.
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprint(c.PostmasterPID())), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blkioGroup makes a cgroup v1 blkio group with throttle limits (by file:
+// "read_iops_device": 1000) on the disk under path, removed at the end of
+// the test, and returns its directory.
+func blkioGroup(t *testing.T, path string, limits map[string]int) string {
+	t.Helper()
+	root := "/sys/fs/cgroup/blkio"
+	if _, err := os.Stat(filepath.Join(root, "blkio.throttle.read_bps_device")); err != nil {
+		t.Fatalf("cgroup v1 blkio throttling is not available: %v", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	dev := wholeDisk(t, uint64(st.Dev))
+	dir := filepath.Join(root, fmt.Sprintf("dbiolat-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pids, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, pid := range strings.Fields(string(pids)) {
+			os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(pid), 0)
+		}
+		os.Remove(dir)
+	})
+	for file, limit := range limits {
+		if err := os.WriteFile(filepath.Join(dir, "blkio.throttle."+file), []byte(fmt.Sprintf("%s %d", dev, limit)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// wholeDisk names the disk holding a partition's dev_t as "MAJ:MIN".
+func wholeDisk(t *testing.T, dev uint64) string {
+	major, minor := (dev>>8)&0xfff|(dev>>32)&^0xfff, dev&0xff|(dev>>12)&^0xff
+	link, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(link, "partition")); err == nil {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(link), "dev"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%d:%d", major, minor)
+}
+
+// wantOneSentence runs cmd and checks that it fails with one line on
+// stderr that says want, and no stack trace.
+func wantOneSentence(t *testing.T, cmd *exec.Cmd, want string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	msg := strings.TrimSpace(stderr.String())
+	if err == nil {
+		t.Fatalf("exit 0, want failure; stderr %q", msg)
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("want one line, got:\n%s", msg)
+	}
+	if !strings.Contains(msg, want) {
+		t.Errorf("stderr %q does not say %q", msg, want)
+	}
+	if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine") {
+		t.Errorf("stack trace in output: %s", msg)
+	}
+}
+
+// pgCopy makes a PostgreSQL installation of its own, in a tree that
+// mirrors /usr so that the server finds its share and lib directories,
+// and returns its bin directory. Its server binary can then be replaced
+// under a running server; without USDT it is as a build without
+// --enable-dtrace: the copy lacks the .note.stapsdt section.
+func pgCopy(t *testing.T, withUSDT bool) string {
+	t.Helper()
+	testenv.NeedRoot(t)
+	src, err := pgsandbox.InstalledBinDir() // e.g. /usr/lib/postgresql/15/bin
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp("", "dbiolat-nousdt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755) // the postgres user runs from it
+	version := filepath.Base(filepath.Dir(src))
+	bin := filepath.Join(root, src)
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range [][2]string{
+		{filepath.Join(filepath.Dir(src), "lib"), filepath.Join(root, filepath.Dir(src), "lib")},
+		{filepath.Join("/usr/share/postgresql", version), filepath.Join(root, "usr/share/postgresql", version)},
+	} {
+		os.MkdirAll(filepath.Dir(link[1]), 0o755)
+		if err := os.Symlink(link[0], link[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Copies, not links: each finds the others next to its own path.
+	for _, name := range []string{"initdb", "pg_ctl", "psql", "pgbench"} {
+		if out, err := exec.Command("cp", filepath.Join(src, name), bin).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	strip := []string{"--remove-section=.note.stapsdt"}
+	if withUSDT {
+		strip = nil
+	}
+	if out, err := exec.Command("llvm-objcopy", append(strip, filepath.Join(src, "postgres"), filepath.Join(bin, "postgres"))...).CombinedOutput(); err != nil {
+		t.Fatalf("llvm-objcopy: %v: %s", err, out)
+	}
+	return bin
+}
