@@ -41,14 +41,17 @@ check-generated:
 unit:
 	$(GO) test -count=1 ./internal/hist/ ./internal/sqlnorm/ ./internal/usdt/ ./internal/postgres/ ./internal/output/ ./internal/htmlreport/ ./internal/model/
 
-# Bounded fuzzing of the parsers that read foreign input.
+# Bounded fuzzing of the parsers that read foreign input. Minimizing a new
+# input may take a minute by default, during which nothing is fuzzed (the
+# recording reader's "0/sec"): keep it short, the time is for fuzzing.
+FUZZ = $(GO) test -run '^$$' -fuzzminimizetime 3s -fuzz
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseArg -fuzztime 15s ./internal/usdt/
-	$(GO) test -run '^$$' -fuzz FuzzReadProbes -fuzztime 15s ./internal/usdt/
-	$(GO) test -run '^$$' -fuzz FuzzNormalize -fuzztime 15s ./internal/sqlnorm/
-	$(GO) test -run '^$$' -fuzz FuzzLiteralPrivacy -fuzztime 15s ./internal/sqlnorm/
-	$(GO) test -run '^$$' -fuzz FuzzParseRoundTrip -fuzztime 15s ./internal/postgres/
-	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 30s ./internal/record/
+	$(FUZZ) FuzzParseArg -fuzztime 15s ./internal/usdt/
+	$(FUZZ) FuzzReadProbes -fuzztime 15s ./internal/usdt/
+	$(FUZZ) FuzzNormalize -fuzztime 15s ./internal/sqlnorm/
+	$(FUZZ) FuzzLiteralPrivacy -fuzztime 15s ./internal/sqlnorm/
+	$(FUZZ) FuzzParseRoundTrip -fuzztime 15s ./internal/postgres/
+	$(FUZZ) FuzzOpen -fuzztime 30s ./internal/record/
 
 bench-overhead: deps
 	$(GO) run ./bench/overhead
