@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -279,16 +278,6 @@ type tracerProc struct {
 	before map[ebpf.ProgramID]bool
 	exited chan struct{} // closed once the tracer is reaped
 	once   bool
-	mu     sync.Mutex
-	last   string // the last line it printed
-}
-
-// lastLine is the last line the tracer printed: after stop, its summary.
-func (t *tracerProc) lastLine() string {
-	<-t.exited
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.last
 }
 
 func startTracer(args []string, ready string) (*tracerProc, error) {
@@ -308,14 +297,7 @@ func startTracer(args []string, ready string) (*tracerProc, error) {
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), ready) {
-			go func() { // keep the tracer's output flowing
-				for sc.Scan() {
-					t.mu.Lock()
-					t.last = sc.Text()
-					t.mu.Unlock()
-				}
-				io.Copy(io.Discard, r)
-			}()
+			go io.Copy(io.Discard, r) // keep the tracer's output flowing
 			return t, nil
 		}
 	}
