@@ -61,7 +61,7 @@ func hooks(spec *ebpf.CollectionSpec, f Families) []Hook {
 
 // attachHooks attaches every loaded program that has a kernel hook.
 func (t *Tracer) attachHooks(spec *ebpf.CollectionSpec) error {
-	progs := t.objs.dbiolatPrograms.byName()
+	progs := byName[*ebpf.Program](&t.objs.dbiolatPrograms)
 	for _, h := range hooks(spec, t.families) {
 		prog := progs[h.Program]
 		var l link.Link
@@ -84,25 +84,14 @@ func (t *Tracer) add(l link.Link, prog *ebpf.Program) {
 	t.progs[prog] = true
 }
 
-// byName maps the programs to the names bpf2go tagged their fields with.
-func (p *dbiolatPrograms) byName() map[string]*ebpf.Program {
-	out := map[string]*ebpf.Program{}
-	v := reflect.ValueOf(p).Elem()
+// byName maps the objects of a bpf2go struct (its programs, its maps)
+// to the names bpf2go tagged their fields with.
+func byName[T any](objs any) map[string]T {
+	out := map[string]T{}
+	v := reflect.ValueOf(objs).Elem()
 	for i := 0; i < v.NumField(); i++ {
-		if prog, ok := v.Field(i).Interface().(*ebpf.Program); ok {
-			out[v.Type().Field(i).Tag.Get("ebpf")] = prog
-		}
-	}
-	return out
-}
-
-// byName maps the maps to their names, as byName does the programs.
-func (m *dbiolatMaps) byName() map[string]*ebpf.Map {
-	out := map[string]*ebpf.Map{}
-	v := reflect.ValueOf(m).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		if mp, ok := v.Field(i).Interface().(*ebpf.Map); ok {
-			out[v.Type().Field(i).Tag.Get("ebpf")] = mp
+		if obj, ok := v.Field(i).Interface().(T); ok {
+			out[v.Type().Field(i).Tag.Get("ebpf")] = obj
 		}
 	}
 	return out

@@ -78,22 +78,8 @@ func attachModes(b *testing.B, families Families, tracked bool, op func()) {
 //
 //	sudo go test -run '^$' -bench RoundTrip -count 5 ./internal/probe/
 func BenchmarkRoundTrip(b *testing.B) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	client, server := fds[0], fds[1]
-	query := append([]byte{'Q', 0, 0, 0, 14}, "SELECT 1;\x00"...)
-	ready := []byte{'Z', 0, 0, 0, 5, 'I'}
-	buf := make([]byte, 64)
-	attachModes(b, Default, true, func() {
-		unix.Write(client, query)
-		unix.Read(server, buf)
-		unix.Write(server, ready)
-		unix.Read(client, buf)
-	})
+	sock, query := newClientSocket(b), queryMessage("SELECT 1;")
+	attachModes(b, Default, true, func() { sock.roundTrip(query) })
 }
 
 // BenchmarkContextSwitch is two threads handing a byte back and forth

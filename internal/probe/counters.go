@@ -188,7 +188,7 @@ func (t *Tracer) MapEntries() (map[string]int, error) {
 // storage is left out: it grows with the traced threads (README).
 func (t *Tracer) MapBytes() uint64 {
 	var sum uint64
-	for _, m := range t.objs.dbiolatMaps.byName() {
+	for _, m := range byName[*ebpf.Map](&t.objs.dbiolatMaps) {
 		if m.Type() == ebpf.TaskStorage {
 			continue
 		}

@@ -12,23 +12,33 @@ import (
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
-// roundTrip is a query as a backend sees it on its socket: the client's
-// Query read, the ReadyForQuery sent back. This thread plays the backend.
-func roundTrip(t testing.TB, text string) {
+// clientSocket is a client's connection as its backend sees it; the
+// thread that calls roundTrip plays the backend.
+type clientSocket struct{ client, backend int }
+
+func newClientSocket(tb testing.TB) *clientSocket {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	client, backend := fds[0], fds[1]
-	n := len(text) + 5 // length word and NUL
-	query := append([]byte{'Q', byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, text+"\x00"...)
-	buf := make([]byte, 256)
-	unix.Write(client, query)
-	unix.Read(backend, buf)
-	unix.Write(backend, []byte{'Z', 0, 0, 0, 5, 'I'})
-	unix.Read(client, buf)
+	tb.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	return &clientSocket{fds[0], fds[1]}
+}
+
+// queryMessage is a simple-protocol Query message.
+func queryMessage(text string) []byte {
+	n := len(text) + 5 // the length word and the NUL
+	return append([]byte{'Q', byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, text+"\x00"...)
+}
+
+// roundTrip is one query on the wire: the client's Query read by the
+// backend, its ReadyForQuery sent back.
+func (s *clientSocket) roundTrip(query []byte) {
+	var buf [256]byte
+	unix.Write(s.client, query)
+	unix.Read(s.backend, buf[:])
+	unix.Write(s.backend, []byte{'Z', 0, 0, 0, 5, 'I'})
+	unix.Read(s.client, buf[:])
 }
 
 // A tracked process's round trip becomes one query record carrying its
@@ -47,7 +57,7 @@ func TestTrackedProcessRecords(t *testing.T) {
 	if err := tr.Track(pid, pid, true); err != nil {
 		t.Fatal(err)
 	}
-	roundTrip(t, "SELECT 'tracked'")
+	newClientSocket(t).roundTrip(queryMessage("SELECT 'tracked'"))
 	var texts []string
 	var cpu uint64
 	err = tr.ReadQueries(time.Now().Add(100*time.Millisecond), func(e *QueryEvent, text []byte) {
