@@ -13,7 +13,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +31,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/record"
 	"github.com/dbiolat/dbiolat/internal/testenv"
+	"github.com/dbiolat/dbiolat/internal/usdt"
 )
 
 var binary string // built once by TestMain
@@ -51,18 +54,60 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// startPG starts Debian's PostgreSQL 15, the build with USDT probes, for
+// one test: stopped at its end.
 func startPG(t *testing.T, settings map[string]string) *pgsandbox.Cluster {
 	t.Helper()
+	return startVersion(t, "", settings)
+}
+
+// startVersion starts a PostgreSQL major version (pgsandbox.Versions; ""
+// is Debian's) for one test.
+func startVersion(t *testing.T, version string, settings map[string]string) *pgsandbox.Cluster {
+	t.Helper()
 	testenv.NeedRoot(t)
-	c, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Settings: settings})
+	c, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Version: version, Settings: settings})
 	if err != nil {
-		if err == pgsandbox.ErrNotInstalled && os.Getenv("CI") != "true" {
+		if errors.Is(err, pgsandbox.ErrNotInstalled) && os.Getenv("CI") != "true" {
 			t.Skip(err)
 		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop() })
 	return c
+}
+
+// eachVersion runs a test on every PostgreSQL version, each on a server
+// of its own started with settings, as subtests "pg15", "pg16"...
+// PostgreSQL 18 reads synchronously here (io_method=sync), as 17 does:
+// its I/O workers' reads are another test's.
+func eachVersion(t *testing.T, settings map[string]string, fn func(t *testing.T, c *pgsandbox.Cluster)) {
+	t.Helper()
+	for _, v := range pgsandbox.Versions {
+		t.Run("pg"+v, func(t *testing.T) {
+			s := maps.Clone(settings)
+			if v == "18" {
+				s = withSetting(s, "io_method", "sync")
+			}
+			fn(t, startVersion(t, v, s))
+		})
+	}
+}
+
+// withSetting adds a setting to a (possibly nil) set of settings.
+func withSetting(settings map[string]string, name, value string) map[string]string {
+	if settings == nil {
+		settings = map[string]string{}
+	}
+	settings[name] = value
+	return settings
+}
+
+// hasUSDT says whether a server's binary carries USDT probes (Debian's
+// builds do, the registry's do not).
+func hasUSDT(c *pgsandbox.Cluster) bool {
+	_, err := usdt.Open(filepath.Join(c.BinDir(), "postgres"))
+	return err == nil
 }
 
 func psql(t *testing.T, c *pgsandbox.Cluster, sql string) string {

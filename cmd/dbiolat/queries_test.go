@@ -22,18 +22,28 @@ import (
 // Every statement pgbench runs is reported exactly once, in agreement with
 // pgbench's own count and pg_stat_statements, whichever protocol the
 // client speaks: simple queries, the extended protocol with unnamed
-// statements, or named prepared statements; and with --usdt, whose probes
-// fire for simple queries only.
+// statements, or named prepared statements; on every version; and with
+// --usdt where the build has the probes, which fire for simple queries only.
 func TestPgbenchStatementsReportedOnce(t *testing.T) {
-	c := startPG(t, nil)
+	eachVersion(t, nil, testPgbenchStatementsReportedOnce)
+}
+
+func testPgbenchStatementsReportedOnce(t *testing.T, c *pgsandbox.Cluster) {
 	ctx := context.Background()
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
+	cases := []struct {
 		protocol string
 		flags    []string
-	}{{"simple", nil}, {"extended", nil}, {"prepared", nil}, {"simple", []string{"--usdt"}}} {
+	}{{"simple", nil}, {"extended", nil}, {"prepared", nil}}
+	if hasUSDT(c) {
+		cases = append(cases, struct {
+			protocol string
+			flags    []string
+		}{"simple", []string{"--usdt"}})
+	}
+	for _, tc := range cases {
 		t.Run(strings.Join(append([]string{tc.protocol}, tc.flags...), " "), func(t *testing.T) {
 			psql(t, c, "SELECT pg_stat_statements_reset()")
 			args := append([]string{"slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID())}, tc.flags...)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 )
 
 const (
@@ -24,15 +25,16 @@ const (
 )
 
 func TestCPUBoundQueryIsCPU(t *testing.T) {
-	c := startPG(t, nil)
-	qs := traceQueries(t, c, func() { psql(t, c, cpuLoop) })
-	q := only(t, qs, "DO", 1)[0]
-	t.Logf("query %.1f ms: cpu %.1f, runq %.1f, io %.1f, other %.1f", ms(q.QueryNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.IOWaitNs), ms(q.OtherWaitNs))
-	// It runs, or waits for a CPU when the machine is busy (another test
-	// run, a hog): never asleep for more than the odd page fault.
-	if float64(q.CPUNs+q.RunqNs) < 0.9*float64(q.QueryNs) {
-		t.Errorf("cpu %d ns + run queue %d ns is under 90%% of the query's %d ns", q.CPUNs, q.RunqNs, q.QueryNs)
-	}
+	eachVersion(t, nil, func(t *testing.T, c *pgsandbox.Cluster) {
+		qs := traceQueries(t, c, func() { psql(t, c, cpuLoop) })
+		q := only(t, qs, "DO", 1)[0]
+		t.Logf("query %.1f ms: cpu %.1f, runq %.1f, io %.1f, other %.1f", ms(q.QueryNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.IOWaitNs), ms(q.OtherWaitNs))
+		// It runs, or waits for a CPU when the machine is busy (another test
+		// run, a hog): never asleep for more than the odd page fault.
+		if float64(q.CPUNs+q.RunqNs) < 0.9*float64(q.QueryNs) {
+			t.Errorf("cpu %d ns + run queue %d ns is under 90%% of the query's %d ns", q.CPUNs, q.RunqNs, q.QueryNs)
+		}
+	})
 }
 
 // CPU hogs pinned to every core: the same work waits for a CPU, a larger
@@ -150,43 +152,44 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // client that asked only waits.
 func TestCheckpointWorkIsTheCheckpointers(t *testing.T) {
 	// No background writer: only the checkpointer may write the dirty buffers.
-	c := startPG(t, map[string]string{"checkpoint_timeout": "1h", "max_wal_size": "4GB", "bgwriter_lru_maxpages": "0"})
-	psql(t, c, "CREATE TABLE dirty AS SELECT g AS id, repeat('d', 200) AS pad FROM generate_series(1, 200000) g; CHECKPOINT")
-	psql(t, c, "UPDATE dirty SET pad = repeat('e', 200)") // dirty every page again
-	// Ground truth: what the checkpoint has to write is what is dirty in
-	// shared buffers now (the UPDATE evicted and wrote the rest itself).
-	psql(t, c, "CREATE EXTENSION pg_buffercache")
-	dirty, err := strconv.Atoi(psql(t, c, "SELECT count(*) * 8192 FROM pg_buffercache WHERE isdirty"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
-	iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(c.PostmasterPID()), "0.5")
-	psql(t, c, "CHECKPOINT")
-	qs, _, _ := slow.stop(t)
-	_, ivs, _ := iops.stop(t)
-	checkBoxesAddUp(t, qs)
+	eachVersion(t, map[string]string{"checkpoint_timeout": "1h", "max_wal_size": "4GB", "bgwriter_lru_maxpages": "0"}, func(t *testing.T, c *pgsandbox.Cluster) {
+		psql(t, c, "CREATE TABLE dirty AS SELECT g AS id, repeat('d', 200) AS pad FROM generate_series(1, 200000) g; CHECKPOINT")
+		psql(t, c, "UPDATE dirty SET pad = repeat('e', 200)") // dirty every page again
+		// Ground truth: what the checkpoint has to write is what is dirty in
+		// shared buffers now (the UPDATE evicted and wrote the rest itself).
+		psql(t, c, "CREATE EXTENSION pg_buffercache")
+		dirty, err := strconv.Atoi(psql(t, c, "SELECT count(*) * 8192 FROM pg_buffercache WHERE isdirty"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+		iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(c.PostmasterPID()), "0.5")
+		psql(t, c, "CHECKPOINT")
+		qs, _, _ := slow.stop(t)
+		_, ivs, _ := iops.stop(t)
+		checkBoxesAddUp(t, qs)
 
-	cp := only(t, qs, "CHECKPOINT", 1)[0]
-	var wrote, synced float64
-	for _, iv := range ivs {
-		for _, r := range iv.Rates {
-			if r.Layer == "fs" && r.Role == "checkpointer" {
-				wrote += r.WriteBytes * iv.Seconds
-				synced += r.SyncOps * iv.Seconds
+		cp := only(t, qs, "CHECKPOINT", 1)[0]
+		var wrote, synced float64
+		for _, iv := range ivs {
+			for _, r := range iv.Rates {
+				if r.Layer == "fs" && r.Role == "checkpointer" {
+					wrote += r.WriteBytes * iv.Seconds
+					synced += r.SyncOps * iv.Seconds
+				}
 			}
 		}
-	}
-	t.Logf("checkpointer wrote %.1f MiB and synced %.0f files; the CHECKPOINT query: %.0f ms, %d writes, %d syncs, other wait %.0f ms",
-		wrote/(1<<20), synced, ms(cp.QueryNs), cp.FSWriteCount, cp.FSSyncCount, ms(cp.OtherWaitNs))
-	t.Logf("dirty in shared buffers before the checkpoint: %.1f MiB", float64(dirty)/(1<<20))
-	if d := wrote/float64(dirty) - 1; d < -0.1 || d > 0.1 || synced < 1 {
-		t.Errorf("checkpointer wrote %.0f bytes, %d were dirty, and synced %.0f times", wrote, dirty, synced)
-	}
-	if cp.FSWriteCount > 0 || cp.FSSyncCount > 0 {
-		t.Errorf("the CHECKPOINT query itself wrote %d times and synced %d times", cp.FSWriteCount, cp.FSSyncCount)
-	}
-	if float64(cp.OtherWaitNs) < 0.5*float64(cp.QueryNs) {
-		t.Errorf("the CHECKPOINT query spent %.0f of %.0f ms waiting", ms(cp.OtherWaitNs), ms(cp.QueryNs))
-	}
+		t.Logf("checkpointer wrote %.1f MiB and synced %.0f files; the CHECKPOINT query: %.0f ms, %d writes, %d syncs, other wait %.0f ms",
+			wrote/(1<<20), synced, ms(cp.QueryNs), cp.FSWriteCount, cp.FSSyncCount, ms(cp.OtherWaitNs))
+		t.Logf("dirty in shared buffers before the checkpoint: %.1f MiB", float64(dirty)/(1<<20))
+		if d := wrote/float64(dirty) - 1; d < -0.1 || d > 0.1 || synced < 1 {
+			t.Errorf("checkpointer wrote %.0f bytes, %d were dirty, and synced %.0f times", wrote, dirty, synced)
+		}
+		if cp.FSWriteCount > 0 || cp.FSSyncCount > 0 {
+			t.Errorf("the CHECKPOINT query itself wrote %d times and synced %d times", cp.FSWriteCount, cp.FSSyncCount)
+		}
+		if float64(cp.OtherWaitNs) < 0.5*float64(cp.QueryNs) {
+			t.Errorf("the CHECKPOINT query spent %.0f of %.0f ms waiting", ms(cp.OtherWaitNs), ms(cp.QueryNs))
+		}
+	})
 }

@@ -42,8 +42,12 @@ type Options struct {
 	// must be traversable by the postgres user (t.TempDir() is not: it is
 	// mode 0700).
 	Dir string
-	// BinDir holds initdb, postgres, pg_ctl, psql and pgbench; "" = the
-	// newest /usr/lib/postgresql/*/bin, else the directory of initdb on PATH.
+	// Version is the PostgreSQL major version to run (Versions): "" is
+	// Debian's, installed on the machine; others are installed on first
+	// use (Install).
+	Version string
+	// BinDir holds initdb, postgres and pg_ctl (and psql and pgbench, else
+	// Debian's are used); "" = Version's.
 	BinDir string
 	// Settings are extra postgresql.conf settings that override the
 	// defaults, e.g. "shared_buffers": "16MB". Values are written quoted, so
@@ -84,7 +88,9 @@ type Cluster struct {
 	root    string // private directory: socket, log, data/
 	dataDir string
 	logFile string
-	binDir  string
+	binDir  string // the server's: initdb, pg_ctl, postgres
+	clients string // psql's and pgbench's
+	version string // major version, from the data directory
 	port    int
 	user    string              // database superuser (= OS user running the server)
 	cred    *syscall.Credential // nil unless we are root
@@ -99,11 +105,20 @@ type Cluster struct {
 // pg_stat_statements extension in database postgres. If anything fails,
 // whatever was started or created is stopped and removed again.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	binDir, err := findBinDir(opts.BinDir)
+	binDir, err := Install(ctx, opts.Version)
+	if opts.BinDir != "" {
+		binDir, err = findBinDir(opts.BinDir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{binDir: binDir, log: opts.Log}
+	clients := binDir
+	if _, err := os.Stat(filepath.Join(binDir, "psql")); err != nil {
+		if clients, err = findBinDir(""); err != nil {
+			return nil, fmt.Errorf("pgsandbox: the clients psql and pgbench come from Debian's PostgreSQL: %w", err)
+		}
+	}
+	c := &Cluster{binDir: binDir, clients: clients, log: opts.Log}
 	if c.log == nil {
 		c.log = io.Discard
 	}
@@ -191,6 +206,11 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string) error {
 		"-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
 		return err
 	}
+	v, err := os.ReadFile(filepath.Join(c.dataDir, "PG_VERSION"))
+	if err != nil {
+		return fmt.Errorf("pgsandbox: %w", err)
+	}
+	c.version = strings.TrimSpace(string(v))
 
 	// Later lines in postgresql.conf override earlier ones, so appending is
 	// enough.
@@ -295,8 +315,11 @@ func (c *Cluster) SocketDir() string { return c.root }
 // 5432 cannot collide with another server.
 func (c *Cluster) Port() int { return c.port }
 
-// BinDir returns the directory of the PostgreSQL binaries in use.
+// BinDir returns the directory of the server's binaries in use.
 func (c *Cluster) BinDir() string { return c.binDir }
+
+// Version returns the server's major version ("15", "18").
+func (c *Cluster) Version() string { return c.version }
 
 // Env returns PGHOST, PGPORT, PGUSER and PGDATABASE (as "K=V") for psql,
 // pgbench or other libpq clients started by others; append it to
@@ -352,7 +375,11 @@ func (c *Cluster) command(ctx context.Context, db, name string, args ...string) 
 	if db == "" {
 		db = "postgres"
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...)
+	dir := c.binDir
+	if name == "psql" || name == "pgbench" {
+		dir = c.clients
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, name), args...)
 	cmd.Dir = c.root
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PG") {

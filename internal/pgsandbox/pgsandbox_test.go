@@ -43,10 +43,24 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Every version starts, runs psql and pgbench (Debian's clients), counts
+// in pg_stat_statements, and stops without a trace.
 func TestCluster(t *testing.T) {
-	c := startForTest(t, Options{})
+	for _, v := range Versions {
+		t.Run(v, func(t *testing.T) { testCluster(t, v) })
+	}
+}
+
+func testCluster(t *testing.T, version string) {
+	c := startForTest(t, Options{Version: version})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if c.Version() != version {
+		t.Errorf("Version() = %q, want %q", c.Version(), version)
+	}
+	if out, err := c.Psql(ctx, "", "SHOW server_version_num"); err != nil || !strings.HasPrefix(out, version) {
+		t.Errorf("server_version_num %q (%v), want PostgreSQL %s", out, err, version)
+	}
 
 	out, err := c.Psql(ctx, "", "SELECT 1")
 	if err != nil || out != "1" {

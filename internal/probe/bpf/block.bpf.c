@@ -113,14 +113,34 @@ int BPF_PROG(blk_start, struct request *rq)
 	return 0;
 }
 
+/*
+ * Bios merge into a request after it started, while it waits in the
+ * submitter's plug or the scheduler: its size is final only at issue.
+ * The growth is added to its query, if that query still runs.
+ */
+static __always_inline void blk_grown(struct inflight *in, __u32 bytes)
+{
+	struct thread_state *ts;
+	__u32 op = in->op;
+
+	if (bytes <= in->bytes)
+		return;
+	if (in->query_seq && op < BLK_OPS && (ts = thread_of(in->tid)) && ts->query_start_ns &&
+	    ts->query_seq == in->query_seq)
+		__sync_fetch_and_add(&ts->acct.blk[op].bytes, bytes - in->bytes);
+	in->bytes = bytes;
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(blk_issue, struct request *rq)
 {
 	__u64 key = (__u64)rq;
 	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
 
-	if (in) /* a requeued request is issued again: device time counts from the last issue */
-		in->issue_ns = bpf_ktime_get_ns();
+	if (!in)
+		return 0;
+	in->issue_ns = bpf_ktime_get_ns(); /* a requeued request is issued again: device time counts from the last issue */
+	blk_grown(in, rq->__data_len);
 	return 0;
 }
 

