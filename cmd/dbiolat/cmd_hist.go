@@ -31,10 +31,16 @@ func runHist(ctx context.Context, o targetOptions, interval time.Duration, count
 			if iv.Hists, err = s.Hists(); err != nil {
 				return err
 			}
+			if iv.WaitHists, err = s.WaitHists(); err != nil {
+				return err
+			}
 			if o.JSON {
 				return js.Write(iv)
 			}
-			return output.Hists(stdout, iv.Hists)
+			if err := output.Hists(stdout, iv.Hists); err != nil {
+				return err
+			}
+			return output.WaitHists(stdout, iv.WaitHists)
 		}}
 	s, err := t.run(ctx)
 	if s == nil {

@@ -144,6 +144,9 @@ func finish(s *session.Session, o targetOptions, reported uint64, withHists, pri
 		if err := output.Hists(stdout, sum.Hists); err != nil {
 			return err
 		}
+		if err := output.WaitHists(stdout, sum.WaitHists); err != nil {
+			return err
+		}
 	}
 	output.Summary(stdout, sum)
 	return nil

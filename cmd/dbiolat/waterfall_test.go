@@ -83,13 +83,19 @@ func TestCPUHogsShowAsRunQueueWait(t *testing.T) {
 
 // A lock held by another session while the test watches the query wait
 // for it is the query's lock wait: all of the query's time but the moments
-// around the wait, and at least the time the test saw it waiting.
+// around the wait, and at least the time the test saw it waiting; the wait
+// is named as pg_stat_activity names it. On every version, with or
+// without USDT probes: the backend's own wait event says it.
 func TestLockWaitIsLock(t *testing.T) {
 	// No deadlock check in the middle of the wait: it runs on CPU.
-	c := startPG(t, map[string]string{"deadlock_timeout": "1h"})
+	eachVersion(t, map[string]string{"deadlock_timeout": "1h"}, testLockWaitIsLock)
+}
+
+func testLockWaitIsLock(t *testing.T, c *pgsandbox.Cluster) {
 	psql(t, c, "CREATE TABLE lk (id int); INSERT INTO lk VALUES (1)")
 	ctx := context.Background()
 	var watched time.Duration
+	var sampled string // pg_stat_activity's name for the wait, while it lasts
 	qs := traceQueries(t, c, func() {
 		holder := c.PsqlCmd(ctx, "postgres", "-X", "-q")
 		in, err := holder.StdinPipe()
@@ -108,7 +114,8 @@ func TestLockWaitIsLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "the query to wait for the lock", func() bool {
-			return psql(t, c, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT count(*) FROM lk%'") == "1"
+			sampled = psql(t, c, "SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT count(*) FROM lk%'")
+			return sampled != ""
 		})
 		seen := time.Now()
 		time.Sleep(500 * time.Millisecond) // a wait long enough to see, not a bound
@@ -121,8 +128,12 @@ func TestLockWaitIsLock(t *testing.T) {
 		holder.Wait()
 	})
 	q := only(t, qs, "SELECT count(*) FROM lk", 1)[0]
-	t.Logf("blocked query %.0f ms: lock %.0f (seen waiting for %.0f ms), lwlock %.0f, cpu %.1f, runq %.1f, other %.1f",
-		ms(q.QueryNs), ms(q.LockNs), ms(uint64(watched)), ms(q.LWLockNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.OtherWaitNs))
+	t.Logf("blocked query %.0f ms: lock %.0f (seen waiting for %.0f ms), lwlock %.0f, cpu %.1f, runq %.1f, other %.1f; waits %v, pg_stat_activity %s",
+		ms(q.QueryNs), ms(q.LockNs), ms(uint64(watched)), ms(q.LWLockNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.OtherWaitNs), q.Waits, sampled)
+	// The sleeps on the lock carry the name pg_stat_activity showed.
+	if q.Waits[sampled] < q.LockNs*9/10 {
+		t.Errorf("the query's waits %v do not put its lock wait (%.0f ms) under %q, the name pg_stat_activity showed", q.Waits, ms(q.LockNs), sampled)
+	}
 	// The query waited from before the test saw it waiting until after
 	// the COMMIT the test sent: a lower bound by the order of events. (On
 	// a busy machine the moment between naming its wait and going to

@@ -38,6 +38,7 @@ var Counters = []Counter{
 	{"wire_unreadable", true, true, "client messages unreadable"},
 	{"wire_unseen", true, true, "pipelined round trips not seen"},
 	{"programs_skipped", true, false, "program runs skipped by the kernel (already running on that CPU)"},
+	{"wait_hists_full", true, true, "sleeps left out of the wait event histograms (map full)"},
 	{"query_unfinished", false, true, "queries started again before finishing"},
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
@@ -112,9 +113,10 @@ type Box struct {
 var Boxes = []Box{
 	{"cpu_ns", "cpu", "on CPU", "", "#4daf4a", true, func(q *Query) *uint64 { return &q.CPUNs }},
 	{"runq_ns", "runq", "run-queue wait", "runnable, waiting for a CPU", "#ffd92f", true, func(q *Query) *uint64 { return &q.RunqNs }},
-	{"io_wait_ns", "io wait", "I/O wait", "asleep in a file system call or the kernel's I/O wait", "#e41a1c", true, func(q *Query) *uint64 { return &q.IOWaitNs }},
-	{"lock_ns", "lock", "lock wait", "asleep on a heavyweight lock", "#984ea3", true, func(q *Query) *uint64 { return &q.LockNs }},
+	{"io_wait_ns", "io wait", "I/O wait", "asleep on an IO wait event, in a file system call or in the kernel's I/O wait", "#e41a1c", true, func(q *Query) *uint64 { return &q.IOWaitNs }},
+	{"aio_wait_ns", "aio wait", "async I/O wait", "asleep until I/O another process does for it completes (PostgreSQL 18's I/O workers)", "#1f78b4", true, func(q *Query) *uint64 { return &q.AIOWaitNs }},
+	{"lock_ns", "lock", "lock wait", "asleep on a heavyweight lock (a Lock wait event)", "#984ea3", true, func(q *Query) *uint64 { return &q.LockNs }},
 	{"lwlock_ns", "lwlock", "LWLock wait", "asleep on an LWLock", "#f781bf", true, func(q *Query) *uint64 { return &q.LWLockNs }},
-	{"other_wait_ns", "other wait", "other wait", "latches, sleeps, the client", "#a6761d", true, func(q *Query) *uint64 { return &q.OtherWaitNs }},
+	{"other_wait_ns", "other wait", "other wait", "any other wait event (IPC, Timeout, Client...) or none", "#a6761d", true, func(q *Query) *uint64 { return &q.OtherWaitNs }},
 	{"unaccounted_ns", "unaccounted", "unaccounted", "what no box explains", "#cccccc", false, func(q *Query) *uint64 { return &q.UnaccountedNs }},
 }

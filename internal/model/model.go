@@ -40,10 +40,15 @@ type Query struct {
 	CPUNs         uint64 `json:"cpu_ns"`
 	RunqNs        uint64 `json:"runq_ns"`
 	IOWaitNs      uint64 `json:"io_wait_ns"`
+	AIOWaitNs     uint64 `json:"aio_wait_ns"`
 	LockNs        uint64 `json:"lock_ns"`
 	LWLockNs      uint64 `json:"lwlock_ns"`
 	OtherWaitNs   uint64 `json:"other_wait_ns"`
 	UnaccountedNs uint64 `json:"unaccounted_ns"`
+	// Waits is the time asleep by the wait event the database named, as
+	// pg_stat_activity names it ("IO/DataFileRead"); the most named per
+	// query are kept, the rest summed as OtherWaitEvents.
+	Waits map[string]uint64 `json:"waits,omitempty"`
 
 	FSReadHitCount  uint64 `json:"fs_read_hit_count"` // reads served by the page cache
 	FSReadHitNs     uint64 `json:"fs_read_hit_ns"`
@@ -140,6 +145,10 @@ func (d Drops) Of(name string) uint64 {
 	panic("no drop counter " + name)
 }
 
+// OtherWaitEvents names, in Query.Waits, the time of the wait events
+// beyond the ones a query keeps by name.
+const OtherWaitEvents = "other wait events"
+
 // Hists is one set of latency histograms (nanoseconds).
 type Hists map[string]*hist.Hist
 
@@ -165,8 +174,10 @@ type Interval struct {
 	Seconds float64   `json:"seconds"`
 	Rates   []Rate    `json:"rates,omitempty"`
 	Hists   Hists     `json:"hists,omitempty"`
-	Queries uint64    `json:"queries"`
-	Drops   Drops     `json:"drops"`
+	// WaitHists: the sleeps of queries by wait event (names as Query.Waits).
+	WaitHists Hists  `json:"wait_hists,omitempty"`
+	Queries   uint64 `json:"queries"`
+	Drops     Drops  `json:"drops"`
 }
 
 // Summary closes every command's output.
@@ -178,6 +189,7 @@ type Summary struct {
 	Reported  uint64   `json:"reported"`  // queries printed (slowlog)
 	Traced    []string `json:"traced"`    // probe families on: wire or usdt (query boundaries), fs, block, sched, buffers
 	Hists     Hists    `json:"hists,omitempty"`
+	WaitHists Hists    `json:"wait_hists,omitempty"` // as Interval's
 	Drops     Drops    `json:"drops"`
 	Cost      *Cost    `json:"cost,omitempty"`
 }

@@ -4,6 +4,7 @@
 package output
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,6 +109,9 @@ func Tree(w io.Writer, q *model.Query) {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(q.Waits) > 0 {
+		fmt.Fprintf(w, "  asleep by wait event: %s\n", WaitsText(q.Waits))
+	}
 	// File system calls run partly on CPU (page-cache copies) and partly in
 	// I/O wait, so they overlap the boxes above rather than sit in one.
 	if q.FSCount() > 0 || q.BlkCount > 0 {
@@ -157,6 +161,57 @@ func Hists(w io.Writer, hs model.Hists) error {
 		return err
 	}
 	return nil
+}
+
+// WaitHists prints the sleeps of queries by wait event, the events with
+// the most time first.
+func WaitHists(w io.Writer, hs model.Hists) error {
+	for _, name := range byTotal(hs) {
+		h := hs[name]
+		fmt.Fprintf(w, "\nsleeps of queries on wait event %s: count %d, total %s, mean %s, p50 %s, p99 %s\n", name, h.Count,
+			dur(h.Sum), dur(uint64(h.Mean())), dur(h.Quantile(0.5)), dur(h.Quantile(0.99)))
+		if err := h.Render(w, hist.Time); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// byTotal lists histograms' names, the most total time first.
+func byTotal(hs model.Hists) []string {
+	names := make([]string, 0, len(hs))
+	for name, h := range hs {
+		if h != nil && h.Count > 0 {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(hs[b].Sum, hs[a].Sum); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}
+
+// WaitsText lists a query's wait events with their time, the most first:
+// "Lock/relation 1.2s, IO/DataFileRead 30ms".
+func WaitsText(waits map[string]uint64) string {
+	names := make([]string, 0, len(waits))
+	for name := range waits {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(waits[b], waits[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = name + " " + dur(waits[name])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Format is how values of a unit are written: durations or sizes.

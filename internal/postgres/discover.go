@@ -16,7 +16,12 @@ type Instance struct {
 	PID     int    // the postmaster
 	DataDir string // its working directory is the data directory
 	Binary  string // path to the running executable, valid across mount namespaces
+	Version int    // the major version (PG_VERSION); 0: unknown
 }
+
+// WaitEventVariable is the exported variable that points at a backend's
+// current wait event (where pg_stat_activity reads it from).
+const WaitEventVariable = "my_wait_event_info"
 
 // USDT names of the probes that mark a query and its lock waits in
 // PostgreSQL builds with --enable-dtrace.
@@ -78,10 +83,14 @@ func ppid(pid int) (int, error) {
 
 func instanceOf(postmaster int) Instance {
 	dir, _ := os.Readlink(fmt.Sprintf("%s/%d/cwd", procRoot, postmaster))
+	// Read through the postmaster's cwd: valid in its mount namespace too.
+	v, _ := os.ReadFile(fmt.Sprintf("%s/%d/cwd/PG_VERSION", procRoot, postmaster))
+	major, _ := strconv.Atoi(strings.TrimSpace(string(v)))
 	return Instance{
 		PID:     postmaster,
 		DataDir: dir,
 		Binary:  fmt.Sprintf("%s/%d/exe", procRoot, postmaster),
+		Version: major,
 	}
 }
 

@@ -59,7 +59,7 @@ func attachModes(b *testing.B, families Families, tracked bool, op func()) {
 					tr.Close()
 				}()
 				if mode == "tracked" {
-					if err := tr.Track(os.Getpid(), os.Getpid(), true); err != nil {
+					if err := tr.Track(os.Getpid(), ProcInfo{Instance: os.Getpid()}, true); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -104,6 +104,24 @@ func (t *Tracer) Hists() (map[string]Hist, error) {
 	return out, nil
 }
 
+// WaitKey names a wait event: its code, numbered per database version.
+type WaitKey = dbiolatWaitKey
+
+// WaitHists returns the histogram of every wait event seen.
+func (t *Tracer) WaitHists() (map[WaitKey]Hist, error) {
+	out := map[WaitKey]Hist{}
+	var k WaitKey
+	var v Hist
+	it := t.objs.WaitHists.Iterate()
+	for it.Next(&k, &v) {
+		out[k] = v
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the wait event histograms: %w", err)
+	}
+	return out, nil
+}
+
 // BoxNames names the waterfall's boxes of QueryAcct.BoxNs, by index.
 func (t *Tracer) BoxNames() []string { return t.names.boxes }
 

@@ -55,7 +55,8 @@ const (
 	dbiolatBoxBOX_LOCK       dbiolatBox = 3
 	dbiolatBoxBOX_LWLOCK     dbiolatBox = 4
 	dbiolatBoxBOX_OTHER_WAIT dbiolatBox = 5
-	dbiolatBoxBOXES          dbiolatBox = 6
+	dbiolatBoxBOX_AIO_WAIT   dbiolatBox = 6
+	dbiolatBoxBOXES          dbiolatBox = 7
 )
 
 type dbiolatEmitFlag uint32
@@ -121,8 +122,12 @@ type dbiolatIoAcct struct {
 }
 
 type dbiolatProcInfo struct {
-	_        structs.HostLayout
-	Instance uint32
+	_            structs.HostLayout
+	Instance     uint32
+	AioWaitEvent uint32
+	WaitEventPtr uint64
+	Version      uint32
+	Pad          uint32
 }
 
 type dbiolatProcIo struct {
@@ -150,7 +155,7 @@ type dbiolatQueryAcct struct {
 	BlkBusyNs      uint64
 	BlkQueueNs     uint64
 	BlkDeviceNs    uint64
-	BoxNs          [6]uint64
+	BoxNs          [7]uint64
 	FsReadHit      dbiolatIoAcct
 	FsReadMiss     dbiolatIoAcct
 	ReadaheadPages uint64
@@ -170,6 +175,7 @@ type dbiolatQueryEvent struct {
 	Pad           uint16
 	Title         [64]int8
 	Acct          dbiolatQueryAcct
+	Waits         [8]dbiolatWaitTime
 	TextLen       uint32
 	TextTruncated uint32
 	Text          [4096]int8
@@ -195,7 +201,8 @@ const (
 	dbiolatStatIdSTAT_WIRE_UNSEEN         dbiolatStatId = 14
 	dbiolatStatIdSTAT_WATERFALL_MISSED    dbiolatStatId = 15
 	dbiolatStatIdSTAT_WATERFALL_RECOVERED dbiolatStatId = 16
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 17
+	dbiolatStatIdSTAT_WAIT_HISTS_FULL     dbiolatStatId = 17
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 18
 )
 
 type dbiolatTaskLocal struct {
@@ -204,8 +211,11 @@ type dbiolatTaskLocal struct {
 		_           structs.HostLayout
 		OncpuSince  uint64
 		OffcpuSince uint64
-		BoxNs       [6]uint64
+		BoxNs       [7]uint64
+		Waits       [8]dbiolatWaitTime
 		IoWaitAtSys uint64
+		WaitEvent   uint32
+		WaitVersion uint32
 		InQuery     uint8
 		InFs        uint8
 		WaitingFor  uint8
@@ -276,6 +286,19 @@ type dbiolatUsdtSpec struct {
 	Pad   uint32
 }
 
+type dbiolatWaitKey struct {
+	_       structs.HostLayout
+	Version uint32
+	Event   uint32
+}
+
+type dbiolatWaitTime struct {
+	_     structs.HostLayout
+	Event uint32
+	Pad   uint32
+	Ns    uint64
+}
+
 type dbiolatWireState uint32
 
 const (
@@ -312,6 +335,7 @@ const (
 	dbiolatMapTasks                 = "tasks"
 	dbiolatMapThreads               = "threads"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
+	dbiolatMapWaitHists             = "wait_hists"
 	dbiolatMapWireTexts             = "wire_texts"
 	dbiolatProgBlkBackmerge         = "blk_backmerge"
 	dbiolatProgBlkDone              = "blk_done"
@@ -474,6 +498,7 @@ type dbiolatMapSpecs struct {
 	Tasks        *ebpf.MapSpec `ebpf:"tasks"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
+	WaitHists    *ebpf.MapSpec `ebpf:"wait_hists"`
 	WireTexts    *ebpf.MapSpec `ebpf:"wire_texts"`
 }
 
@@ -524,6 +549,7 @@ type dbiolatMaps struct {
 	Tasks        *ebpf.Map `ebpf:"tasks"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
+	WaitHists    *ebpf.Map `ebpf:"wait_hists"`
 	WireTexts    *ebpf.Map `ebpf:"wire_texts"`
 }
 
@@ -541,6 +567,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Tasks,
 		m.Threads,
 		m.UsdtSpecs,
+		m.WaitHists,
 		m.WireTexts,
 	)
 }

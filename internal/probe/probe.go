@@ -124,6 +124,10 @@ type (
 	BlkOp      = dbiolatBlkOp
 )
 
+// WaitEventsOther is the wait event of a query's last slot when its
+// others are full: the time of the events that found no slot.
+const WaitEventsOther = 0xffffffff
+
 // Names for the generated enum values, so callers read plainly.
 const (
 	FSRead   = dbiolatFsOpFS_READ

@@ -54,7 +54,7 @@ func TestTrackedProcessRecords(t *testing.T) {
 	}
 	defer tr.Close()
 	pid := os.Getpid()
-	if err := tr.Track(pid, pid, true); err != nil {
+	if err := tr.Track(pid, ProcInfo{Instance: pid}, true); err != nil {
 		t.Fatal(err)
 	}
 	newClientSocket(t).roundTrip(queryMessage("SELECT 'tracked'"))

@@ -19,7 +19,7 @@ func TestSampleStatsCountsOurPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if err := tr.Track(os.Getpid(), os.Getpid(), true); err != nil {
+	if err := tr.Track(os.Getpid(), ProcInfo{Instance: os.Getpid()}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.SampleStats(true); err != nil {

@@ -10,12 +10,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ProcInfo is what the kernel side knows of a traced process, and its
+// children inherit: the instance it belongs to, and where it publishes
+// its wait events.
+type ProcInfo struct {
+	Instance int // the postmaster's pid
+	// WaitEventPtr is the address of the process's pointer to its
+	// current wait event (PostgreSQL's my_wait_event_info); 0: unknown.
+	WaitEventPtr uint64
+	// AIOWaitEvent is the wait event of waiting for asynchronous I/O that
+	// another process does (PostgreSQL 18's IO/AioIoCompletion); 0: none.
+	AIOWaitEvent uint32
+	// Version is the database's major version, by which its wait events
+	// are numbered.
+	Version int
+}
+
 // Track makes the kernel side trace process tgid (its threads, and every
-// child it forks from now on) as part of the instance identified by its
-// postmaster pid; client says it serves a client connection, whose
-// protocol the Wire family reads. A process that exits meanwhile is skipped.
-func (t *Tracer) Track(tgid, instance int, client bool) error {
-	info := dbiolatProcInfo{Instance: uint32(instance)}
+// child it forks from now on) as part of an instance; client says it
+// serves a client connection, whose protocol the Wire family reads. A
+// process that exits meanwhile is skipped.
+func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
+	info := dbiolatProcInfo{Instance: uint32(p.Instance), WaitEventPtr: p.WaitEventPtr, AioWaitEvent: p.AIOWaitEvent,
+		Version: uint32(p.Version)}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dbiolat/dbiolat/internal/elfvar"
 	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/postgres"
@@ -52,6 +53,7 @@ type Session struct {
 	folded      time.Time    // when foldExited last ran
 	followed    time.Time    // when follow last looked for restarted instances
 	gone        map[int]bool // postmasters seen exited, not back yet
+	versions    map[int]int  // instance (postmaster pid) -> major version, which numbers its wait events
 	boxes       []boxOf      // where each kernel box goes in a model.Query
 }
 
@@ -110,7 +112,7 @@ func open(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
-		exited: map[uint32]time.Time{}, gone: map[int]bool{}, start: time.Now(), wallOff: wallOffset()}
+		exited: map[uint32]time.Time{}, gone: map[int]bool{}, versions: map[int]int{}, start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
 			s.boxes = append(s.boxes, boxOf{i, b.Of})
@@ -122,7 +124,9 @@ func open(cfg Config) (*Session, error) {
 // Track traces process pid, its threads and its children from now on, on
 // their own (not as part of a database instance); client says it serves a
 // client connection in PostgreSQL's protocol.
-func (s *Session) Track(pid int, client bool) error { return s.tracer.Track(pid, pid, client) }
+func (s *Session) Track(pid int, client bool) error {
+	return s.tracer.Track(pid, probe.ProcInfo{Instance: pid}, client)
+}
 
 // Instances finds the instances a trace attaches to: the one a process
 // belongs to (pid), the one serving a data directory (pgdata), or, with
@@ -147,8 +151,9 @@ func Instances(pid int, pgdata string) ([]postgres.Instance, error) {
 }
 
 func (s *Session) attach(in postgres.Instance) error {
+	info := s.procInfo(in)
 	// Track first: children forked from here on inherit it in the kernel.
-	if err := s.tracer.Track(in.PID, in.PID, false); err != nil {
+	if err := s.tracer.Track(in.PID, info, false); err != nil {
 		return err
 	}
 	pids, err := in.Processes()
@@ -157,7 +162,7 @@ func (s *Session) attach(in postgres.Instance) error {
 	}
 	for _, pid := range pids {
 		p := s.describe(uint32(pid))
-		if err := s.tracer.Track(pid, in.PID, p.Role == postgres.ClientBackend); err != nil {
+		if err := s.tracer.Track(pid, info, p.Role == postgres.ClientBackend); err != nil {
 			return err
 		}
 	}
@@ -177,7 +182,9 @@ func (s *Session) attach(in postgres.Instance) error {
 		case s.cfg.Families&probe.Buffers != 0:
 			return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT buffer probes (it was built without --enable-dtrace): --buffers needs a build with them, such as Debian's or PGDG's packages", in.PID, exe)
 		}
-		s.warn(fmt.Sprintf("PostgreSQL %d runs %s, built without USDT probes: lock waits are counted as other waits", in.PID, exe))
+		if info.WaitEventPtr == 0 {
+			s.warn(fmt.Sprintf("PostgreSQL %d runs %s, built without USDT probes: lock waits are counted as other waits", in.PID, exe))
+		}
 		return nil
 	}
 	// Without uprobe_multi links (before Linux 6.6), uprobes are perf events,
@@ -190,6 +197,42 @@ func (s *Session) attach(in postgres.Instance) error {
 		return nil
 	}
 	return err
+}
+
+// procInfo is what the kernel side needs of an instance's processes:
+// where they publish their wait events, and which one means waiting for
+// others' asynchronous I/O.
+func (s *Session) procInfo(in postgres.Instance) probe.ProcInfo {
+	info := probe.ProcInfo{Instance: in.PID, Version: in.Version}
+	s.versions[in.PID] = in.Version
+	addr, err := elfvar.Address(in.PID, in.Binary, postgres.WaitEventVariable)
+	if err != nil {
+		s.warn(fmt.Sprintf("PostgreSQL %d: its wait events cannot be read (%v): sleeps are named by what the kernel sees", in.PID, err))
+	}
+	info.WaitEventPtr = addr
+	if code, ok := postgres.WaitEventCode(in.Version, "IO/AioIoCompletion"); ok {
+		info.AIOWaitEvent = uint32(code)
+	}
+	return info
+}
+
+// waits names a query's time asleep by wait event.
+func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
+	var out map[string]uint64
+	for _, w := range e.Waits {
+		if w.Event == 0 {
+			continue
+		}
+		name := model.OtherWaitEvents
+		if w.Event != probe.WaitEventsOther {
+			name = postgres.WaitEvent(w.Event).Name(s.versions[int(e.Instance)])
+		}
+		if out == nil {
+			out = map[string]uint64{}
+		}
+		out[name] += w.Ns
+	}
+	return out
 }
 
 func (s *Session) warn(msg string) {
@@ -353,6 +396,7 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 	for _, b := range s.boxes {
 		*b.of(q) = a.BoxNs[b.kernel]
 	}
+	q.Waits = s.waits(e)
 	q.UnaccountedNs = q.Unaccounted()
 	return q
 }
@@ -382,13 +426,38 @@ func (s *Session) Hists() (model.Hists, error) {
 	}
 	out := model.Hists{}
 	for name, k := range kh {
-		h := &hist.Hist{Sum: k.Sum}
-		for slot, n := range k.Slots {
-			if n > 0 {
-				h.AddSlot(slot, n)
-			}
+		out[name] = toHist(k)
+	}
+	return out, nil
+}
+
+// toHist turns a kernel histogram into the model's.
+func toHist(k probe.Hist) *hist.Hist {
+	h := &hist.Hist{Sum: k.Sum}
+	for slot, n := range k.Slots {
+		if n > 0 {
+			h.AddSlot(slot, n)
 		}
-		out[name] = h
+	}
+	return h
+}
+
+// WaitHists returns the sleeps of queries by wait event, as histograms
+// named as Query.Waits names them.
+func (s *Session) WaitHists() (model.Hists, error) {
+	kh, err := s.tracer.WaitHists()
+	if err != nil {
+		return nil, err
+	}
+	out := model.Hists{}
+	for k, v := range kh {
+		h := toHist(v)
+		name := postgres.WaitEvent(k.Event).Name(int(k.Version))
+		if prev := out[name]; prev != nil {
+			prev.Merge(h)
+		} else {
+			out[name] = h
+		}
 	}
 	return out, nil
 }
@@ -417,6 +486,9 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 	}
 	if withHists {
 		if sum.Hists, err = s.Hists(); err != nil {
+			return nil, err
+		}
+		if sum.WaitHists, err = s.WaitHists(); err != nil {
 			return nil, err
 		}
 	}

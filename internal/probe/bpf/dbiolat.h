@@ -11,6 +11,8 @@
 #define HIST_SLOTS 64       /* log2 slots, see bits.bpf.h and internal/hist */
 #define USDT_MAX_ARGS 12    /* the most arguments a USDT site may have */
 #define TITLE_MAX 64        /* bytes of the process title sent with a query */
+#define QUERY_WAITS 8       /* wait events named per query; the last slot takes the rest */
+#define WAIT_EVENTS_OTHER 0xffffffff /* the wait events beyond the others' slots */
 
 /* File system operations, as seen at the syscall boundary. */
 enum fs_op {
@@ -81,13 +83,16 @@ enum stat_id {
 	STAT_WIRE_UNSEEN = 14,    /* round trips whose first message we did not see (pipelined) */
 	STAT_WATERFALL_MISSED = 15, /* not a drop: a context switch of a thread in a query not seen; the time since is unaccounted */
 	STAT_WATERFALL_RECOVERED = 16, /* not a loss: a switch-in not seen, its interval split by the kernel's stamp */
-	STAT_IDS = 17,
+	STAT_WAIT_HISTS_FULL = 17, /* a wait event's histogram could not be created */
+	STAT_IDS = 18,
 };
 
 /*
  * The waterfall's boxes: with the unaccounted rest they partition a
  * query's time. A sleep is charged to the box of what the thread waited
- * for; BOX_CPU never is one, so 0 also means "no wait named".
+ * for: the class of the wait event the database published (sched.bpf.c),
+ * else what the thread was doing. BOX_CPU never is one, so 0 also means
+ * "no wait named".
  */
 enum box {
 	BOX_CPU = 0,        /* on CPU */
@@ -96,7 +101,8 @@ enum box {
 	BOX_LOCK = 3,       /* asleep waiting for a heavyweight lock */
 	BOX_LWLOCK = 4,     /* asleep waiting for an LWLock */
 	BOX_OTHER_WAIT = 5, /* asleep for anything else (latch, pg_sleep, client) */
-	BOXES = 6,
+	BOX_AIO_WAIT = 6,   /* asleep until I/O another process does for it completes (PostgreSQL 18) */
+	BOXES = 7,
 };
 
 /* What the text of a query record is. */
@@ -114,6 +120,13 @@ enum emit_flag {
 struct io_acct {
 	__u64 count;
 	__u64 bytes;
+	__u64 ns;
+};
+
+/* The time asleep under one wait event (a database's code for it). */
+struct wait_time {
+	__u32 event; /* 0: an empty slot; WAIT_EVENTS_OTHER: the events with no slot */
+	__u32 pad;
 	__u64 ns;
 };
 
@@ -150,6 +163,9 @@ struct query_event {
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
 	struct query_acct acct;
+	/* Its sleeps by the wait event the database named (kept in the
+	 * waterfall, not in every thread's state: they are only sent). */
+	struct wait_time waits[QUERY_WAITS];
 	__u32 text_len; /* bytes of text that follow, without the NUL */
 	__u32 text_truncated;
 	char text[QUERY_TEXT_MAX];
@@ -204,7 +220,10 @@ struct waterfall {
 	__u64 oncpu_since;    /* on CPU since (0: off) */
 	__u64 offcpu_since;   /* off CPU since (0: on) */
 	__u64 box_ns[BOXES];  /* by enum box */
+	struct wait_time waits[QUERY_WAITS];
 	__u64 io_wait_at_sys; /* box_ns[BOX_IO_WAIT] when the current fs syscall began */
+	__u32 wait_event;     /* the wait event published when the thread went to sleep */
+	__u32 wait_version;   /* the version of the database that named it */
 	__u8 in_query;
 	__u8 in_fs;           /* inside a file system syscall */
 	__u8 waiting_for;     /* enum box of the wait lock probes bracket, else 0 */
@@ -254,7 +273,18 @@ struct task_local {
 
 /* Which process belongs to which traced instance (keyed by tgid). */
 struct proc_info {
-	__u32 instance; /* postmaster pid */
+	__u32 instance;       /* postmaster pid */
+	__u32 aio_wait_event; /* the wait event of waiting for others' asynchronous I/O, 0: none */
+	__u64 wait_event_ptr; /* where the process keeps the pointer to its wait event (PostgreSQL:
+			       * my_wait_event_info), 0: unknown */
+	__u32 version;        /* the database's major version: wait events are numbered per version */
+	__u32 pad;
+};
+
+/* A wait event's histogram: events are numbered per database version. */
+struct wait_key {
+	__u32 version;
+	__u32 event;
 };
 
 /* Where one USDT argument lives; filled by Go from the note's spec. */

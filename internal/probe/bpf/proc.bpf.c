@@ -29,8 +29,9 @@ struct {
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
+	static const struct thread_state fresh; /* too big for the stack */
 	__u32 ptgid = parent->tgid, ctgid = child->tgid, ctid = child->pid;
-	struct thread_state ts = {};
+	struct thread_state *ts;
 	struct task_local *tl;
 	struct proc_info *pi;
 
@@ -45,8 +46,11 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		if (tl) /* a backend, if it reads a startup packet first */
 			tl->wire.state = WIRE_NEW;
 	}
-	ts.tgid = ctgid;
-	if (bpf_map_update_elem(&threads, &ctid, &ts, BPF_NOEXIST) && !thread_of(ctid))
+	bpf_map_update_elem(&threads, &ctid, &fresh, BPF_NOEXIST);
+	ts = thread_of(ctid);
+	if (ts)
+		ts->tgid = ctgid;
+	else
 		stat_inc(STAT_THREADS_FULL);
 	return 0;
 }

@@ -115,6 +115,10 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
 	e->acct = ts->acct;
+	if (wf)
+		__builtin_memcpy(e->waits, wf->waits, sizeof(e->waits));
+	else
+		__builtin_memset(e->waits, 0, sizeof(e->waits));
 	/* PostgreSQL writes its title over argv, so it starts at arg_start. */
 	if (bpf_probe_read_user(e->title, sizeof(e->title),
 				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))

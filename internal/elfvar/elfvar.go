@@ -1,0 +1,101 @@
+// Package elfvar finds where a global variable of a running executable
+// lives in the process's memory: its ELF symbol's value, moved by the
+// address the kernel loaded the executable at (position-independent
+// executables load anywhere). Processes forked without exec share the
+// address, so a database's postmaster gives it for all its backends.
+package elfvar
+
+import (
+	"bufio"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoSymbol says the executable does not define the variable (stripped,
+// or another version of the program).
+var ErrNoSymbol = errors.New("no such symbol")
+
+// Address returns the address of the variable name in process pid, whose
+// executable is binary (a path that opens the same file, such as
+// /proc/PID/exe).
+func Address(pid int, binary, name string) (uint64, error) {
+	f, err := elf.Open(binary)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", binary, err)
+	}
+	defer f.Close()
+	value, err := symbol(f, name)
+	if err != nil {
+		return 0, fmt.Errorf("%s in %s: %w", name, binary, err)
+	}
+	if f.Type != elf.ET_DYN { // a fixed-address executable: the value is the address
+		return value, nil
+	}
+	bias, err := loadBias(pid, binary, f)
+	if err != nil {
+		return 0, err
+	}
+	return bias + value, nil
+}
+
+// symbol returns a data symbol's value, from the dynamic symbols (kept
+// even when the static table is stripped) or the static ones.
+func symbol(f *elf.File, name string) (uint64, error) {
+	for _, read := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
+		syms, err := read()
+		if err != nil {
+			continue
+		}
+		for _, s := range syms {
+			if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Section != elf.SHN_UNDEF {
+				return s.Value, nil
+			}
+		}
+	}
+	return 0, ErrNoSymbol
+}
+
+// loadBias is where the kernel loaded a position-independent executable
+// in process pid: the start of the mapping of its first loadable segment
+// (found by the file's device and inode, whatever path maps shows), less
+// that segment's page-aligned address in the file's layout.
+func loadBias(pid int, binary string, f *elf.File) (uint64, error) {
+	var first *elf.Prog
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			first = p
+			break
+		}
+	}
+	if first == nil {
+		return 0, fmt.Errorf("%s has no loadable segment", binary)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(binary, &st); err != nil {
+		return 0, err
+	}
+	maps, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the memory map of process %d: %w", pid, err)
+	}
+	defer maps.Close()
+	const page = 4096
+	sc := bufio.NewScanner(maps)
+	for sc.Scan() {
+		// start-end perms offset major:minor inode path
+		var start, end, off, major, minor, inode uint64
+		var perms string
+		if _, err := fmt.Sscanf(sc.Text(), "%x-%x %s %x %x:%x %d", &start, &end, &perms, &off, &major, &minor, &inode); err != nil {
+			continue
+		}
+		if inode == st.Ino && unix.Mkdev(uint32(major), uint32(minor)) == st.Dev && off == first.Off&^(page-1) {
+			return start - first.Vaddr&^(page-1), nil
+		}
+	}
+	return 0, fmt.Errorf("process %d has no mapping of %s", pid, binary)
+}
