@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -139,6 +140,11 @@ func (l *lockedBuffer) WriteString(s string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.WriteString(s)
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.WriteString(string(p))
+	return len(p), nil
 }
 
 func (l *lockedBuffer) String() string {
@@ -478,4 +484,54 @@ func pgCopy(t *testing.T, withUSDT bool) string {
 		t.Fatalf("llvm-objcopy: %v: %s", err, out)
 	}
 	return bin
+}
+
+// pgSession is one psql session the test talks to statement by statement:
+// a backend that lives across statements, whose PID the test can watch.
+type pgSession struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// openSession starts psql on database postgres; it ends with the test.
+func openSession(t *testing.T, c *pgsandbox.Cluster) *pgSession {
+	t.Helper()
+	cmd := c.PsqlCmd(context.Background(), "postgres", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &pgSession{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	return s
+}
+
+// run sends SQL and returns its output, once psql has finished it.
+func (s *pgSession) run(t *testing.T, sql string) string {
+	t.Helper()
+	const done = "--dbiolat-test-done--"
+	sql = strings.TrimRight(sql, "; \n") + ";" // a statement psql sends before the echo
+	if _, err := io.WriteString(s.in, sql+"\n\\echo "+done+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for {
+		line, err := s.out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("psql ended: %v (output so far %q)", err, out.String())
+		}
+		if strings.TrimSpace(line) == done {
+			return strings.TrimSpace(out.String())
+		}
+		out.WriteString(line)
+	}
 }

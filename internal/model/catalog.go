@@ -43,6 +43,7 @@ var Counters = []Counter{
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
 	{"waterfall_missed", false, true, "context switches of a query not seen (the time since shows as unaccounted)"},
+	{"aio_unseen", false, true, "reads I/O workers performed whose staging was not seen (not charged to a query)"},
 	{"blk_late", false, true, "block requests still in flight when their query ended (counted in it, their time not)"},
 }
 

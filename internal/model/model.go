@@ -55,8 +55,16 @@ type Query struct {
 	FSReadMissCount uint64 `json:"fs_read_miss_count"` // reads that waited for I/O or started it
 	FSReadMissNs    uint64 `json:"fs_read_miss_ns"`
 	ReadaheadPages  uint64 `json:"readahead_pages"`
-	SharedHit       uint64 `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
-	SharedRead      uint64 `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
+	PrefetchCount   uint64 `json:"prefetch_count"` // read-ahead advice calls (posix_fadvise WILLNEED)
+	PrefetchBytes   uint64 `json:"prefetch_bytes"` // bytes they advised
+	// Reads another process performed for the query (PostgreSQL 18's I/O
+	// workers): their I/Os, bytes and time. Their file system and block
+	// I/O is in the fields above too, done for it.
+	AIOReadCount uint64 `json:"aio_read_count"`
+	AIOReadBytes uint64 `json:"aio_read_bytes"`
+	AIOReadNs    uint64 `json:"aio_read_ns"`
+	SharedHit    uint64 `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
+	SharedRead   uint64 `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
 }
 
 // Accounted is the sum of the waterfall's measured boxes.

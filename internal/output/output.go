@@ -57,6 +57,11 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 		}
 		b = append(b, ')')
 	}
+	if q.AIOReadCount > 0 {
+		b = append(append(b, ", io workers "...), dur(q.AIOReadNs)...)
+		b = strconv.AppendUint(append(b, " ("...), q.AIOReadCount, 10)
+		b = append(append(append(b, " reads, "...), hist.FormatBytes(q.AIOReadBytes)...), ')')
+	}
 	if q.SharedHit+q.SharedRead > 0 {
 		b = strconv.AppendUint(append(b, ", shared buffers "...), q.SharedHit, 10)
 		b = strconv.AppendUint(append(b, " hit "...), q.SharedRead, 10)
@@ -122,6 +127,13 @@ func Tree(w io.Writer, q *model.Query) {
 			dur(q.FSNs()), q.FSCount(), q.FSReadCount, hist.FormatBytes(q.FSReadBytes), q.FSReadHitCount, dur(q.FSReadHitNs),
 			q.FSReadMissCount, dur(q.FSReadMissNs), q.ReadaheadPages, q.FSWriteCount, dur(q.FSWriteNs), q.FSSyncCount, dur(q.FSSyncNs))
 	}
+	if q.AIOReadCount > 0 {
+		fmt.Fprintf(w, "     I/O workers    %9s in %d reads (%s) done for it\n", dur(q.AIOReadNs), q.AIOReadCount, hist.FormatBytes(q.AIOReadBytes))
+	}
+	if q.PrefetchCount > 0 {
+		fmt.Fprintf(w, "     prefetch                 %d read-ahead advice calls for %s\n", q.PrefetchCount, hist.FormatBytes(q.PrefetchBytes))
+	}
+
 	if q.BlkCount > 0 {
 		fmt.Fprintf(w, "     block device   %9s busy with %d requests (%s): queue %s, device %s (summed over requests)\n",
 			dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes), dur(q.BlkQueueNs), dur(q.BlkDeviceNs))

@@ -19,6 +19,14 @@ type Instance struct {
 	Version int    // the major version (PG_VERSION); 0: unknown
 }
 
+// The functions of PostgreSQL 18's asynchronous I/O handoff: a backend
+// stages a read, an I/O worker performs and completes it.
+const (
+	AIOStage    = "pgaio_io_stage"
+	AIOPerform  = "pgaio_io_perform_synchronously"
+	AIOComplete = "pgaio_io_process_completion"
+)
+
 // WaitEventVariable is the exported variable that points at a backend's
 // current wait event (where pg_stat_activity reads it from).
 const WaitEventVariable = "my_wait_event_info"

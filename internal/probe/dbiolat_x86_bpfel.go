@@ -13,6 +13,20 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type dbiolatAioKey struct {
+	_        structs.HostLayout
+	Instance uint32
+	Pad      uint32
+	Handle   uint64
+}
+
+type dbiolatAioOwner struct {
+	_        structs.HostLayout
+	Tid      uint32
+	Pad      uint32
+	QuerySeq uint64
+}
+
 type dbiolatBlkIo struct {
 	_        structs.HostLayout
 	Io       dbiolatIoAcct
@@ -159,6 +173,8 @@ type dbiolatQueryAcct struct {
 	FsReadHit      dbiolatIoAcct
 	FsReadMiss     dbiolatIoAcct
 	ReadaheadPages uint64
+	Prefetch       dbiolatIoAcct
+	AioRead        dbiolatIoAcct
 	SharedHit      uint64
 	SharedRead     uint64
 }
@@ -202,7 +218,8 @@ const (
 	dbiolatStatIdSTAT_WATERFALL_MISSED    dbiolatStatId = 15
 	dbiolatStatIdSTAT_WATERFALL_RECOVERED dbiolatStatId = 16
 	dbiolatStatIdSTAT_WAIT_HISTS_FULL     dbiolatStatId = 17
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 18
+	dbiolatStatIdSTAT_AIO_UNSEEN          dbiolatStatId = 18
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 19
 )
 
 type dbiolatTaskLocal struct {
@@ -250,6 +267,10 @@ type dbiolatThreadState struct {
 	SysStartNs   uint64
 	SysOp        dbiolatFsOp
 	LeaderTid    uint32
+	ServesTid    uint32
+	Pad2         uint32
+	ServesSeq    uint64
+	ServesSince  uint64
 	TitleSeen    uint8
 	Pad1         [3]uint8
 	BlkInflight  uint32
@@ -323,6 +344,7 @@ type dbiolatWireText struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	dbiolatMapAioOwners             = "aio_owners"
 	dbiolatMapBlkTotals             = "blk_totals"
 	dbiolatMapEvents                = "events"
 	dbiolatMapHists                 = "hists"
@@ -337,12 +359,16 @@ const (
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaitHists             = "wait_hists"
 	dbiolatMapWireTexts             = "wire_texts"
+	dbiolatProgAioComplete          = "aio_complete"
+	dbiolatProgAioPerform           = "aio_perform"
+	dbiolatProgAioStage             = "aio_stage"
 	dbiolatProgBlkBackmerge         = "blk_backmerge"
 	dbiolatProgBlkDone              = "blk_done"
 	dbiolatProgBlkFrontmerge        = "blk_frontmerge"
 	dbiolatProgBlkIssue             = "blk_issue"
 	dbiolatProgBlkStart             = "blk_start"
 	dbiolatProgBuffersReadDone      = "buffers_read_done"
+	dbiolatProgFsEnterFadvise64     = "fs_enter_fadvise64"
 	dbiolatProgFsEnterFdatasync     = "fs_enter_fdatasync"
 	dbiolatProgFsEnterFsync         = "fs_enter_fsync"
 	dbiolatProgFsEnterPread64       = "fs_enter_pread64"
@@ -435,12 +461,16 @@ type dbiolatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatProgramSpecs struct {
+	AioComplete          *ebpf.ProgramSpec `ebpf:"aio_complete"`
+	AioPerform           *ebpf.ProgramSpec `ebpf:"aio_perform"`
+	AioStage             *ebpf.ProgramSpec `ebpf:"aio_stage"`
 	BlkBackmerge         *ebpf.ProgramSpec `ebpf:"blk_backmerge"`
 	BlkDone              *ebpf.ProgramSpec `ebpf:"blk_done"`
 	BlkFrontmerge        *ebpf.ProgramSpec `ebpf:"blk_frontmerge"`
 	BlkIssue             *ebpf.ProgramSpec `ebpf:"blk_issue"`
 	BlkStart             *ebpf.ProgramSpec `ebpf:"blk_start"`
 	BuffersReadDone      *ebpf.ProgramSpec `ebpf:"buffers_read_done"`
+	FsEnterFadvise64     *ebpf.ProgramSpec `ebpf:"fs_enter_fadvise64"`
 	FsEnterFdatasync     *ebpf.ProgramSpec `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.ProgramSpec `ebpf:"fs_enter_fsync"`
 	FsEnterPread64       *ebpf.ProgramSpec `ebpf:"fs_enter_pread64"`
@@ -486,6 +516,7 @@ type dbiolatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatMapSpecs struct {
+	AioOwners    *ebpf.MapSpec `ebpf:"aio_owners"`
 	BlkTotals    *ebpf.MapSpec `ebpf:"blk_totals"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	Hists        *ebpf.MapSpec `ebpf:"hists"`
@@ -537,6 +568,7 @@ func (o *dbiolatObjects) Close() error {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatMaps struct {
+	AioOwners    *ebpf.Map `ebpf:"aio_owners"`
 	BlkTotals    *ebpf.Map `ebpf:"blk_totals"`
 	Events       *ebpf.Map `ebpf:"events"`
 	Hists        *ebpf.Map `ebpf:"hists"`
@@ -555,6 +587,7 @@ type dbiolatMaps struct {
 
 func (m *dbiolatMaps) Close() error {
 	return _DbiolatClose(
+		m.AioOwners,
 		m.BlkTotals,
 		m.Events,
 		m.Hists,
@@ -591,12 +624,16 @@ type dbiolatVariables struct {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatPrograms struct {
+	AioComplete          *ebpf.Program `ebpf:"aio_complete"`
+	AioPerform           *ebpf.Program `ebpf:"aio_perform"`
+	AioStage             *ebpf.Program `ebpf:"aio_stage"`
 	BlkBackmerge         *ebpf.Program `ebpf:"blk_backmerge"`
 	BlkDone              *ebpf.Program `ebpf:"blk_done"`
 	BlkFrontmerge        *ebpf.Program `ebpf:"blk_frontmerge"`
 	BlkIssue             *ebpf.Program `ebpf:"blk_issue"`
 	BlkStart             *ebpf.Program `ebpf:"blk_start"`
 	BuffersReadDone      *ebpf.Program `ebpf:"buffers_read_done"`
+	FsEnterFadvise64     *ebpf.Program `ebpf:"fs_enter_fadvise64"`
 	FsEnterFdatasync     *ebpf.Program `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.Program `ebpf:"fs_enter_fsync"`
 	FsEnterPread64       *ebpf.Program `ebpf:"fs_enter_pread64"`
@@ -640,12 +677,16 @@ type dbiolatPrograms struct {
 
 func (p *dbiolatPrograms) Close() error {
 	return _DbiolatClose(
+		p.AioComplete,
+		p.AioPerform,
+		p.AioStage,
 		p.BlkBackmerge,
 		p.BlkDone,
 		p.BlkFrontmerge,
 		p.BlkIssue,
 		p.BlkStart,
 		p.BuffersReadDone,
+		p.FsEnterFadvise64,
 		p.FsEnterFdatasync,
 		p.FsEnterFsync,
 		p.FsEnterPread64,

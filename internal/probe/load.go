@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -26,11 +27,27 @@ type Tracer struct {
 	specs    uint32                 // USDT specs written so far (cookie of the next site)
 	progs    map[*ebpf.Program]bool // the programs attached, for their run-time statistics
 	sample   statsSample
-	binaries map[[2]uint64]struct{} // (dev, inode) of binaries whose USDT probes are attached
+	binaries map[attachedTo]bool // binaries whose USDT probes or functions are attached
 	// uprobeMulti: USDT sites are attached as one uprobe_multi link per
 	// probe (Linux 6.6+), which needs no CAP_SYS_ADMIN, unlike a perf
 	// event per site.
 	uprobeMulti bool
+}
+
+// attachedTo is a binary, by its file's identity, and what of it is attached.
+type attachedTo struct {
+	dev, ino uint64
+	what     string // "usdt", "aio"
+}
+
+// attachment names what of a binary is to be attached: a process running
+// a file attached already (a restarted server) needs nothing more.
+func attachment(binary, what string) (attachedTo, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(binary, &st); err != nil {
+		return attachedTo{}, fmt.Errorf("opening %s: %w", binary, err)
+	}
+	return attachedTo{st.Dev, st.Ino, what}, nil
 }
 
 // Emit chooses which finished queries become records; every query counts
@@ -68,7 +85,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 	if f&Wire != 0 && !kernelHas("btf_trace_sock_recv_length") {
 		return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
 	}
-	t := &Tracer{binaries: map[[2]uint64]struct{}{}, families: f, progs: map[*ebpf.Program]bool{},
+	t := &Tracer{binaries: map[attachedTo]bool{}, families: f, progs: map[*ebpf.Program]bool{},
 		uprobeMulti: features.HaveBPFLinkUprobeMulti() == nil}
 	if t.names, err = readKernelNames(spec); err != nil {
 		return nil, err

@@ -49,8 +49,9 @@ var families = []struct {
 }
 
 // core are the prefixes of programs loaded whatever the families:
-// process tracking, the lock probes, the log2 self-test.
-var core = []string{"proc_", "lock_", "selftest_"}
+// process tracking, the lock probes, the reads I/O workers perform for a
+// query, the log2 self-test.
+var core = []string{"proc_", "lock_", "aio_", "selftest_"}
 
 // Default is what the tracing commands attach unless told more. File
 // system syscalls are left out: a tracepoint on any syscall sends every

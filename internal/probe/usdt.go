@@ -3,7 +3,6 @@ package probe
 import (
 	"errors"
 	"fmt"
-	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -32,13 +31,9 @@ var ErrNoProbe = errors.New("probe missing")
 // a binary already attached is skipped. It returns the number of sites
 // attached.
 func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(binary, &st); err != nil {
-		return 0, fmt.Errorf("opening %s: %w", binary, err)
-	}
-	key := [2]uint64{st.Dev, st.Ino}
-	if _, ok := t.binaries[key]; ok {
-		return 0, nil
+	key, err := attachment(binary, "usdt")
+	if err != nil || t.binaries[key] {
+		return 0, err
 	}
 	probes, err := usdt.Open(binary)
 	if err != nil {
@@ -81,7 +76,7 @@ func (t *Tracer) AttachUSDT(binary string, p USDTProbes) (int, error) {
 		}
 		n += len(usable)
 	}
-	t.binaries[key] = struct{}{}
+	t.binaries[key] = true
 	return n, nil
 }
 

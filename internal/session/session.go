@@ -166,6 +166,12 @@ func (s *Session) attach(in postgres.Instance) error {
 			return err
 		}
 	}
+	// Reads I/O workers perform for a query (18 on): charged to it.
+	err = s.tracer.AttachAIO(in.Binary, probe.AIOFunctions{Stage: postgres.AIOStage, Perform: postgres.AIOPerform,
+		Complete: postgres.AIOComplete})
+	if err != nil && !errors.Is(err, probe.ErrNoFunction) { // no such functions: no asynchronous I/O
+		s.warn(fmt.Sprintf("PostgreSQL %d: reads its I/O workers perform cannot be charged to queries: %v", in.PID, err))
+	}
 	// Lock waits come from USDT probes in any mode; queries only with --usdt.
 	_, err = s.tracer.AttachUSDT(in.Binary, probe.USDTProbes{
 		Provider:   postgres.Provider,
@@ -390,6 +396,11 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		FSReadMissCount: a.FsReadMiss.Count,
 		FSReadMissNs:    a.FsReadMiss.Ns,
 		ReadaheadPages:  a.ReadaheadPages,
+		PrefetchCount:   a.Prefetch.Count,
+		PrefetchBytes:   a.Prefetch.Bytes,
+		AIOReadCount:    a.AioRead.Count,
+		AIOReadBytes:    a.AioRead.Bytes,
+		AIOReadNs:       a.AioRead.Ns,
 		SharedHit:       a.SharedHit,
 		SharedRead:      a.SharedRead,
 	}

@@ -16,7 +16,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "counters.bpf.h"
-#include "parallel.bpf.h"
+#include "charged.bpf.h"
 
 #define MAX_INFLIGHT 8192
 #define MAX_BLK_KEYS 4096
@@ -73,7 +73,7 @@ static __always_inline void blk_own(struct inflight *in, __u32 op, struct thread
 	ts->blk_submitted++; /* only this thread writes it: it runs here */
 	in->owner = OWNER_TRACED;
 	in->tgid = ts->tgid;
-	in->tid = q ? ts->leader_tid : tid;
+	in->tid = q ? charged_tid(ts) : tid;
 	if (!q && ts->query_start_ns)
 		q = ts;
 	barrier_var(op); /* keep the bound: the verifier loses what clang knows of blk_op_of */

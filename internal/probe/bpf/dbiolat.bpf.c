@@ -13,6 +13,7 @@
 #include "block.bpf.c"
 #include "sched.bpf.c"
 #include "lock.bpf.c"
+#include "aio.bpf.c"
 #include "buffers.bpf.c"
 #include "selftest.bpf.c"
 

@@ -84,7 +84,8 @@ enum stat_id {
 	STAT_WATERFALL_MISSED = 15, /* not a drop: a context switch of a thread in a query not seen; the time since is unaccounted */
 	STAT_WATERFALL_RECOVERED = 16, /* not a loss: a switch-in not seen, its interval split by the kernel's stamp */
 	STAT_WAIT_HISTS_FULL = 17, /* a wait event's histogram could not be created */
-	STAT_IDS = 18,
+	STAT_AIO_UNSEEN = 18,      /* an I/O worker performed a read whose staging was not seen */
+	STAT_IDS = 19,
 };
 
 /*
@@ -144,6 +145,8 @@ struct query_acct {
 	struct io_acct fs_read_hit;
 	struct io_acct fs_read_miss;
 	__u64 readahead_pages; /* pages the kernel decided to read ahead */
+	struct io_acct prefetch; /* read-ahead advice (posix_fadvise WILLNEED): calls, bytes advised */
+	struct io_acct aio_read; /* reads an I/O worker performed for it: I/Os, bytes, their time */
 	/* Shared buffers (opt-in: a probe on every buffer access). */
 	__u64 shared_hit;
 	__u64 shared_read;

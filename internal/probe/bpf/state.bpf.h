@@ -22,6 +22,10 @@ struct thread_state {
 	__u64 sys_start_ns;   /* in a file system syscall since */
 	enum fs_op sys_op;    /* the kind of that syscall */
 	__u32 leader_tid;     /* a parallel worker's leader backend, else 0 */
+	__u32 serves_tid;     /* an I/O worker: the backend whose read it performs now, else 0 */
+	__u32 pad2;
+	__u64 serves_seq;     /* that backend's query (query_seq) */
+	__u64 serves_since;   /* when the read began */
 	__u8 title_seen;      /* the title was read for a leader (once set) */
 	__u8 pad1[3];
 	__u32 blk_inflight;   /* block requests of the current query in flight */

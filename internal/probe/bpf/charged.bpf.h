@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * I/O a thread does for another thread's query is that query's: a
+ * parallel worker's, while its leader runs a query, and an I/O worker's
+ * while it performs a read a backend's query asked for (aio.bpf.c). The
+ * families that charge I/O (fsio.bpf.c's syscalls, block.bpf.c's
+ * requests) ask charged() whose query a thread's I/O serves.
+ *
+ * A parallel worker is known by its title, "postgres: [cluster: ]parallel
+ * worker for PID <leader>", which it sets before it reads anything; it is
+ * read on the thread's first I/O.
+ */
+#ifndef CHARGED_BPF_H
+#define CHARGED_BPF_H
+
+#include "state.bpf.h"
+
+/*
+ * Reads the title once it is set (it starts "postgres: ") and keeps the
+ * leader in ts->leader_tid. The postmaster's title (its command line)
+ * never qualifies, so it is read again on each of the postmaster's rare
+ * I/O.
+ */
+static __always_inline void find_leader(struct thread_state *ts)
+{
+	char t[TITLE_MAX];
+	__u32 i, pid = 0;
+
+	if (ts->title_seen)
+		return;
+	if (bpf_probe_read_user(t, sizeof(t), (void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
+		return;
+	if (t[0] != 'p' || t[8] != ':' || t[9] != ' ') /* "postgres: " not yet written */
+		return;
+	ts->title_seen = 1;
+	for (i = 10; i < TITLE_MAX - 4; i++) {
+		if (t[i] == 'P' && t[i + 1] == 'I' && t[i + 2] == 'D' && t[i + 3] == ' ')
+			break;
+	}
+	for (i += 4; i < TITLE_MAX && t[i] >= '0' && t[i] <= '9'; i++)
+		pid = pid * 10 + (t[i] - '0');
+	ts->leader_tid = pid;
+}
+
+/* The thread whose query this thread's I/O serves now, if any. */
+static __always_inline __u32 charged_tid(struct thread_state *ts)
+{
+	return ts->serves_tid ? ts->serves_tid : ts->leader_tid;
+}
+
+/* The state of the thread whose running query this thread's I/O serves:
+ * the query an I/O worker's read was staged for, or a parallel worker's
+ * leader's. Else NULL. */
+static __always_inline struct thread_state *charged(struct thread_state *ts)
+{
+	struct thread_state *q;
+
+	if (ts->serves_tid) {
+		q = thread_of(ts->serves_tid);
+		return q && q->query_start_ns && q->query_seq == ts->serves_seq ? q : NULL;
+	}
+	if (!ts->leader_tid)
+		return NULL;
+	q = thread_of(ts->leader_tid);
+	return q && q->query_start_ns ? q : NULL;
+}
+
+#endif /* CHARGED_BPF_H */
