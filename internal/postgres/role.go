@@ -24,6 +24,7 @@ const (
 	StatsCollector   Role = "stats collector"
 	IOWorker         Role = "io worker"
 	WalSummarizer    Role = "walsummarizer"
+	SlotsyncWorker   Role = "slotsync worker"
 	BackgroundWorker Role = "background worker"
 	Unknown          Role = "unknown"
 )
@@ -33,7 +34,7 @@ const (
 var titled = []Role{
 	AutovacuumWorker, AutovacuumLaunch, Checkpointer, BackgroundWriter, WalWriter,
 	WalSender, WalReceiver, ParallelWorker, LogicalLauncher, LogicalWorker,
-	Archiver, Startup, StatsCollector, IOWorker, WalSummarizer,
+	Archiver, Startup, StatsCollector, IOWorker, WalSummarizer, SlotsyncWorker,
 }
 
 // Process is what a process title tells.
@@ -58,13 +59,15 @@ func ParseTitle(title string) Process {
 		return p
 	}
 	// cluster_name is printed before the title, ended by ": ".
-	if i := strings.Index(rest, ": "); i >= 0 {
-		if p, ok := background(rest[i+2:]); ok {
+	if i := strings.Index(rest, ": "); i >= 0 && len(strings.Fields(rest[:i])) == 1 {
+		rest = rest[i+2:]
+		if p, ok := background(rest); ok {
 			return p
 		}
-		if f := strings.Fields(rest[:i]); len(f) == 1 {
-			rest = rest[i+2:]
-		}
+	}
+	// Extensions' workers carry their own names ("TimescaleDB Background Worker…").
+	if strings.Contains(strings.ToLower(rest), "worker") && !strings.Contains(rest, "[") {
+		return Process{Role: BackgroundWorker}
 	}
 	f := strings.Fields(rest)
 	if len(f) < 2 {
@@ -85,10 +88,6 @@ func background(s string) (Process, bool) {
 			}
 		}
 		return p, true
-	}
-	// Extensions' workers carry their own names ("TimescaleDB Background Worker…").
-	if strings.Contains(strings.ToLower(s), "worker") && !strings.Contains(s, "[") {
-		return Process{Role: BackgroundWorker}, true
 	}
 	return Process{}, false
 }
