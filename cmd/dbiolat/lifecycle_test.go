@@ -287,3 +287,42 @@ func TestRestartIsFollowed(t *testing.T) {
 		})
 	}
 }
+
+// Traced without naming an instance, dbiolat picks up a server that
+// starts after it attached (here another version, over TCP): its queries
+// carry its data directory, port and postmaster, and the client's address
+// and port; those over the first server's unix socket carry no client.
+func TestStartedInstanceIsTraced(t *testing.T) {
+	first := startPG(t, nil)
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0")
+	port := 30000 + os.Getpid()%20000
+	later := startVersion(t, "18", map[string]string{"listen_addresses": "127.0.0.1", "port": fmt.Sprint(port)})
+	waitFor(t, "the trace to find the new server", func() bool {
+		return strings.Contains(tr.stderr.String(), fmt.Sprintf("pid %d (%s) has started", later.PostmasterPID(), later.DataDir()))
+	})
+	const n = 5
+	for i := 0; i < n; i++ {
+		out, err := later.PsqlCmd(context.Background(), "postgres", "-h", "127.0.0.1", "-c", fmt.Sprintf("SELECT 'on the later server', %d", i)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql over TCP: %v: %s", err, out)
+		}
+	}
+	psql(t, first, "SELECT 'on the first server'")
+	queries, _, _ := tr.stop(t)
+	seen := matching(queries, "SELECT $1, $2")
+	if len(seen) != n {
+		t.Fatalf("saw %d of the %d queries on the server started later", len(seen), n)
+	}
+	for _, q := range seen {
+		if q.Instance != later.PostmasterPID() || q.DataDir != later.DataDir() || q.Port != port ||
+			q.ClientAddr != "127.0.0.1" || q.ClientPort <= 0 {
+			t.Errorf("a query on the later server names instance %d %s:%d, client %s:%d; want %d %s:%d, 127.0.0.1",
+				q.Instance, q.DataDir, q.Port, q.ClientAddr, q.ClientPort, later.PostmasterPID(), later.DataDir(), port)
+		}
+	}
+	for _, q := range matching(queries, "SELECT $1") {
+		if q.Instance == first.PostmasterPID() && (q.DataDir != first.DataDir() || q.ClientAddr != "" || q.ClientPort != 0) {
+			t.Errorf("a query over the first server's unix socket: %s, client %q:%d", q.DataDir, q.ClientAddr, q.ClientPort)
+		}
+	}
+}

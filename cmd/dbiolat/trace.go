@@ -68,7 +68,11 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 		}
 	}
 	// On stderr even with --json: scripts wait for this line to know the probes are attached.
-	fmt.Fprintf(os.Stderr, "Tracing %s... Hit Ctrl-C to end.\n", describeInstances(s))
+	what := describeInstances(s)
+	if t.opts.PID == 0 && t.opts.PGData == "" {
+		what += " and any that starts"
+	}
+	fmt.Fprintf(os.Stderr, "Tracing %s... Hit Ctrl-C to end.\n", what)
 	if t.opts.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.opts.Duration)

@@ -16,9 +16,13 @@ type Query struct {
 	TS          time.Time `json:"ts"`   // when the query started
 	PID         int       `json:"pid"`
 	Instance    int       `json:"instance"` // postmaster PID
+	DataDir     string    `json:"data_dir"` // the instance's data directory...
+	Port        int       `json:"port"`     // ...and port
 	Role        string    `json:"role"`
 	Database    string    `json:"database"`
 	User        string    `json:"user"`
+	ClientAddr  string    `json:"client_addr,omitempty"` // a TCP client's address; absent over a unix socket
+	ClientPort  int       `json:"client_port,omitempty"`
 	Fingerprint string    `json:"fingerprint"` // 16 hex digits, stable across runs
 	Query       string    `json:"query"`       // normalized unless --raw-sql
 	Truncated   bool      `json:"query_truncated,omitempty"`
@@ -115,6 +119,8 @@ type Process struct {
 	TS        time.Time `json:"ts"`   // when it started
 	PID       int       `json:"pid"`
 	Instance  int       `json:"instance"`
+	DataDir   string    `json:"data_dir"`
+	Port      int       `json:"port"`
 	Role      string    `json:"role"`
 	Database  string    `json:"database"`
 	User      string    `json:"user"`

@@ -17,6 +17,7 @@ type Instance struct {
 	DataDir string // its working directory is the data directory
 	Binary  string // path to the running executable, valid across mount namespaces
 	Version int    // the major version (PG_VERSION); 0: unknown
+	Port    int    // the port it listens on (or names its unix socket by)
 }
 
 // The functions of PostgreSQL 18's asynchronous I/O handoff: a backend
@@ -94,11 +95,18 @@ func instanceOf(postmaster int) Instance {
 	// Read through the postmaster's cwd: valid in its mount namespace too.
 	v, _ := os.ReadFile(fmt.Sprintf("%s/%d/cwd/PG_VERSION", procRoot, postmaster))
 	major, _ := strconv.Atoi(strings.TrimSpace(string(v)))
+	// postmaster.pid: pid, data directory, start time, port, ...
+	pidFile, _ := os.ReadFile(fmt.Sprintf("%s/%d/cwd/postmaster.pid", procRoot, postmaster))
+	var port int
+	if lines := strings.Split(string(pidFile), "\n"); len(lines) > 3 {
+		port, _ = strconv.Atoi(strings.TrimSpace(lines[3]))
+	}
 	return Instance{
 		PID:     postmaster,
 		DataDir: dir,
 		Binary:  fmt.Sprintf("%s/%d/exe", procRoot, postmaster),
 		Version: major,
+		Port:    port,
 	}
 }
 
@@ -162,9 +170,24 @@ func Discover() ([]Instance, error) {
 		if p, err := ppid(pid); err == nil && p > 1 && isPostgresExe(p) {
 			continue // a child: found through its postmaster
 		}
+		if !servesItsDataDir(pid) {
+			continue // initdb's bootstrap, a single-user backend, a server still starting
+		}
 		out = append(out, instanceOf(pid))
 	}
 	return out, nil
+}
+
+// servesItsDataDir says whether a postgres process is the postmaster of
+// the data directory it runs in: the first line of postmaster.pid names it
+// (a single-user backend writes its PID negated, initdb's bootstrap none).
+func servesItsDataDir(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cwd/postmaster.pid", procRoot, pid))
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSpace(first) == strconv.Itoa(pid)
 }
 
 // Processes lists the postmaster and all its live children.

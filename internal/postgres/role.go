@@ -1,6 +1,9 @@
 package postgres
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Role is what a PostgreSQL process does, from its process title.
 type Role string
@@ -39,9 +42,11 @@ var titled = []Role{
 
 // Process is what a process title tells.
 type Process struct {
-	Role     Role
-	Database string // client backends and walsenders
-	User     string
+	Role       Role
+	Database   string // client backends and walsenders
+	User       string
+	ClientAddr string // a client backend's peer: "" over a unix socket
+	ClientPort int
 }
 
 // ParseTitle reads a process title as PostgreSQL sets it:
@@ -73,7 +78,15 @@ func ParseTitle(title string) Process {
 	if len(f) < 2 {
 		return Process{Role: Unknown}
 	}
-	return Process{Role: ClientBackend, User: f[0], Database: f[1]}
+	p := Process{Role: ClientBackend, User: f[0], Database: f[1]}
+	// The client: "[local]", or "host(port)" (an address, or a name with log_hostname).
+	if len(f) > 2 && f[2] != "[local]" {
+		if i := strings.LastIndexByte(f[2], '('); i > 0 && strings.HasSuffix(f[2], ")") {
+			p.ClientAddr = f[2][:i]
+			p.ClientPort, _ = strconv.Atoi(f[2][i+1 : len(f[2])-1])
+		}
+	}
+	return p
 }
 
 func background(s string) (Process, bool) {

@@ -26,7 +26,8 @@ func TestParseTitle(t *testing.T) {
 		{"postgres: walsender repl 10.0.0.2(5432) streaming 0/3000060", Process{Role: WalSender, User: "repl"}},
 		{"postgres: alice shop [local] idle", Process{Role: ClientBackend, User: "alice", Database: "shop"}},
 		{"postgres: 15/main: postgres bench [local] SELECT", Process{Role: ClientBackend, User: "postgres", Database: "bench"}},
-		{"postgres: bob app 127.0.0.1(40312) idle in transaction", Process{Role: ClientBackend, User: "bob", Database: "app"}},
+		{"postgres: bob app 127.0.0.1(40312) idle in transaction", Process{Role: ClientBackend, User: "bob", Database: "app", ClientAddr: "127.0.0.1", ClientPort: 40312}},
+		{"postgres: bob app ::1(5433) SELECT", Process{Role: ClientBackend, User: "bob", Database: "app", ClientAddr: "::1", ClientPort: 5433}},
 		{"postgres: weird", Process{Role: Unknown}},
 	} {
 		if got := ParseTitle(c.title); got != c.want {

@@ -53,7 +53,7 @@ type Session struct {
 	folded      time.Time    // when foldExited last ran
 	followed    time.Time    // when follow last looked for restarted instances
 	gone        map[int]bool // postmasters seen exited, not back yet
-	versions    map[int]int  // instance (postmaster pid) -> major version, which numbers its wait events
+	instances   map[int]postgres.Instance // by postmaster pid, every one attached since the start
 	boxes       []boxOf      // where each kernel box goes in a model.Query
 }
 
@@ -112,7 +112,7 @@ func open(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
-		exited: map[uint32]time.Time{}, gone: map[int]bool{}, versions: map[int]int{}, start: time.Now(), wallOff: wallOffset()}
+		exited: map[uint32]time.Time{}, gone: map[int]bool{}, instances: map[int]postgres.Instance{}, start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
 			s.boxes = append(s.boxes, boxOf{i, b.Of})
@@ -210,7 +210,7 @@ func (s *Session) attach(in postgres.Instance) error {
 // others' asynchronous I/O.
 func (s *Session) procInfo(in postgres.Instance) probe.ProcInfo {
 	info := probe.ProcInfo{Instance: in.PID, Version: in.Version}
-	s.versions[in.PID] = in.Version
+	s.instances[in.PID] = in
 	addr, err := elfvar.Address(in.PID, in.Binary, postgres.WaitEventVariable)
 	if err != nil {
 		s.warn(fmt.Sprintf("PostgreSQL %d: its wait events cannot be read (%v): sleeps are named by what the kernel sees", in.PID, err))
@@ -231,7 +231,7 @@ func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
 		}
 		name := model.OtherWaitEvents
 		if w.Event != probe.WaitEventsOther {
-			name = postgres.WaitEvent(w.Event).Name(s.versions[int(e.Instance)])
+			name = postgres.WaitEvent(w.Event).Name(s.instances[int(e.Instance)].Version)
 		}
 		if out == nil {
 			out = map[string]uint64{}
@@ -323,9 +323,11 @@ func (s *Session) process(r *probe.ProcRun) *model.Process {
 		user = uint64(float64(r.CpuNs) * float64(r.UtimeNs) / float64(t))
 		sys = r.CpuNs - user
 	}
+	in := s.instances[int(r.Instance)]
 	return &model.Process{
 		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
-		PID: int(r.Pid), Instance: int(r.Instance), Role: string(p.Role), Database: p.Database, User: p.User,
+		PID: int(r.Pid), Instance: int(r.Instance), DataDir: in.DataDir, Port: in.Port,
+		Role: string(p.Role), Database: p.Database, User: p.User,
 		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys, RunqNs: r.RunqNs,
 		FSTotals: fsTotals(&r.Fs),
 	}
@@ -370,14 +372,19 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		norm = raw
 	}
 	a := &e.Acct
+	in := s.instances[int(e.Instance)]
 	q := &model.Query{
 		Type:          "query",
 		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
 		PID:           int(e.Tgid),
 		Instance:      int(e.Instance),
+		DataDir:       in.DataDir,
+		Port:          in.Port,
 		Role:          string(p.Role),
 		Database:      p.Database,
 		User:          p.User,
+		ClientAddr:    p.ClientAddr,
+		ClientPort:    p.ClientPort,
 		Fingerprint:   fmt.Sprintf("%016x", fp),
 		Query:         norm,
 		Truncated:     truncated,
