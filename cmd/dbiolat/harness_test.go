@@ -497,7 +497,15 @@ type pgSession struct {
 // openSession starts psql on database postgres; it ends with the test.
 func openSession(t *testing.T, c *pgsandbox.Cluster) *pgSession {
 	t.Helper()
+	return openSessionEnv(t, c, nil)
+}
+
+// openSessionEnv is openSession with libpq settings added to psql's
+// environment ("PGHOST=127.0.0.1", "PGSSLMODE=require").
+func openSessionEnv(t *testing.T, c *pgsandbox.Cluster, env []string) *pgSession {
+	t.Helper()
 	cmd := c.PsqlCmd(context.Background(), "postgres", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1")
+	cmd.Env = append(cmd.Env, env...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func (o *targetOptions) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.JSON, "json", false, "print JSON lines, one object per record or interval, and a final summary object")
 	fs.BoolVar(&o.RawSQL, "raw-sql", false, "show query text with its literals (default: literals replaced by $n)")
 	fs.BoolVar(&o.FS, "fs", false, "time every file system call (reads as page-cache hits or misses, writes, syncs); costs every syscall on the machine the kernel's slower path")
-	fs.BoolVar(&o.USDT, "usdt", false, "take queries from PostgreSQL's USDT probes instead of the client protocol: sees encrypted connections' simple-protocol queries, misses extended-protocol ones, costs a trap per probe")
+	fs.BoolVar(&o.USDT, "usdt", false, "take queries from PostgreSQL's USDT probes instead of the client protocol: sees GSS-encrypted connections' simple-protocol queries too, misses extended-protocol ones, costs a trap per probe")
 	fs.BoolVar(&o.Buffers, "buffers", false, "count shared-buffer hits and reads per query (a probe on every buffer access: costly)")
 }
 

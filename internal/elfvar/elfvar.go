@@ -1,8 +1,9 @@
-// Package elfvar finds where a global variable of a running executable
-// lives in the process's memory: its ELF symbol's value, moved by the
-// address the kernel loaded the executable at (position-independent
-// executables load anywhere). Processes forked without exec share the
-// address, so a database's postmaster gives it for all its backends.
+// Package elfvar finds where things of a running process live: a global
+// variable of its executable in its memory (its ELF symbol's value, moved
+// by the address the kernel loaded the executable at: position-independent
+// executables load anywhere), and the files of the libraries it maps.
+// Processes forked without exec share both, so a database's postmaster
+// gives them for all its backends.
 package elfvar
 
 import (
@@ -11,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -98,4 +101,28 @@ func loadBias(pid int, binary string, f *elf.File) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("process %d has no mapping of %s", pid, binary)
+}
+
+// Library returns the file of a shared library process pid has mapped
+// whose name starts with prefix ("libssl.so"), as a path that opens it
+// from here even when the process runs in another mount namespace; "" if
+// none is mapped.
+func Library(pid int, prefix string) (string, error) {
+	maps, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return "", fmt.Errorf("reading the memory map of process %d: %w", pid, err)
+	}
+	defer maps.Close()
+	sc := bufio.NewScanner(maps)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		path := fields[5]
+		if strings.HasPrefix(filepath.Base(path), prefix) {
+			return fmt.Sprintf("/proc/%d/root%s", pid, path), nil
+		}
+	}
+	return "", sc.Err()
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // marker is a program that prints where its global variable lives, then
@@ -73,5 +74,29 @@ func TestAddressInARunningProcess(t *testing.T) {
 	}
 	if _, err := Address(cmd.Process.Pid, exe, "main.NoSuchVariable"); !errors.Is(err, ErrNoSymbol) {
 		t.Errorf("a missing symbol: %v", err)
+	}
+}
+
+// A process's libraries are found by name, through its root.
+func TestLibrary(t *testing.T) {
+	sleep := exec.Command("sleep", "5") // a dynamically linked program: it maps libc
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleep.Process.Kill()
+	pid := sleep.Process.Pid
+	var libc string
+	for i := 0; i < 100 && libc == ""; i++ { // until the loader has mapped it
+		var err error
+		if libc, err = Library(pid, "libc.so"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(libc); err != nil || !strings.HasPrefix(libc, fmt.Sprintf("/proc/%d/root/", pid)) {
+		t.Errorf("libc at %q: %v", libc, err)
+	}
+	if none, err := Library(pid, "libnosuchlibrary.so"); none != "" || err != nil {
+		t.Errorf("a library not mapped: %q, %v", none, err)
 	}
 }

@@ -34,7 +34,7 @@ var Counters = []Counter{
 	{"usdt_arg_fault", true, true, "USDT arguments undecodable"},
 	{"waterfall_full", true, true, "queries without a waterfall (task storage full)"},
 	{"proc_runs_full", true, true, "process records (ring buffer full)"},
-	{"wire_encrypted", true, true, "encrypted connections, whose queries are not seen (--usdt sees their simple queries)"},
+	{"wire_encrypted", true, true, "encrypted connections whose queries are not seen (GSS, or TLS without OpenSSL; --usdt sees their simple queries)"},
 	{"wire_unreadable", true, true, "client messages unreadable"},
 	{"wire_unseen", true, true, "pipelined round trips not seen"},
 	{"programs_skipped", true, false, "program runs skipped by the kernel (already running on that CPU)"},
@@ -43,6 +43,7 @@ var Counters = []Counter{
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
 	{"waterfall_missed", false, true, "context switches of a query not seen (the time since shows as unaccounted)"},
+	{"wire_tls", false, true, "TLS connections read in plaintext at OpenSSL"},
 	{"aio_unseen", false, true, "reads I/O workers performed whose staging was not seen (not charged to a query)"},
 	{"blk_late", false, true, "block requests still in flight when their query ended (counted in it, their time not)"},
 }

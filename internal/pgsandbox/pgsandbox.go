@@ -374,6 +374,12 @@ func (c *Cluster) Pgbench(ctx context.Context, db string, args ...string) (strin
 	return runCmd(c.command(ctx, db, "pgbench", args...), nil)
 }
 
+// PgbenchCmd returns an *exec.Cmd ready to run pgbench with args against
+// database db, for callers that set its environment (PGSSLMODE, say).
+func (c *Cluster) PgbenchCmd(ctx context.Context, db string, args ...string) *exec.Cmd {
+	return c.command(ctx, db, "pgbench", args...)
+}
+
 // CreateDatabase creates a database, so tests and benchmarks can keep their
 // tables (and pg_stat_statements entries) apart.
 func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {

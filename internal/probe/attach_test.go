@@ -9,7 +9,8 @@ import (
 )
 
 // Each program has somewhere to go: a kernel hook named by its section,
-// a USDT site (uprobe), or, for the self-test, a test run.
+// a USDT site or a function (uprobe, uretprobe), or, for the self-test, a
+// test run.
 func TestEveryProgramAttaches(t *testing.T) {
 	s, err := spec()
 	if err != nil {
@@ -18,7 +19,8 @@ func TestEveryProgramAttaches(t *testing.T) {
 	for name, ps := range s.Programs {
 		_, hooked := hookOf(name, ps)
 		switch {
-		case hooked, ps.SectionName == "uprobe", ps.SectionName == "syscall" && strings.HasPrefix(name, "selftest_"):
+		case hooked, ps.SectionName == "uprobe", ps.SectionName == "uretprobe",
+			ps.SectionName == "syscall" && strings.HasPrefix(name, "selftest_"):
 		default:
 			t.Errorf("program %s in section %q attaches nowhere", name, ps.SectionName)
 		}

@@ -135,13 +135,19 @@ type dbiolatIoAcct struct {
 	Ns    uint64
 }
 
+type dbiolatProcFlag uint32
+
+const (
+	dbiolatProcFlagPROC_TLS_PROBED dbiolatProcFlag = 1
+)
+
 type dbiolatProcInfo struct {
 	_            structs.HostLayout
 	Instance     uint32
 	AioWaitEvent uint32
 	WaitEventPtr uint64
 	Version      uint32
-	Pad          uint32
+	Flags        uint32
 }
 
 type dbiolatProcIo struct {
@@ -219,7 +225,8 @@ const (
 	dbiolatStatIdSTAT_WATERFALL_RECOVERED dbiolatStatId = 16
 	dbiolatStatIdSTAT_WAIT_HISTS_FULL     dbiolatStatId = 17
 	dbiolatStatIdSTAT_AIO_UNSEEN          dbiolatStatId = 18
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 19
+	dbiolatStatIdSTAT_WIRE_TLS            dbiolatStatId = 19
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 20
 )
 
 type dbiolatTaskLocal struct {
@@ -243,11 +250,13 @@ type dbiolatTaskLocal struct {
 	Wire struct {
 		_       structs.HostLayout
 		Sk      uint64
+		TlsBuf  uint64
 		TextOff uint32
 		NextOff uint32
 		State   uint8
 		Flags   uint8
-		Pad     [6]uint8
+		Tls     uint8
+		Pad     [5]uint8
 	}
 }
 
@@ -408,11 +417,15 @@ const (
 	dbiolatProgUsdtQueryStart       = "usdt_query_start"
 	dbiolatProgWireRecv             = "wire_recv"
 	dbiolatProgWireSend             = "wire_send"
+	dbiolatProgWireTlsRead          = "wire_tls_read"
+	dbiolatProgWireTlsReadDone      = "wire_tls_read_done"
+	dbiolatProgWireTlsWrite         = "wire_tls_write"
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 	dbiolatVarUnusedBox             = "unused_box"
 	dbiolatVarUnusedEmitFlag        = "unused_emit_flag"
+	dbiolatVarUnusedProcFlag        = "unused_proc_flag"
 	dbiolatVarUnusedProcRun         = "unused_proc_run"
 	dbiolatVarUnusedTextKind        = "unused_text_kind"
 	dbiolatVarUnusedUsdtArgKind     = "unused_usdt_arg_kind"
@@ -510,6 +523,9 @@ type dbiolatProgramSpecs struct {
 	UsdtQueryStart       *ebpf.ProgramSpec `ebpf:"usdt_query_start"`
 	WireRecv             *ebpf.ProgramSpec `ebpf:"wire_recv"`
 	WireSend             *ebpf.ProgramSpec `ebpf:"wire_send"`
+	WireTlsRead          *ebpf.ProgramSpec `ebpf:"wire_tls_read"`
+	WireTlsReadDone      *ebpf.ProgramSpec `ebpf:"wire_tls_read_done"`
+	WireTlsWrite         *ebpf.ProgramSpec `ebpf:"wire_tls_write"`
 }
 
 // dbiolatMapSpecs contains maps before they are loaded into the kernel.
@@ -542,6 +558,7 @@ type dbiolatVariableSpecs struct {
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.VariableSpec `ebpf:"unused_emit_flag"`
+	UnusedProcFlag    *ebpf.VariableSpec `ebpf:"unused_proc_flag"`
 	UnusedProcRun     *ebpf.VariableSpec `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.VariableSpec `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.VariableSpec `ebpf:"unused_usdt_arg_kind"`
@@ -614,6 +631,7 @@ type dbiolatVariables struct {
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.Variable `ebpf:"unused_emit_flag"`
+	UnusedProcFlag    *ebpf.Variable `ebpf:"unused_proc_flag"`
 	UnusedProcRun     *ebpf.Variable `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.Variable `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.Variable `ebpf:"unused_usdt_arg_kind"`
@@ -673,6 +691,9 @@ type dbiolatPrograms struct {
 	UsdtQueryStart       *ebpf.Program `ebpf:"usdt_query_start"`
 	WireRecv             *ebpf.Program `ebpf:"wire_recv"`
 	WireSend             *ebpf.Program `ebpf:"wire_send"`
+	WireTlsRead          *ebpf.Program `ebpf:"wire_tls_read"`
+	WireTlsReadDone      *ebpf.Program `ebpf:"wire_tls_read_done"`
+	WireTlsWrite         *ebpf.Program `ebpf:"wire_tls_write"`
 }
 
 func (p *dbiolatPrograms) Close() error {
@@ -726,6 +747,9 @@ func (p *dbiolatPrograms) Close() error {
 		p.UsdtQueryStart,
 		p.WireRecv,
 		p.WireSend,
+		p.WireTlsRead,
+		p.WireTlsReadDone,
+		p.WireTlsWrite,
 	)
 }
 

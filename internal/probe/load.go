@@ -97,7 +97,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		case !f.uses(name):
 			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL",
 				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
-		case ps.SectionName == "uprobe" && t.uprobeMulti:
+		case (ps.SectionName == "uprobe" || ps.SectionName == "uretprobe") && t.uprobeMulti:
 			ps.AttachType = ebpf.AttachTraceUprobeMulti
 		}
 	}

@@ -24,6 +24,9 @@ type ProcInfo struct {
 	// Version is the database's major version, by which its wait events
 	// are numbered.
 	Version int
+	// TLSProbed says its TLS library's reads and writes are probed
+	// (AttachTLS): its TLS connections are read in plaintext.
+	TLSProbed bool
 }
 
 // Track makes the kernel side trace process tgid (its threads, and every
@@ -33,6 +36,9 @@ type ProcInfo struct {
 func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	info := dbiolatProcInfo{Instance: uint32(p.Instance), WaitEventPtr: p.WaitEventPtr, AioWaitEvent: p.AIOWaitEvent,
 		Version: uint32(p.Version)}
+	if p.TLSProbed {
+		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)
+	}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
 	}

@@ -219,7 +219,26 @@ func (s *Session) procInfo(in postgres.Instance) probe.ProcInfo {
 	if code, ok := postgres.WaitEventCode(in.Version, "IO/AioIoCompletion"); ok {
 		info.AIOWaitEvent = uint32(code)
 	}
+	info.TLSProbed = s.attachTLS(in)
 	return info
+}
+
+// attachTLS reads the instance's TLS connections in plaintext at the
+// OpenSSL it maps, with the client protocol (Wire); false if it maps none
+// or the probes cannot be attached (its TLS connections are then counted).
+func (s *Session) attachTLS(in postgres.Instance) bool {
+	if s.cfg.Families&probe.Wire == 0 {
+		return false
+	}
+	lib, err := elfvar.Library(in.PID, postgres.TLSLibrary)
+	if err != nil || lib == "" {
+		return false
+	}
+	if err := s.tracer.AttachTLS(lib, probe.TLSFunctions{Read: postgres.TLSRead, Write: postgres.TLSWrite}); err != nil {
+		s.warn(fmt.Sprintf("PostgreSQL %d: its TLS connections cannot be read (%v): they are counted, not traced", in.PID, err))
+		return false
+	}
+	return true
 }
 
 // waits names a query's time asleep by wait event.

@@ -78,14 +78,15 @@ enum stat_id {
 	STAT_WATERFALL_FULL = 9, /* no task storage for a backend: no waterfall for its query */
 	STAT_PROC_RUNS_FULL = 10, /* a process-exit record could not be delivered */
 	STAT_BLK_MERGES = 11,     /* not a drop: bios of traced processes merged into a request */
-	STAT_WIRE_ENCRYPTED = 12, /* client connections encrypted (TLS, GSS): their queries are not seen */
+	STAT_WIRE_ENCRYPTED = 12, /* client connections encrypted (TLS unprobed, GSS): their queries are not seen */
 	STAT_WIRE_UNREADABLE = 13, /* client bytes that could not be read: no query started */
 	STAT_WIRE_UNSEEN = 14,    /* round trips whose first message we did not see (pipelined) */
 	STAT_WATERFALL_MISSED = 15, /* not a drop: a context switch of a thread in a query not seen; the time since is unaccounted */
 	STAT_WATERFALL_RECOVERED = 16, /* not a loss: a switch-in not seen, its interval split by the kernel's stamp */
 	STAT_WAIT_HISTS_FULL = 17, /* a wait event's histogram could not be created */
 	STAT_AIO_UNSEEN = 18,      /* an I/O worker performed a read whose staging was not seen */
-	STAT_IDS = 19,
+	STAT_WIRE_TLS = 19,        /* not a loss: TLS connections read through their TLS library */
+	STAT_IDS = 20,
 };
 
 /*
@@ -261,11 +262,13 @@ enum wire_flag {
 
 struct wire {
 	__u64 sk;       /* the client's socket (struct sock *), once seen */
+	__u64 tls_buf;  /* the plaintext buffer of the TLS library read in progress */
 	__u32 text_off; /* where the round trip's messages start in the captured bytes */
 	__u32 next_off; /* where the next, pipelined, round trip starts in them (0: none) */
 	__u8 state;     /* enum wire_state */
 	__u8 flags;     /* enum wire_flag */
-	__u8 pad[6];
+	__u8 tls;       /* the socket carries TLS: its messages come from the TLS library */
+	__u8 pad[5];
 };
 
 /* The task-local state of a traced thread. */
@@ -281,7 +284,11 @@ struct proc_info {
 	__u64 wait_event_ptr; /* where the process keeps the pointer to its wait event (PostgreSQL:
 			       * my_wait_event_info), 0: unknown */
 	__u32 version;        /* the database's major version: wait events are numbered per version */
-	__u32 pad;
+	__u32 flags;          /* enum proc_flag */
+};
+
+enum proc_flag {
+	PROC_TLS_PROBED = 1, /* its TLS library's reads and writes are probed: TLS is read in plaintext */
 };
 
 /* A wait event's histogram: events are numbered per database version. */

@@ -151,10 +151,28 @@ static __always_inline void wire_begin(struct task_local *tl, struct wire_text *
 		query_begin(ts, &tl->wf, now);
 }
 
-/* A new process's first message: a client's startup packet, or no client. */
-static __always_inline void wire_hello(struct task_struct *task, struct wire *w)
+/*
+ * Encryption begins: TLS (the answer to an SSLRequest, or a direct TLS
+ * ClientHello) is read in plaintext at the TLS library when the process's
+ * is probed (proc_info), else the connection cannot be read; GSS never can.
+ */
+static __always_inline void wire_encrypted(struct task_struct *task, struct wire *w, int tls)
 {
-	void *buf = sock_buf(task);
+	__u32 tgid = task->tgid;
+	struct proc_info *pi = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (tls && pi && (pi->flags & PROC_TLS_PROBED)) {
+		w->tls = 1; /* its socket carries records from here: the library's calls tell */
+		stat_inc(STAT_WIRE_TLS);
+		return;
+	}
+	w->state = WIRE_ENCRYPTED;
+	stat_inc(STAT_WIRE_ENCRYPTED);
+}
+
+/* A new process's first message: a client's startup packet, or no client. */
+static __always_inline void wire_hello(struct task_struct *task, struct wire *w, void *buf)
+{
 	__u32 hdr[2], code;
 
 	if (!buf || bpf_probe_read_user(hdr, sizeof(hdr), buf)) {
@@ -162,23 +180,20 @@ static __always_inline void wire_hello(struct task_struct *task, struct wire *w)
 		return;
 	}
 	code = bpf_ntohl(hdr[1]);
-	if (code >> 16 == 3) { /* protocol 3.x */
+	if (code >> 16 == 3) /* protocol 3.x */
 		w->state = WIRE_STARTUP;
-	} else if (code == PG_SSL_REQUEST || code == PG_GSSENC_REQUEST) {
+	else if (code == PG_SSL_REQUEST || code == PG_GSSENC_REQUEST)
 		w->state = WIRE_SSL_ASKED;
-	} else if ((hdr[0] & 0xff) == 0x16) { /* a TLS ClientHello: direct SSL (PostgreSQL 17) */
-		w->state = WIRE_ENCRYPTED;
-		stat_inc(STAT_WIRE_ENCRYPTED);
-	} else {
+	else if ((hdr[0] & 0xff) == 0x16 && !w->tls) /* a TLS ClientHello: direct SSL (PostgreSQL 17) */
+		wire_encrypted(task, w, 1);
+	else
 		w->state = WIRE_OFF; /* a cancel request, or not a client */
-	}
 }
 
 /* A request from an idle client: copy its messages, begin a round trip. */
-static __always_inline void wire_request(struct task_struct *task, struct task_local *tl, int ret)
+static __always_inline void wire_request(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
 	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	void *buf = sock_buf(task);
 	struct wire *w = &tl->wire;
 	__u32 n = text_bound(ret);
 
@@ -188,9 +203,8 @@ static __always_inline void wire_request(struct task_struct *task, struct task_l
 	}
 	t->len = n;
 	/* A connection older than the trace: a TLS record header is no message. */
-	if (w->state == WIRE_ATTACHED && t->buf[0] >= 0x14 && t->buf[0] <= 0x17 && t->buf[1] == 0x03) {
-		w->state = WIRE_ENCRYPTED;
-		stat_inc(STAT_WIRE_ENCRYPTED);
+	if (w->state == WIRE_ATTACHED && !w->tls && t->buf[0] >= 0x14 && t->buf[0] <= 0x17 && t->buf[1] == 0x03) {
+		wire_encrypted(task, w, 1);
 		return;
 	}
 	if (t->buf[0] == 'X') { /* Terminate: the client leaves, no query follows */
@@ -200,6 +214,26 @@ static __always_inline void wire_request(struct task_struct *task, struct task_l
 	w->flags = ret > n ? WIRE_TRUNCATED : 0;
 	w->text_off = 0;
 	wire_begin(tl, t, bpf_ktime_get_ns());
+}
+
+/* The backend read ret bytes of its client's messages into buf. */
+static __always_inline void wire_received(struct task_struct *task, struct task_local *tl, void *buf, int ret)
+{
+	struct wire *w = &tl->wire;
+
+	switch (w->state) {
+	case WIRE_NEW:
+		wire_hello(task, w, buf);
+		break;
+	case WIRE_ATTACHED:
+	case WIRE_IDLE:
+		wire_request(task, tl, buf, ret);
+		break;
+	case WIRE_BUSY:
+		if (w->flags & WIRE_OPEN) /* the rest of the round trip: most likely its Execute */
+			w->flags |= WIRE_EXEC;
+		break;
+	}
 }
 
 SEC("tp_btf/sock_recv_length")
@@ -218,24 +252,11 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
 	w = &tl->wire;
 	if (w->state == WIRE_NEW || (w->state == WIRE_ATTACHED && !w->sk))
 		w->sk = (__u64)sk; /* the first socket a backend reads is its client's */
-	if (w->sk != (__u64)sk)
+	if (w->sk != (__u64)sk || w->tls)
 		return 0;
-	switch (w->state) {
-	case WIRE_NEW:
-		wire_hello(task, w);
-		break;
-	case WIRE_ATTACHED:
-	case WIRE_IDLE:
-		wire_request(task, tl, ret);
-		break;
-	case WIRE_BUSY:
-		if (w->flags & WIRE_OPEN) /* the rest of the round trip: most likely its Execute */
-			w->flags |= WIRE_EXEC;
-		break;
-	}
+	wire_received(task, tl, sock_buf(task), ret);
 	return 0;
 }
-
 /* The round trip ends with its ReadyForQuery: the record goes out. */
 static __always_inline void wire_end(struct task_struct *task, struct task_local *tl)
 {
@@ -274,43 +295,27 @@ static __always_inline int ready_for_query(const char *m)
 	       (m[5] == 'I' || m[5] == 'T' || m[5] == 'E');
 }
 
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
+/* The backend sends ret bytes from buf to its client. */
+static __always_inline void wire_sent(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
-	struct task_struct *task;
-	struct task_local *tl;
-	struct wire *w;
+	struct wire *w = &tl->wire;
 	char tail[6];
-	void *buf;
 
-	if (ret <= 0)
-		return 0;
-	task = bpf_get_current_task_btf();
-	tl = task_local_of(task);
-	if (!tl)
-		return 0;
-	w = &tl->wire;
-	if (w->sk != (__u64)sk || w->state == WIRE_ENCRYPTED)
-		return 0;
-	buf = sock_buf(task);
 	if (!buf) {
 		stat_inc(STAT_WIRE_UNREADABLE);
-		return 0;
+		return;
 	}
 	if (w->state == WIRE_SSL_ASKED) { /* one byte: 'S' or 'G' yes, 'N' no */
 		if (bpf_probe_read_user(tail, 1, buf))
-			return 0;
-		if (tail[0] == 'S' || tail[0] == 'G') {
-			w->state = WIRE_ENCRYPTED;
-			stat_inc(STAT_WIRE_ENCRYPTED);
-		} else {
-			w->state = WIRE_NEW; /* the startup packet follows, in the clear */
-		}
-		return 0;
+			return;
+		w->state = WIRE_NEW; /* the startup packet follows, encrypted or not */
+		if (tail[0] == 'S' || tail[0] == 'G')
+			wire_encrypted(task, w, tail[0] == 'S');
+		return;
 	}
 	if (ret < (int)sizeof(tail) || bpf_probe_read_user(tail, sizeof(tail), buf + ret - sizeof(tail)) ||
 	    !ready_for_query(tail))
-		return 0;
+		return;
 	switch (w->state) {
 	case WIRE_BUSY:
 		wire_end(task, tl);
@@ -321,5 +326,73 @@ int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
 	default: /* STARTUP, ATTACHED: from here on in step with the client */
 		w->state = WIRE_IDLE;
 	}
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
+{
+	struct task_struct *task;
+	struct task_local *tl;
+	struct wire *w;
+
+	if (ret <= 0)
+		return 0;
+	task = bpf_get_current_task_btf();
+	tl = task_local_of(task);
+	if (!tl)
+		return 0;
+	w = &tl->wire;
+	if (w->sk != (__u64)sk || w->tls || w->state == WIRE_ENCRYPTED)
+		return 0;
+	wire_sent(task, tl, sock_buf(task), ret);
+	return 0;
+}
+
+/*
+ * TLS connections, read in plaintext at the TLS library (OpenSSL's
+ * SSL_read and SSL_write, int f(SSL *, void *buf, int num)): the same
+ * messages as a plain socket's, before encryption and after decryption.
+ * A backend has one connection, so any TLS call of it is its client's; a
+ * connection older than the trace is found to be TLS at its first read.
+ */
+SEC("uprobe")
+int wire_tls_read(struct pt_regs *ctx)
+{
+	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
+
+	if (!tl || tl->wire.state == WIRE_OFF)
+		return 0;
+	if (!tl->wire.tls) {
+		tl->wire.tls = 1;
+		stat_inc(STAT_WIRE_TLS);
+	}
+	tl->wire.tls_buf = PT_REGS_PARM2(ctx);
+	return 0;
+}
+
+SEC("uretprobe")
+int wire_tls_read_done(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_local *tl = task_local_of(task);
+	int ret = PT_REGS_RC(ctx);
+
+	if (!tl || !tl->wire.tls || !tl->wire.tls_buf || ret <= 0)
+		return 0;
+	wire_received(task, tl, (void *)tl->wire.tls_buf, ret);
+	tl->wire.tls_buf = 0;
+	return 0;
+}
+
+SEC("uprobe")
+int wire_tls_write(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_local *tl = task_local_of(task);
+	int num = PT_REGS_PARM3(ctx);
+
+	if (!tl || !tl->wire.tls || num <= 0)
+		return 0;
+	wire_sent(task, tl, (void *)PT_REGS_PARM2(ctx), num);
 	return 0;
 }

@@ -1,0 +1,107 @@
+package probe
+
+// Uprobes on functions of a database's binary or of the libraries it maps,
+// by name: its asynchronous I/O handoff, its TLS library's plaintext.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// AIOFunctions names the functions of a database's asynchronous I/O
+// handoff (PostgreSQL 18: pgaio_io_stage, pgaio_io_perform_synchronously,
+// pgaio_io_process_completion). Each takes the I/O's handle, at the same
+// address in every process of the instance, as its first argument.
+type AIOFunctions struct {
+	Stage    string // in the process that wants the read
+	Perform  string // in the process that does it
+	Complete string // there too, the result (bytes or -errno) its second argument
+}
+
+// ErrNoFunction says a binary lacks a function to attach to (an older
+// version, or a stripped build).
+var ErrNoFunction = errors.New("function missing")
+
+// AttachAIO follows reads other processes perform for a query
+// (aio.bpf.c) in every process running the binary, now and later; a
+// binary already attached is skipped.
+func (t *Tracer) AttachAIO(binary string, f AIOFunctions) error {
+	key, err := attachment(binary, "aio")
+	if err != nil || t.binaries[key] {
+		return err
+	}
+	ex, err := link.OpenExecutable(binary)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", binary, err)
+	}
+	o := &t.objs
+	for _, fn := range []struct {
+		symbol string
+		prog   *ebpf.Program
+	}{{f.Stage, o.AioStage}, {f.Perform, o.AioPerform}, {f.Complete, o.AioComplete}} {
+		if err := t.attachFunction(ex, binary, fn.symbol, fn.prog, false); err != nil {
+			return err
+		}
+	}
+	t.binaries[key] = true
+	return nil
+}
+
+// TLSFunctions names a TLS library's plaintext read and write, both
+// int f(session, void *buf, int num): OpenSSL's SSL_read and SSL_write.
+type TLSFunctions struct {
+	Read, Write string
+}
+
+// AttachTLS reads the messages of TLS connections in plaintext at the
+// library (wire.bpf.c), in every process that maps it. A process reads
+// its TLS connections this way once tracked with ProcInfo.TLSProbed.
+func (t *Tracer) AttachTLS(library string, f TLSFunctions) error {
+	key, err := attachment(library, "tls")
+	if err != nil || t.binaries[key] {
+		return err
+	}
+	ex, err := link.OpenExecutable(library)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", library, err)
+	}
+	o := &t.objs
+	for _, fn := range []struct {
+		symbol string
+		prog   *ebpf.Program
+		ret    bool
+	}{{f.Read, o.WireTlsRead, false}, {f.Read, o.WireTlsReadDone, true}, {f.Write, o.WireTlsWrite, false}} {
+		if err := t.attachFunction(ex, library, fn.symbol, fn.prog, fn.ret); err != nil {
+			return err
+		}
+	}
+	t.binaries[key] = true
+	return nil
+}
+
+// attachFunction attaches prog at a function's entry, or its return.
+func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *ebpf.Program, ret bool) error {
+	var l link.Link
+	var err error
+	switch {
+	case t.uprobeMulti && ret:
+		l, err = ex.UretprobeMulti([]string{symbol}, prog, nil)
+	case t.uprobeMulti:
+		l, err = ex.UprobeMulti([]string{symbol}, prog, nil)
+	case ret:
+		l, err = ex.Uretprobe(symbol, prog, nil)
+	default:
+		l, err = ex.Uprobe(symbol, prog, nil)
+	}
+	if errors.Is(err, link.ErrNoSymbol) {
+		return fmt.Errorf("%s has no function %s: %w", file, symbol, ErrNoFunction)
+	}
+	if err != nil {
+		return fmt.Errorf("attaching to %s in %s: %w", symbol, file, err)
+	}
+	t.add(l, prog)
+	return nil
+}
