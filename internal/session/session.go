@@ -47,14 +47,14 @@ type Session struct {
 	exited      map[uint32]time.Time // pid -> when its exit was seen
 	prevTotals  totals               // for Interval
 	prevQueries uint64
-	statements  statements   // named prepared statements per backend, learned from the wire
-	exitedIO    rateRows     // what processes that exited did since the last interval
-	unfolded    []uint32     // exited processes whose kernel totals are not folded yet
-	folded      time.Time    // when foldExited last ran
-	followed    time.Time    // when follow last looked for restarted instances
-	gone        map[int]bool // postmasters seen exited, not back yet
+	statements  statements                // named prepared statements per backend, learned from the wire
+	exitedIO    rateRows                  // what processes that exited did since the last interval
+	unfolded    []uint32                  // exited processes whose kernel totals are not folded yet
+	folded      time.Time                 // when foldExited last ran
+	followed    time.Time                 // when follow last looked for restarted instances
+	gone        map[int]bool              // postmasters seen exited, not back yet
 	instances   map[int]postgres.Instance // by postmaster pid, every one attached since the start
-	boxes       []boxOf      // where each kernel box goes in a model.Query
+	boxes       []boxOf                   // where each kernel box goes in a model.Query
 }
 
 // boxOf is one waterfall box: its index in the kernel's query_acct, and
