@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -40,7 +41,8 @@ var readyForQuery = []byte{'Z', 0, 0, 0, 5, 'I'}
 
 // serve answers every Query with a ReadyForQuery, one send each, as a
 // backend flushes after each query; it reads whatever has arrived, so a
-// client that sends several queries at once pipelines them.
+// client that sends several queries at once pipelines them. A query
+// "IOURING <path>" reads the file through io_uring first.
 func serve(conn *os.File) error {
 	// One thread: the kernel side keeps a backend's protocol state per thread.
 	runtime.LockOSThread()
@@ -63,6 +65,11 @@ func serve(conn *os.File) error {
 			}
 			if buf[off] == 'X' {
 				return nil
+			}
+			if path, ok := strings.CutPrefix(string(buf[off+5:off+size-1]), ioUringQuery); ok && buf[off] == 'Q' {
+				if _, err := readWithIOUring(path); err != nil {
+					return err
+				}
 			}
 			if _, err := conn.Write(readyForQuery); err != nil {
 				return err
@@ -103,7 +110,25 @@ func Start() (*Backend, error) {
 func (b *Backend) PID() int { return b.cmd.Process.Pid }
 
 // query is one simple Query message.
-var query = append([]byte{'Q', 0, 0, 0, 4 + 10}, "SELECT 1;\x00"...)
+var query = queryMessage("SELECT 1;")
+
+// ioUringQuery starts the query that makes the backend read a file
+// through io_uring: "IOURING /path".
+const ioUringQuery = "IOURING "
+
+func queryMessage(text string) []byte {
+	return append(binary.BigEndian.AppendUint32([]byte{'Q'}, uint32(4+len(text)+1)), text+"\x00"...)
+}
+
+// ReadWithIOUring has the backend read a file through io_uring, performed
+// by its io-wq worker thread, in one query; it returns once answered.
+func (b *Backend) ReadWithIOUring(path string) error {
+	if _, err := b.conn.Write(queryMessage(ioUringQuery + path)); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(b.conn, make([]byte, len(readyForQuery)))
+	return err
+}
 
 // Run sends n queries in batches of batch (sent in one write: the backend
 // reads them at once and answers them one by one, as pipelined queries),

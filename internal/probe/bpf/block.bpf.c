@@ -96,12 +96,17 @@ int BPF_PROG(blk_start, struct request *rq)
 	struct thread_state *ts = thread_of(tid);
 	struct inflight in = {};
 	__u8 op = blk_op_of(rq);
+	__u32 submitter;
 
 	in.start_ns = bpf_ktime_get_ns();
 	in.op = op;
 	in.bytes = rq->__data_len;
 	if (disk)
 		in.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+	if (!ts && (submitter = io_uring_submitter(task))) { /* an io_uring worker's: its submitter's */
+		tid = submitter;
+		ts = thread_of(tid);
+	}
 	if (ts)
 		blk_own(&in, op, ts, tid);
 	else if (task->flags & PF_KTHREAD)

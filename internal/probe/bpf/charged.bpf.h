@@ -42,6 +42,23 @@ static __always_inline void find_leader(struct thread_state *ts)
 	ts->leader_tid = pid;
 }
 
+#define PF_IO_WORKER 0x00000010
+
+/*
+ * An io_uring worker thread (iou-wrk-PID) performs what a thread queued
+ * to its ring; the kernel creates it without a fork tracepoint, so it has
+ * no state of ours. Its I/O is its submitter's: that thread's tid, else 0.
+ */
+static __always_inline __u32 io_uring_submitter(struct task_struct *task)
+{
+	struct io_worker *worker;
+
+	if (!(task->flags & PF_IO_WORKER))
+		return 0;
+	worker = task->worker_private;
+	return BPF_CORE_READ(worker, wq, task, pid);
+}
+
 /* The thread whose query this thread's I/O serves now, if any. */
 static __always_inline __u32 charged_tid(struct thread_state *ts)
 {
