@@ -32,6 +32,8 @@ type config struct {
 	command func(e *env) (args []string, ready string)
 	// attach, instead, attaches in this process; the closer detaches.
 	attach func() (io.Closer, error)
+	// usdt: it needs PostgreSQL's USDT probes (not in every build).
+	usdt bool
 }
 
 var (
@@ -42,7 +44,7 @@ var (
 	}}
 	// Everything dbiolat measures: every query a record, file system
 	// calls timed, shared-buffer counts, raw SQL.
-	dbiolatAll = config{name: "all", command: func(e *env) ([]string, string) {
+	dbiolatAll = config{name: "all", usdt: true, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "slowlog", "--min-query", "0", "--fs", "--buffers", "--raw-sql", "--json",
 			"--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
 	}}
@@ -53,19 +55,19 @@ var (
 	hooksFloor = config{name: "hooks-floor", attach: attachEmpty}
 	// The floor of any per-query tool built on PostgreSQL's USDT probes:
 	// the two uprobe traps per query with programs that do nothing.
-	floor = config{name: "usdt-floor", command: func(e *env) ([]string, string) {
+	floor = config{name: "usdt-floor", usdt: true, command: func(e *env) ([]string, string) {
 		return []string{"bpftrace", "-e", strings.ReplaceAll(floorScript, "BIN", e.postgres)}, "ready"
 	}}
 	// The floor of the "all" mode's extra hooks, with programs that do
 	// nothing: the file system syscall tracepoints (enabling any of them
 	// sends every syscall of the machine through the slow path) and the
 	// uprobe trap on every shared-buffer access (--buffers).
-	allFloor = config{name: "all-floor", command: func(e *env) ([]string, string) {
+	allFloor = config{name: "all-floor", usdt: true, command: func(e *env) ([]string, string) {
 		return []string{"bpftrace", "-e", allFloorScript(e.postgres)}, "ready"
 	}}
 	// What users run today (the seeds): query latency from the USDT
 	// probes and pread64 time per query, with a line for each query that read.
-	bpftrace = config{name: "bpftrace", command: func(e *env) ([]string, string) {
+	bpftrace = config{name: "bpftrace", usdt: true, command: func(e *env) ([]string, string) {
 		return []string{"bpftrace", "-e", strings.ReplaceAll(bpftraceScript, "BIN", e.postgres)}, "ready"
 	}}
 	// The far end of the scale, on fewer rounds: it is slow.
@@ -174,12 +176,13 @@ func configByName(name string) (config, bool) {
 	return config{}, false
 }
 
-// env is what every measurement shares.
+// env is what every measurement on one PostgreSQL version shares.
 type env struct {
 	dbiolat  string // the binary built for this run
 	postgres string // the server binary, for bpftrace's USDT probes
 	cluster  *pgsandbox.Cluster
 	tmp      string
+	hasUSDT  bool // the server's build has USDT probes
 }
 
 func setup() (*env, error) {

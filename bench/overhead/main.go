@@ -25,11 +25,13 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/loadgen"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/usdt"
 )
 
 // measurement is one pgbench run.
 type measurement struct {
 	Workload string                 `json:"workload"`
+	Version  string                 `json:"postgres_version"`
 	Config   string                 `json:"config"`
 	Round    int                    `json:"round"`
 	TPS      float64                `json:"tps"`
@@ -45,6 +47,7 @@ type measurement struct {
 // result is one configuration on one workload, over all rounds.
 type result struct {
 	Workload       string     `json:"workload"`
+	Version        string     `json:"postgres_version"`
 	Config         string     `json:"config"`
 	Ratios         []float64  `json:"tps_ratios"` // traced / baseline of the same round
 	MedianRatio    float64    `json:"median_tps_ratio"`
@@ -64,6 +67,7 @@ func main() {
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
+	versions := flag.String("versions", "15", "PostgreSQL major versions, measured side by side in the same rounds: "+strings.Join(pgsandbox.Versions, ","))
 	capacityRates := flag.String("capacity", "", "instead, the capacity ladder on a synthetic backend: query rates to hold for -seconds each with every query recorded, e.g. 25000,50000,100000,0 (0: unlimited)")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
@@ -89,6 +93,7 @@ func main() {
 		o.configs = append(o.configs, c)
 	}
 	o.workloads = strings.Split(*workloads, ",")
+	o.versions = strings.Split(*versions, ",")
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
 		os.Exit(1)
@@ -99,34 +104,53 @@ type options struct {
 	rounds, secs, clients, scale int
 	sharedBuffers, out           string
 	configs                      []config
-	workloads                    []string
+	workloads, versions          []string
 }
 
 var pgbenchFlag = map[string]string{"select-only": "-S", "tpcb-like": ""}
 
 func run(o options) error {
 	ctx := context.Background()
-	env, err := setup()
+	base, err := setup()
 	if err != nil {
 		return err
 	}
-	defer env.cleanup()
-	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Settings: map[string]string{"shared_buffers": o.sharedBuffers}})
-	if err != nil {
-		return err
+	defer base.cleanup()
+	// One server per version, all running, measured in the same rounds:
+	// the machine's drift touches them alike.
+	envs := map[string]*env{}
+	for _, v := range o.versions {
+		c, err := pgsandbox.Start(ctx, pgsandbox.Options{Version: v, Settings: map[string]string{"shared_buffers": o.sharedBuffers}})
+		if err != nil {
+			return err
+		}
+		defer c.Stop()
+		e := *base
+		e.cluster = c
+		_, err = usdt.Open(filepath.Join(c.BinDir(), "postgres"))
+		e.hasUSDT = err == nil
+		envs[v] = &e
+		fmt.Fprintf(os.Stderr, "PostgreSQL %s: loading pgbench scale %d\n", v, o.scale)
+		if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.scale)); err != nil {
+			return err
+		}
+		// Warm the page cache and shared buffers once, so round 1 is not special.
+		if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", fmt.Sprint(o.clients), "-T", "5"); err != nil {
+			return err
+		}
 	}
-	defer c.Stop()
-	env.cluster = c
-	fmt.Fprintf(os.Stderr, "loading pgbench scale %d\n", o.scale)
-	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.scale)); err != nil {
-		return err
+	type item struct {
+		version string
+		cfg     config
 	}
-	// Warm the page cache and shared buffers once, so round 1 is not special.
-	if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", fmt.Sprint(o.clients), "-T", "5"); err != nil {
-		return err
+	var all []item
+	for _, v := range o.versions {
+		for _, cfg := range append([]config{baseline}, o.configs...) {
+			if !cfg.usdt || envs[v].hasUSDT {
+				all = append(all, item{v, cfg})
+			}
+		}
 	}
-
-	all := append([]config{baseline}, o.configs...)
 	var runs []measurement
 	var results []result
 	for _, wl := range o.workloads {
@@ -134,44 +158,50 @@ func run(o options) error {
 		if !ok {
 			return fmt.Errorf("unknown workload %q (select-only, tpcb-like)", wl)
 		}
-		byConfig := map[string][]measurement{}
+		type key struct{ version, config string }
+		byItem := map[key][]measurement{}
 		for r := 0; r < o.rounds; r++ {
 			// Rotate the order every round, and reverse it every other:
 			// each configuration sits before and after the others alike.
-			order := append([]config(nil), all[r%len(all):]...)
+			order := append([]item(nil), all[r%len(all):]...)
 			order = append(order, all[:r%len(all)]...)
 			if r%2 == 1 {
 				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
 					order[i], order[j] = order[j], order[i]
 				}
 			}
-			for _, cfg := range order {
-				if cfg.rounds > 0 && r >= cfg.rounds {
+			for _, it := range order {
+				if it.cfg.rounds > 0 && r >= it.cfg.rounds {
 					continue
 				}
-				m, err := measure(ctx, env, cfg, wflag, o.clients, o.secs, false)
+				m, err := measure(ctx, envs[it.version], it.cfg, wflag, o.clients, o.secs, false)
 				if err != nil {
-					return fmt.Errorf("%s, %s: %w", wl, cfg.name, err)
+					return fmt.Errorf("%s, PostgreSQL %s, %s: %w", wl, it.version, it.cfg.name, err)
 				}
-				m.Workload, m.Config, m.Round = wl, cfg.name, r+1
-				fmt.Fprintf(os.Stderr, "%-11s round %d %-9s %8.0f tps %6.1f us CPU/tx  tool %5.2fs CPU %4d MB\n",
-					wl, r+1, cfg.name, m.TPS, m.CPUus, m.ToolCPU, m.ToolRSS>>20)
+				m.Workload, m.Version, m.Config, m.Round = wl, it.version, it.cfg.name, r+1
+				fmt.Fprintf(os.Stderr, "%-11s round %d pg%-2s %-9s %8.0f tps %6.1f us CPU/tx  tool %5.2fs CPU %4d MB\n",
+					wl, r+1, it.version, it.cfg.name, m.TPS, m.CPUus, m.ToolCPU, m.ToolRSS>>20)
 				runs = append(runs, m)
-				byConfig[cfg.name] = append(byConfig[cfg.name], m)
+				byItem[key{it.version, it.cfg.name}] = append(byItem[key{it.version, it.cfg.name}], m)
 			}
 		}
-		for _, cfg := range o.configs {
+		for _, it := range all {
+			if it.cfg.name == baseline.name {
+				continue
+			}
 			// Where the kernel side's time goes, in one more run with the
 			// kernel's BPF statistics on: they cost much on this kind of VM
 			// (two clock reads per program run), so the rounds run without.
-			p, err := measure(ctx, env, cfg, wflag, o.clients, o.secs, true)
+			p, err := measure(ctx, envs[it.version], it.cfg, wflag, o.clients, o.secs, true)
 			if err != nil {
-				return fmt.Errorf("%s, %s with BPF statistics: %w", wl, cfg.name, err)
+				return fmt.Errorf("%s, PostgreSQL %s, %s with BPF statistics: %w", wl, it.version, it.cfg.name, err)
 			}
-			p.Workload, p.Config = wl, cfg.name
-			fmt.Fprintf(os.Stderr, "%-11s profile %-9s %8.0f tps, BPF %6.0f ns/tx\n", wl, cfg.name, p.TPS, float64(p.BPFns)/float64(p.Tx))
+			p.Workload, p.Version, p.Config = wl, it.version, it.cfg.name
+			fmt.Fprintf(os.Stderr, "%-11s profile pg%-2s %-9s %8.0f tps, BPF %6.0f ns/tx\n", wl, it.version, it.cfg.name, p.TPS, float64(p.BPFns)/float64(p.Tx))
 			runs = append(runs, p)
-			results = append(results, summarize(wl, cfg.name, byConfig[baseline.name], byConfig[cfg.name], p))
+			r := summarize(wl, it.cfg.name, byItem[key{it.version, baseline.name}], byItem[key{it.version, it.cfg.name}], p)
+			r.Version = it.version
+			results = append(results, r)
 		}
 	}
 	printTable(o, results)
@@ -219,9 +249,9 @@ func summarize(workload, config string, base, traced []measurement, profile meas
 func printTable(o options, results []result) {
 	fmt.Printf("\npgbench scale %d, shared_buffers %s, %d clients, %ds runs, %d rounds (strace: %d)\n",
 		o.scale, o.sharedBuffers, o.clients, o.secs, o.rounds, min(o.rounds, strace.rounds))
-	fmt.Printf("%-11s %-9s %8s %7s %15s %9s %9s %8s %10s  %s\n", "workload", "config", "TPS", "loss", "IQR", "CPU/tx", "tool CPU", "tool RSS", "BPF ns/tx", "BPF time by program")
+	fmt.Printf("%-11s %-4s %-9s %8s %7s %15s %9s %9s %8s %10s  %s\n", "workload", "pg", "config", "TPS", "loss", "IQR", "CPU/tx", "tool CPU", "tool RSS", "BPF ns/tx", "BPF time by program")
 	for _, r := range results {
-		fmt.Printf("%-11s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %8.2fs %6dMB %10.0f  %s\n", r.Workload, r.Config, r.MedianRatio,
+		fmt.Printf("%-11s %-4s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %8.2fs %6dMB %10.0f  %s\n", r.Workload, r.Version, r.Config, r.MedianRatio,
 			(1-r.MedianRatio)*100, r.IQR[0], r.IQR[1], r.MedianCPURatio, r.ToolCPU, r.ToolRSS>>20, r.BPFnsPerTx, strings.Join(r.TopPrograms, ", "))
 	}
 	fmt.Println(`TPS: median of traced/baseline per round; IQR: its interquartile range; CPU/tx: machine CPU per
@@ -230,7 +260,7 @@ transaction, traced/baseline; BPF: the tracer's programs (kernel statistics, in 
 
 func save(o options, results []result, runs []measurement) error {
 	return saveJSON(o.out, "overhead", map[string]any{"seconds": o.secs, "clients": o.clients, "scale": o.scale, "rounds": o.rounds,
-		"shared_buffers": o.sharedBuffers, "results": results, "runs": runs})
+		"shared_buffers": o.sharedBuffers, "versions": o.versions, "results": results, "runs": runs})
 }
 
 // saveJSON writes v to out, by default bench/results/NAME-TIME.json.
