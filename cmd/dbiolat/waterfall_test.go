@@ -142,9 +142,10 @@ func testLockWaitIsLock(t *testing.T, c *pgsandbox.Cluster) {
 		t.Errorf("lock wait %.0f ms (+ run queue %.1f ms), shorter than the %.0f ms the test saw the query waiting",
 			ms(q.LockNs), ms(q.RunqNs), ms(uint64(watched)))
 	}
-	// Parsing, planning and waking take the rest: a small share.
-	if float64(q.LockNs) < 0.9*float64(q.QueryNs) {
-		t.Errorf("lock wait %.0f ms is under 90%% of the blocked query's %.0f ms", ms(q.LockNs), ms(q.QueryNs))
+	// Parsing, planning and waking take the rest: a few ms of a wait of
+	// over half a second.
+	if float64(q.LockNs) < 0.95*float64(q.QueryNs) {
+		t.Errorf("lock wait %.0f ms is under 95%% of the blocked query's %.0f ms", ms(q.LockNs), ms(q.QueryNs))
 	}
 }
 
