@@ -199,7 +199,9 @@ func (s *Session) attach(in postgres.Instance) error {
 		if s.cfg.Families&probe.USDT != 0 || s.cfg.Families&probe.Buffers != 0 {
 			return errors.New("attaching PostgreSQL's USDT probes (uprobes) needs CAP_SYS_ADMIN on this kernel: run dbiolat as root, or leave out --usdt and --buffers")
 		}
-		s.warn("attaching PostgreSQL's USDT lock probes (uprobes) needs CAP_SYS_ADMIN on this kernel: lock waits are counted as other waits")
+		if info.WaitEventPtr == 0 {
+			s.warn("attaching PostgreSQL's USDT lock probes (uprobes) needs CAP_SYS_ADMIN on this kernel: lock waits are counted as other waits")
+		}
 		return nil
 	}
 	return err
