@@ -67,6 +67,9 @@ func report(r *record.Recording, top int) error {
 		if err := output.Hists(w, r.Summary.Hists); err != nil {
 			return err
 		}
+		if err := output.WaitHists(w, r.Summary.WaitHists); err != nil {
+			return err
+		}
 		output.Summary(w, r.Summary)
 	}
 	return nil
