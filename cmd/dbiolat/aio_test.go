@@ -6,7 +6,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"testing"
 )
@@ -58,15 +57,23 @@ func TestIOWorkerReadsAreTheQuerys(t *testing.T) {
 	if q.BlkBytes < q.FSReadBytes*9/10 {
 		t.Errorf("the block requests charged to the query read %d bytes of the %d it read from a cold cache", q.BlkBytes, q.FSReadBytes)
 	}
-	// PostgreSQL times the wait for the workers and, before it, staging
-	// each read (a handle, the buffers' locks, the queue, waking a worker:
-	// measured here at 14-23 µs a read), which we count as its CPU; a
-	// preemption in its window shows as run-queue wait. Allow 10%, 25 µs
-	// a read the workers did, and that wait.
-	slack := 0.10*pgMs + float64(q.AIOReadCount)*25e-3 + ms(q.RunqNs)
-	if q.Waits["IO/AioIoCompletion"] != q.AIOWaitNs || math.Abs(ms(q.AIOWaitNs)-pgMs) > slack {
-		t.Errorf("async I/O wait %.1f ms (IO/AioIoCompletion %.1f ms) is not within %.1f ms of PostgreSQL's I/O time %.1f ms",
-			ms(q.AIOWaitNs), ms(q.Waits["IO/AioIoCompletion"]), slack, pgMs)
+	// PostgreSQL's I/O time is its wait for the workers plus, before it,
+	// staging and submitting each read (a handle, the buffers' locks, the
+	// queue, a signal waking a worker), which we count as the backend's
+	// CPU. So the wait lies inside PostgreSQL's time (10% and 1 ms for
+	// clock and rounding), and the rest of PostgreSQL's time is CPU: no
+	// more than the query's CPU, run-queue wait and synchronous reads. On
+	// this 2-CPU VM that rest was 29-47% of the query's CPU, growing when
+	// the machine was slow that minute, so only its bound is asserted.
+	if q.Waits["IO/AioIoCompletion"] != q.AIOWaitNs {
+		t.Errorf("async I/O wait %.1f ms is not the IO/AioIoCompletion wait %.1f ms", ms(q.AIOWaitNs), ms(q.Waits["IO/AioIoCompletion"]))
+	}
+	if wait := ms(q.AIOWaitNs); wait > 1.1*pgMs+1 {
+		t.Errorf("async I/O wait %.1f ms is more than PostgreSQL's I/O time %.1f ms", wait, pgMs)
+	}
+	if rest, bound := pgMs-ms(q.AIOWaitNs), 1.1*ms(q.CPUNs+q.RunqNs+q.IOWaitNs); rest > bound {
+		t.Errorf("PostgreSQL's I/O time %.1f ms exceeds the async I/O wait %.1f ms by %.1f ms, more than the query's CPU, run-queue and I/O wait (%.1f ms with 10%%)",
+			pgMs, ms(q.AIOWaitNs), rest, bound)
 	}
 	// The workers' own rows show the reads as theirs, once: what they read
 	// for the query, and no more than a little beside it.
