@@ -11,6 +11,7 @@
 
 #include "state.bpf.h"
 #include "counters.bpf.h"
+#include "waterfall.bpf.h"
 
 /*
  * Which finished queries become records; the others only count in
@@ -87,8 +88,8 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		wf->in_query = 0;
 		if (wf->oncpu_since)
 			wf->box_ns[BOX_CPU] += now - wf->oncpu_since;
-		else /* it runs, yet its last switch-in was not seen */
-			stat_inc(STAT_WATERFALL_MISSED);
+		else if (wf->offcpu_since) /* it runs, yet its last switch-in was not seen */
+			recover_switch_in(wf, bpf_get_current_task_btf(), now);
 		for (i = 0; i < BOXES; i++)
 			ts->acct.box_ns[i] = wf->box_ns[i];
 	}
