@@ -1,10 +1,11 @@
 package main
 
 // The harness of the end-to-end tests: the real binary, the real kernel
-// programs, a real PostgreSQL 15 started by each test in a temp directory.
-// The tests are grouped by the promise they check, one file per layer or
-// command: queries_test.go (which queries are seen), fs_test.go,
-// block_test.go, waterfall_test.go, record_test.go, bench_test.go,
+// programs, a real PostgreSQL (Debian's 15, or 16 to 18 from npm) started
+// by each test in a temp directory. The tests are grouped by the promise
+// they check, one file per layer or command: queries_test.go (which
+// queries are seen), fs_test.go, block_test.go, waterfall_test.go,
+// aio_test.go, record_test.go, bench_test.go,
 // html_test.go, demo_test.go, doctor_test.go, and the robustness files
 // safety_test.go, lifecycle_test.go, overload_test.go.
 
