@@ -34,14 +34,18 @@ var ioTimingRe = regexp.MustCompile(`I/O Timings: shared read=([0-9.]+)`)
 //   - from 18, its completion work: each block's page is verified and its
 //     buffer released inside the window (15 to 17 do it after their clock
 //     stops): measured here at 0.3-1.2 µs a block without checksums (the
-//     sandbox's default), 4.3 µs with.
+//     sandbox's default), 4.3 µs with. It is CPU outside the read calls
+//     and slows with the rest of it in a minute when the machine is slow:
+//     on a cold scan 1.4 µs of the 6.5 µs a block the backend spent
+//     outside the calls.
 //
-// Allow 10%, 1 µs a call, 2 µs a block on 18, and that wait.
-func checkAgainstReference(t *testing.T, reference, version string, pgMs, oursMs float64, calls, blocks, runqNs uint64) {
+// Allow 10%, 1 µs a call, that wait and, on 18, 2 µs a block or, if more,
+// 30% of the query's (or process's) CPU time (cpuNs) outside the calls.
+func checkAgainstReference(t *testing.T, reference, version string, pgMs, oursMs float64, calls, blocks, runqNs, cpuNs uint64) {
 	t.Helper()
 	slack := 0.10*pgMs + float64(calls)*1e-3 + ms(runqNs)
 	if version >= "18" {
-		slack += float64(blocks) * 2e-3
+		slack += max(float64(blocks)*2e-3, 0.3*(ms(cpuNs)-oursMs))
 	}
 	if math.Abs(oursMs-pgMs) > slack {
 		t.Errorf("fs read time %.1f ms in %d calls (%d blocks) is not within the allowance (%.1f ms) of %s's %.1f ms",
@@ -78,9 +82,9 @@ func TestColdAndWarmScanMatchTrackIOTiming(t *testing.T) {
 		pgMs, _ := strconv.ParseFloat(m[1], 64)
 		q := scans[0]
 		oursMs := float64(q.FSReadNs) / 1e6
-		t.Logf("cold: PostgreSQL I/O read %.1f ms, dbiolat fs read %.1f ms in %d reads, blk %d requests busy %.1f ms, query %.1f ms",
-			pgMs, oursMs, q.FSReadCount, q.BlkCount, float64(q.BlkNs)/1e6, float64(q.QueryNs)/1e6)
-		checkAgainstReference(t, "track_io_timing", c.Version(), pgMs, oursMs, q.FSReadCount, q.FSReadBytes/8192, q.RunqNs)
+		t.Logf("cold: PostgreSQL I/O read %.1f ms, dbiolat fs read %.1f ms in %d reads, blk %d requests busy %.1f ms, query %.1f ms, cpu %.1f ms",
+			pgMs, oursMs, q.FSReadCount, q.BlkCount, ms(q.BlkNs), ms(q.QueryNs), ms(q.CPUNs))
+		checkAgainstReference(t, "track_io_timing", c.Version(), pgMs, oursMs, q.FSReadCount, q.FSReadBytes/8192, q.RunqNs, q.CPUNs)
 		if q.BlkCount == 0 || q.BlkReadCount == 0 {
 			t.Errorf("cold scan caused no block reads: %+v", q)
 		}
@@ -194,7 +198,7 @@ func TestVacuumReadTimeMatchesPostgres(t *testing.T) {
 		pgRead, _ := strconv.ParseFloat(m[1], 64)
 		t.Logf("VACUUM: elapsed %.0f ms, cpu %.0f, runq %.1f, io wait %.0f, fs read %.1f ms in %d reads (%d missed); PostgreSQL: read %.1f ms",
 			ms(q.QueryNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.IOWaitNs), ms(q.FSReadNs), q.FSReadCount, q.FSReadMissCount, pgRead)
-		checkAgainstReference(t, "VACUUM VERBOSE", c.Version(), pgRead, ms(q.FSReadNs), q.FSReadCount, q.FSReadBytes/8192, q.RunqNs)
+		checkAgainstReference(t, "VACUUM VERBOSE", c.Version(), pgRead, ms(q.FSReadNs), q.FSReadCount, q.FSReadBytes/8192, q.RunqNs, q.CPUNs)
 		if q.CPUNs == 0 || q.QueryNs < q.FSReadNs {
 			t.Errorf("elapsed %d, cpu %d, read %d ns do not fit", q.QueryNs, q.CPUNs, q.FSReadNs)
 		}
@@ -250,7 +254,7 @@ func TestAutovacuumRunMatchesItsLog(t *testing.T) {
 			checked++
 			t.Logf("autovacuum worker %d: ran %.0f ms, cpu %.0f ms (user %.0f, sys %.0f), runq %.1f ms, fs read %.1f ms in %d reads, write %.1f ms; its log: read %.1f ms",
 				p.PID, ms(p.ElapsedNs), ms(p.CPUNs), ms(p.CPUUserNs), ms(p.CPUSysNs), ms(p.RunqNs), ms(p.FSReadNs), p.FSReadCount, ms(p.FSWriteNs), want)
-			checkAgainstReference(t, "its autovacuum log", c.Version(), want, ms(p.FSReadNs), p.FSReadCount, p.FSReadBytes/8192, p.RunqNs)
+			checkAgainstReference(t, "its autovacuum log", c.Version(), want, ms(p.FSReadNs), p.FSReadCount, p.FSReadBytes/8192, p.RunqNs, p.CPUNs)
 			if p.CPUNs == 0 || p.ElapsedNs < p.CPUNs {
 				t.Errorf("worker %d: elapsed %d ns, cpu %d ns", p.PID, p.ElapsedNs, p.CPUNs)
 			}
