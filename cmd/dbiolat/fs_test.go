@@ -6,7 +6,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -207,7 +209,12 @@ func TestVacuumReadTimeMatchesPostgres(t *testing.T) {
 
 // Autovacuum of a large cold table, the case of the pgsql-hackers thread:
 // the worker's run is reported with elapsed, CPU and read time, and the
-// read time agrees with PostgreSQL's own autovacuum log.
+// read time agrees with PostgreSQL's own autovacuum log. The log times
+// only the runs' buffer reads; the worker's record has all its reads, also
+// those of its start (the relcache init file, pg_class, the commit log),
+// which a cold cache made 27 ms of one small worker's 47. So the cache is
+// dropped and then refilled with every file but the table's: what is
+// cold is what the log times.
 func TestAutovacuumRunMatchesItsLog(t *testing.T) {
 	eachVersion(t, map[string]string{
 		"autovacuum": "on", "autovacuum_naptime": "1s", "log_autovacuum_min_duration": "0",
@@ -217,6 +224,7 @@ func TestAutovacuumRunMatchesItsLog(t *testing.T) {
 			"DELETE FROM av WHERE id % 2 = 0; CHECKPOINT")
 		slow := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "10s", "--pid", fmt.Sprint(c.PostmasterPID()))
 		dropCaches(t)
+		readAllBut(t, c.DataDir(), filepath.Join(c.DataDir(), psql(t, c, "SELECT pg_relation_filepath('av')")))
 		psql(t, c, "ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf()")
 		deadline := time.Now().Add(60 * time.Second)
 		for psql(t, c, "SELECT autovacuum_count + autoanalyze_count FROM pg_stat_user_tables WHERE relname = 'av'") == "0" {
@@ -263,6 +271,30 @@ func TestAutovacuumRunMatchesItsLog(t *testing.T) {
 			t.Fatalf("no autovacuum worker run with logged I/O timings was reported; processes: %+v; log timings: %v", slow.processes, pgRead)
 		}
 	})
+}
+
+// readAllBut reads every file of a data directory into the page cache but
+// the WAL and the forks of the relation whose main fork is at rel.
+func readAllBut(t *testing.T, dataDir, rel string) {
+	t.Helper()
+	err := filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == "pg_wal":
+			return filepath.SkipDir
+		case d.IsDir() || !d.Type().IsRegular() || path == rel ||
+			strings.HasPrefix(path, rel+"_") || strings.HasPrefix(path, rel+"."):
+			return nil
+		}
+		if _, err := os.ReadFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err // a file the server removed meanwhile is no matter
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Read-ahead advice (posix_fadvise WILLNEED: PostgreSQL's prefetch, here
