@@ -1,0 +1,206 @@
+package session
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/postgres"
+	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/sqlnorm"
+	"golang.org/x/sys/unix"
+)
+
+// From the kernel's records to the model's: queries and processes, named
+// and timed on the wall clock.
+
+// waits names a query's time asleep by wait event.
+func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
+	var out map[string]uint64
+	for _, w := range e.Waits {
+		if w.Event == 0 {
+			continue
+		}
+		name := model.OtherWaitEvents
+		if w.Event != probe.WaitEventsOther {
+			name = postgres.WaitEvent(w.Event).Name(s.instances[int(e.Instance)].Version)
+		}
+		if out == nil {
+			out = map[string]uint64{}
+		}
+		out[name] += w.Ns
+	}
+	return out
+}
+
+// describe caches what a process is; a process that is gone keeps the
+// role its queries imply.
+func (s *Session) describe(pid uint32) postgres.Process {
+	if p, ok := s.procs[pid]; ok && p.Role != postgres.Postmaster {
+		return p
+	}
+	p, err := postgres.Describe(int(pid))
+	if err != nil {
+		p = postgres.Process{Role: postgres.Unknown}
+	}
+	s.procs[pid] = p
+	return p
+}
+
+func wallOffset() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(time.Now().UnixNano() - ts.Nano())
+}
+
+// Poll delivers the query records that arrived, until the deadline, and
+// the runs of processes that exited.
+func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess func(*model.Process)) error {
+	s.sampleCost()
+	s.follow()
+	// Learn new processes' roles while they live: a short autovacuum
+	// worker is gone by the time its record is read.
+	pids, err := s.tracer.Procs()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		s.describe(pid)
+	}
+	if err := s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
+		if q := s.query(e, text); q != nil {
+			onQuery(q)
+		}
+	}); err != nil {
+		return err
+	}
+	now := time.Now()
+	err = s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
+		s.exited[r.Pid] = now
+		s.unfolded = append(s.unfolded, r.Pid)
+		if onProcess != nil {
+			onProcess(s.process(r))
+		}
+	})
+	if time.Since(s.folded) >= time.Second {
+		s.folded = time.Now()
+		err = cmp.Or(err, s.foldExited())
+	}
+	// Forget exited processes a while after their exit (a late record
+	// still finds its role), so that connection churn does not grow the cache.
+	for pid, at := range s.exited {
+		if now.Sub(at) > forgetAfter {
+			delete(s.procs, pid)
+			delete(s.exited, pid)
+			delete(s.statements, pid)
+		}
+	}
+	return err
+}
+
+func (s *Session) process(r *probe.ProcRun) *model.Process {
+	p := s.describe(r.Pid)
+	user, sys := r.CpuNs, uint64(0)
+	if t := r.UtimeNs + r.StimeNs; t > 0 { // the kernel's split, applied to the exact total
+		user = uint64(float64(r.CpuNs) * float64(r.UtimeNs) / float64(t))
+		sys = r.CpuNs - user
+	}
+	in := s.instances[int(r.Instance)]
+	return &model.Process{
+		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
+		PID: int(r.Pid), Instance: int(r.Instance), DataDir: in.DataDir, Port: in.Port,
+		Role: string(p.Role), Database: p.Database, User: p.User,
+		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys, RunqNs: r.RunqNs,
+		FSTotals: fsTotals(&r.Fs),
+	}
+}
+
+// fsTotals turns the kernel's per-operation counters into the model's.
+func fsTotals(fs *[3]probe.IOAcct) model.FSTotals {
+	r, w, y := fs[probe.FSRead], fs[probe.FSWrite], fs[probe.FSSync]
+	return model.FSTotals{
+		FSReadCount: r.Count, FSReadBytes: r.Bytes, FSReadNs: r.Ns,
+		FSWriteCount: w.Count, FSWriteBytes: w.Bytes, FSWriteNs: w.Ns,
+		FSSyncCount: y.Count, FSSyncNs: y.Ns,
+	}
+}
+
+// query turns a record into a model.Query; nil for a record sent only to
+// teach a prepared statement's text.
+func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
+	truncated := e.TextTruncated != 0
+	if e.TextKind == uint8(probe.TextPGWire) {
+		rt := s.statements.roundTrip(e.Tgid, text)
+		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
+			return nil
+		}
+		text, truncated = []byte(rt.Query), truncated || rt.Cut
+	}
+	p := s.describe(e.Tgid)
+	if p.Role == postgres.Postmaster || p.Role == postgres.Unknown {
+		// Gone before /proc could be read: the record carries the title.
+		title := unsafe.Slice((*byte)(unsafe.Pointer(&e.Title[0])), len(e.Title))
+		if n := bytes.IndexByte(title, 0); n >= 0 {
+			title = title[:n]
+		}
+		if p = postgres.ParseTitle(string(title)); p.Role != postgres.ClientBackend {
+			p = postgres.Process{Role: postgres.ClientBackend} // only backends run queries
+		}
+		s.procs[e.Tgid] = p
+	}
+	raw := strings.ToValidUTF8(string(text), "\uFFFD")
+	norm, fp := sqlnorm.Of(raw)
+	if s.cfg.RawSQL {
+		norm = raw
+	}
+	a := &e.Acct
+	in := s.instances[int(e.Instance)]
+	q := &model.Query{
+		Type:          "query",
+		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
+		PID:           int(e.Tgid),
+		Instance:      int(e.Instance),
+		DataDir:       in.DataDir,
+		Port:          in.Port,
+		Role:          string(p.Role),
+		Database:      p.Database,
+		User:          p.User,
+		ClientAddr:    p.ClientAddr,
+		ClientPort:    p.ClientPort,
+		Fingerprint:   fmt.Sprintf("%016x", fp),
+		Query:         norm,
+		Truncated:     truncated,
+		QueryNs:       e.EndNs - e.StartNs,
+		FSTotals:      fsTotals(&a.Fs),
+		BlkCount:      a.Blk[0].Count + a.Blk[1].Count + a.Blk[2].Count,
+		BlkBytes:      a.Blk[0].Bytes + a.Blk[1].Bytes + a.Blk[2].Bytes,
+		BlkNs:         a.BlkBusyNs,
+		BlkReadCount:  a.Blk[probe.BlkRead].Count,
+		BlkWriteCount: a.Blk[probe.BlkWrite].Count,
+		BlkQueueNs:    a.BlkQueueNs,
+		BlkDeviceNs:   a.BlkDeviceNs,
+
+		FSReadHitCount:  a.FsReadHit.Count,
+		FSReadHitNs:     a.FsReadHit.Ns,
+		FSReadMissCount: a.FsReadMiss.Count,
+		FSReadMissNs:    a.FsReadMiss.Ns,
+		ReadaheadPages:  a.ReadaheadPages,
+		PrefetchCount:   a.Prefetch.Count,
+		PrefetchBytes:   a.Prefetch.Bytes,
+		AIOReadCount:    a.AioRead.Count,
+		AIOReadBytes:    a.AioRead.Bytes,
+		AIOReadNs:       a.AioRead.Ns,
+		SharedHit:       a.SharedHit,
+		SharedRead:      a.SharedRead,
+	}
+	for _, b := range s.boxes {
+		*b.of(q) = a.BoxNs[b.kernel]
+	}
+	q.Waits = s.waits(e)
+	q.UnaccountedNs = q.Unaccounted()
+	return q
+}

@@ -1,0 +1,186 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/postgres"
+	"github.com/dbiolat/dbiolat/internal/probe"
+	"golang.org/x/sys/unix"
+)
+
+// What a trace adds up to: histograms, drops, counts and its own cost.
+
+// Queries is the number of queries finished since the session attached,
+// recorded or not.
+func (s *Session) Queries() (uint64, error) {
+	hs, err := s.tracer.Hists()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, c := range hs["query"].Slots {
+		n += c
+	}
+	return n, nil
+}
+
+// Elapsed is the time since the session attached.
+func (s *Session) Elapsed() time.Duration { return time.Since(s.start) }
+
+// Hists returns the histograms collected in the kernel so far.
+func (s *Session) Hists() (model.Hists, error) {
+	kh, err := s.tracer.Hists()
+	if err != nil {
+		return nil, err
+	}
+	out := model.Hists{}
+	for name, k := range kh {
+		out[name] = toHist(k)
+	}
+	return out, nil
+}
+
+// toHist turns a kernel histogram into the model's.
+func toHist(k probe.Hist) *hist.Hist {
+	h := &hist.Hist{Sum: k.Sum}
+	for slot, n := range k.Slots {
+		if n > 0 {
+			h.AddSlot(slot, n)
+		}
+	}
+	return h
+}
+
+// WaitHists returns the sleeps of queries by wait event, as histograms
+// named as Query.Waits names them.
+func (s *Session) WaitHists() (model.Hists, error) {
+	kh, err := s.tracer.WaitHists()
+	if err != nil {
+		return nil, err
+	}
+	out := model.Hists{}
+	for k, v := range kh {
+		h := toHist(v)
+		name := postgres.WaitEvent(k.Event).Name(int(k.Version))
+		if prev := out[name]; prev != nil {
+			prev.Merge(h)
+		} else {
+			out[name] = h
+		}
+	}
+	return out, nil
+}
+
+// Drops returns the counters of what could not be delivered or
+// attributed: the kernel's, and the runs the kernel skipped.
+func (s *Session) Drops() (model.Drops, error) {
+	st, err := s.tracer.Stats()
+	if err != nil {
+		return nil, err
+	}
+	_, st["programs_skipped"] = s.tracer.ProgramRuns()
+	return model.Drops(st), nil
+}
+
+// Summary builds the closing record of the session.
+func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, error) {
+	drops, queries, err := s.counters()
+	if err != nil {
+		return nil, err
+	}
+	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops,
+		Traced: s.cfg.Families.Names()}
+	for _, in := range s.Instances {
+		sum.Instances = append(sum.Instances, in.PID)
+	}
+	if withHists {
+		if sum.Hists, err = s.Hists(); err != nil {
+			return nil, err
+		}
+		if sum.WaitHists, err = s.WaitHists(); err != nil {
+			return nil, err
+		}
+	}
+	sum.Cost = s.Cost()
+	return sum, nil
+}
+
+// ProgramRuns is how many times the kernel has run the session's
+// programs while its BPF statistics were on.
+func (s *Session) ProgramRuns() uint64 {
+	runs, _ := s.tracer.ProgramRuns()
+	return runs
+}
+
+// Cost measures what the session has cost so far.
+func (s *Session) Cost() *model.Cost {
+	s.tracer.SampleStats(false) // count the window open now
+	c := &model.Cost{BPFMapBytes: s.tracer.MapBytes()}
+	if progs, secs, err := s.tracer.ProgramStats(); err == nil && secs > 0 {
+		c.BPFSampledSeconds = secs
+		var runs, ns uint64
+		for _, p := range progs {
+			c.Programs = append(c.Programs, model.ProgramCost{Name: p.Name, Runs: p.Runs, RunNs: p.RunNs})
+			runs += p.Runs
+			ns += p.RunNs
+		}
+		c.BPFRunsPerSec, c.BPFCPUPerSec = float64(runs)/secs, float64(ns)/1e9/secs
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		c.CPUNs = uint64(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	c.MaxRSSBytes = peakRSS()
+	return c
+}
+
+// peakRSS is the process's peak resident memory (VmHWM). Not getrusage's
+// maxrss: that one keeps the peak of whatever started us, which Go's
+// os/exec shares its memory with until the exec.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb uint64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// sampleCost opens and closes the counting windows; Poll calls it.
+func (s *Session) sampleCost() {
+	in := s.Elapsed() % sampleEvery
+	s.tracer.SampleStats(in >= sampleAt && in < sampleAt+sampleLength)
+}
+
+// counters reads the drop counters and the number of queries so far.
+func (s *Session) counters() (model.Drops, uint64, error) {
+	drops, err := s.Drops()
+	if err != nil {
+		return drops, 0, err
+	}
+	queries, err := s.Queries()
+	return drops, queries, err
+}
+
+// StateSizes counts what the session holds per process or per request,
+// in the kernel's maps and in its own caches: all of it must shrink back
+// when connections and requests end.
+func (s *Session) StateSizes() (map[string]int, error) {
+	sizes, err := s.tracer.MapEntries()
+	if err != nil {
+		return nil, err
+	}
+	sizes["roles"], sizes["statements"] = len(s.procs), len(s.statements)
+	return sizes, nil
+}
