@@ -77,14 +77,20 @@ func TestBenchKeepsFioAndAgreesWithIt(t *testing.T) {
 		}
 		// With psync, fio's completion latency is the whole system call,
 		// which dbiolat times at the syscall tracepoints: the same span,
-		// but for the syscall's entry and exit with our programs, which
-		// fall in fio's window and not in ours (about 0.5 µs a call here):
-		// 10% and 1 µs a call.
+		// but for what falls in fio's window and not in ours: the
+		// syscall's entry and exit with our programs (about 0.5 µs a call
+		// here) and a preemption between the call and fio's clock. fio's
+		// run-queue wait bounds that (it also holds the waits after a wake-up
+		// inside the call, in both windows): 40 µs a call here beside a
+		// busy test run, when fio's clat was up to 56 µs above ours. Allow
+		// 10%, 1 µs a call and that wait, per call.
 		fs, clat := c.FS.Mean(), c.Side.ClatMeanNs
-		t.Logf("%s: fio clat mean %.1fµs p50 %.1fµs; dbiolat fs mean %.1fµs (%.3fx), block mean %.1fµs p50 %.1fµs, %d requests for %d fio ops",
-			j.Name, clat/1e3, float64(c.Side.ClatP50Ns)/1e3, fs/1e3, fs/clat, c.Blk.Mean()/1e3, float64(c.Blk.Quantile(0.5))/1e3, c.Blk.Count, c.Side.Ops)
-		if math.Abs(fs-clat) > 0.10*clat+1e3 {
-			t.Errorf("%s: dbiolat's %s call mean %.1fµs is not within 10%% + 1µs of fio's clat mean %.1fµs", j.Name, c.Op, fs/1e3, clat/1e3)
+		runq := float64(j.RunqNs) / float64(c.Side.Ops)
+		t.Logf("%s: fio clat mean %.1fµs p50 %.1fµs, run-queue wait %.1fµs a call; dbiolat fs mean %.1fµs (%.3fx), block mean %.1fµs p50 %.1fµs, %d requests for %d fio ops",
+			j.Name, clat/1e3, float64(c.Side.ClatP50Ns)/1e3, runq/1e3, fs/1e3, fs/clat, c.Blk.Mean()/1e3, float64(c.Blk.Quantile(0.5))/1e3, c.Blk.Count, c.Side.Ops)
+		if math.Abs(fs-clat) > 0.10*clat+1e3+runq {
+			t.Errorf("%s: dbiolat's %s call mean %.1fµs is not within 10%% + 1µs + %.1fµs run-queue wait of fio's clat mean %.1fµs",
+				j.Name, c.Op, fs/1e3, runq/1e3, clat/1e3)
 		}
 		// Each block request lies inside its call: never longer, in the
 		// mean, and in the median's log2 bucket. (How much shorter depends

@@ -182,6 +182,11 @@ func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds i
 	if err != nil {
 		return nil, err
 	}
+	// fio and its job processes have exited: their runs are in the ring.
+	err = s.Poll(time.Now(), func(*model.Query) {}, func(p *model.Process) { fj.RunqNs += p.RunqNs })
+	if err != nil {
+		return nil, err
+	}
 	h, err := s.Hists()
 	if err != nil {
 		return nil, err

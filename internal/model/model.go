@@ -245,6 +245,10 @@ type FioJob struct {
 	// What dbiolat saw of fio's process: block I/O latency histograms
 	// (fs_read, fs_write, blk_read, blk_write).
 	Hists Hists `json:"hists,omitempty"`
+	// fio's processes' time waiting for a CPU while the job ran
+	// (sched_info.run_delay): inside fio's clat, outside the calls
+	// dbiolat times, so the two differ by up to this much.
+	RunqNs uint64 `json:"runq_ns"`
 	// fio's JSON output for the run, unchanged.
 	FioOutput json.RawMessage `json:"fio_output"`
 }
