@@ -48,10 +48,7 @@ func runBenchIn(t *testing.T, dir, group string) (*record.Recording, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := record.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openRecording(t, file)
 	if rep, err := exec.Command(binary, "report", file).CombinedOutput(); err != nil || !strings.Contains(string(rep), "randread-qd16") {
 		t.Errorf("report of a bench recording lacks the fio reference: %v\n%s", err, rep)
 	}

@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/record"
@@ -248,6 +250,7 @@ func (tr *trace) stop(t *testing.T) (queries []model.Query, intervals []model.In
 		t.Errorf("records were lost: %+v", sum.Drops)
 	}
 	checkBlockTimeIsOwn(t, queries)
+	checkReadsClassified(t, queries, tr.processes, sum.Hists)
 	return queries, intervals, sum
 }
 
@@ -259,10 +262,20 @@ func (tr *trace) stopRecording(t *testing.T) *record.Recording {
 		t.Fatalf("dbiolat record exited with %v: %s", err, tr.stderr.String())
 	}
 	file := tr.cmd.Args[slices.Index(tr.cmd.Args, "-o")+1]
+	return openRecording(t, file)
+}
+
+// openRecording opens a recording and checks what every recording keeps.
+func openRecording(t *testing.T, file string) *record.Recording {
+	t.Helper()
 	r, err := record.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.Summary == nil {
+		t.Fatalf("%s has no summary", file)
+	}
+	checkReadsClassified(t, slices.Collect(r.Queries), r.Processes, r.Summary.Hists)
 	return r
 }
 
@@ -350,6 +363,33 @@ func checkBoxesAddUp(t *testing.T, qs []model.Query) {
 		if q.QueryNs > 0 && (float64(q.UnaccountedNs) > 0.05*float64(q.QueryNs) || float64(sum) > 1.05*float64(q.QueryNs)) {
 			t.Errorf("boxes of %q: cpu %d runq %d io %d lock %d lwlock %d other %d unaccounted %d, query %d ns",
 				q.Query, q.CPUNs, q.RunqNs, q.IOWaitNs, q.LockNs, q.LWLockNs, q.OtherWaitNs, q.UnaccountedNs, q.QueryNs)
+		}
+	}
+}
+
+// checkReadsClassified: every file-system read is a page-cache hit or a
+// miss, exactly once (fsio.bpf.c), in every query and process record and
+// in the histograms of a finished trace (read after it detached, so that
+// no read is between one histogram and the next).
+func checkReadsClassified(t *testing.T, qs []model.Query, ps []model.Process, hs model.Hists) {
+	t.Helper()
+	check := func(what string, f *model.FSTotals) {
+		if f.FSReadHitCount+f.FSReadMissCount != f.FSReadCount || f.FSReadHitNs+f.FSReadMissNs != f.FSReadNs {
+			t.Errorf("%s: %d reads in %d ns, but %d hits in %d ns + %d misses in %d ns", what, f.FSReadCount, f.FSReadNs,
+				f.FSReadHitCount, f.FSReadHitNs, f.FSReadMissCount, f.FSReadMissNs)
+		}
+	}
+	for _, q := range qs {
+		check(fmt.Sprintf("query %.60q", q.Query), &q.FSTotals)
+	}
+	for _, p := range ps {
+		check(fmt.Sprintf("%s %d", p.Role, p.PID), &p.FSTotals)
+	}
+	if r := hs["fs_read"]; r != nil {
+		hit, miss := cmp.Or(hs["fs_read_hit"], &hist.Hist{}), cmp.Or(hs["fs_read_miss"], &hist.Hist{})
+		if hit.Count+miss.Count != r.Count || hit.Sum+miss.Sum != r.Sum {
+			t.Errorf("histograms: %d reads in %d ns, but %d hits in %d ns + %d misses in %d ns", r.Count, r.Sum,
+				hit.Count, hit.Sum, miss.Count, miss.Sum)
 		}
 	}
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
-	"github.com/dbiolat/dbiolat/internal/record"
 )
 
 // needChromium returns the browser, or skips when it is missing, unless
@@ -189,14 +188,7 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	a, b := filepath.Join(dir, "first.dbiolat"), filepath.Join(dir, "second.dbiolat")
 	recordWorkload(t, c, a, 100)
 	recordWorkload(t, c, b, 50)
-	ra, err := record.Open(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := record.Open(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ra, rb := openRecording(t, a), openRecording(t, b)
 	if ra.Summary == nil || ra.Summary.Hists["blk_read"] == nil || ra.Summary.Hists["blk_read"].Count == 0 {
 		t.Fatalf("the recording has no block reads: the cold scan was not cold")
 	}

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/dbiolat/dbiolat/internal/record"
 )
 
 // record → report: every statement pgbench ran is in the recording, and
@@ -31,10 +29,7 @@ func TestRecordThenReport(t *testing.T) {
 	if err := tr.cmd.Wait(); err != nil {
 		t.Fatalf("record: %v: %s", err, tr.stderr.String())
 	}
-	r, err := record.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openRecording(t, file)
 	updates := 0
 	for q := range r.Queries {
 		if strings.HasPrefix(q.Query, "UPDATE pgbench_accounts") {

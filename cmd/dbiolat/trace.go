@@ -101,8 +101,8 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 			return s, err
 		}
 		if ctx.Err() != nil {
-			// One last drain so records finished before the stop are shown.
-			return s, poll(time.Now().Add(10 * time.Millisecond))
+			// Stop counting, then one last drain so records finished before the stop are shown.
+			return s, cmp.Or(s.Detach(), poll(time.Now().Add(10*time.Millisecond)))
 		}
 		select {
 		case done := <-t.drain: // a drain begun after the request sees what finished before it
@@ -119,7 +119,7 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 			}
 			ticks++
 			if t.count > 0 && ticks >= t.count {
-				return s, nil
+				return s, s.Detach()
 			}
 			nextTick = nextTick.Add(t.interval)
 		}

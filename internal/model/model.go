@@ -54,13 +54,9 @@ type Query struct {
 	// query are kept, the rest summed as OtherWaitEvents.
 	Waits map[string]uint64 `json:"waits,omitempty"`
 
-	FSReadHitCount  uint64 `json:"fs_read_hit_count"` // reads served by the page cache
-	FSReadHitNs     uint64 `json:"fs_read_hit_ns"`
-	FSReadMissCount uint64 `json:"fs_read_miss_count"` // reads that waited for I/O or started it
-	FSReadMissNs    uint64 `json:"fs_read_miss_ns"`
-	ReadaheadPages  uint64 `json:"readahead_pages"`
-	PrefetchCount   uint64 `json:"prefetch_count"` // read-ahead advice calls (posix_fadvise WILLNEED)
-	PrefetchBytes   uint64 `json:"prefetch_bytes"` // bytes they advised
+	ReadaheadPages uint64 `json:"readahead_pages"`
+	PrefetchCount  uint64 `json:"prefetch_count"` // read-ahead advice calls (posix_fadvise WILLNEED)
+	PrefetchBytes  uint64 `json:"prefetch_bytes"` // bytes they advised
 	// Reads another process performed for the query (PostgreSQL 18's I/O
 	// workers): their I/Os, bytes and time. Their file system and block
 	// I/O is in the fields above too, done for it.
@@ -102,6 +98,11 @@ type FSTotals struct {
 	FSWriteNs    uint64 `json:"fs_write_ns"`
 	FSSyncCount  uint64 `json:"fs_sync_count"`
 	FSSyncNs     uint64 `json:"fs_sync_ns"`
+	// The reads again, split by the page cache: hits + misses = reads.
+	FSReadHitCount  uint64 `json:"fs_read_hit_count"` // served by the page cache
+	FSReadHitNs     uint64 `json:"fs_read_hit_ns"`
+	FSReadMissCount uint64 `json:"fs_read_miss_count"` // slept, or started block I/O or readahead
+	FSReadMissNs    uint64 `json:"fs_read_miss_ns"`
 }
 
 // FSNs is the time in file system calls of any kind.

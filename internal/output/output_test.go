@@ -13,9 +13,9 @@ func TestSlowLine(t *testing.T) {
 	q := &model.Query{
 		TS: time.Date(2026, 11, 22, 1, 52, 2, 512e6, time.UTC), PID: 15311, Role: "client backend",
 		User: "postgres", Database: "bench", Query: "SELECT count(*) FROM t WHERE a >= $1",
-		QueryNs: 328e6, FSTotals: model.FSTotals{FSReadCount: 12778, FSReadBytes: 104_660_992, FSReadNs: 261e6},
+		QueryNs: 328e6, FSTotals: model.FSTotals{FSReadCount: 12778, FSReadBytes: 104_660_992, FSReadNs: 261e6,
+			FSReadMissCount: 40, FSReadMissNs: 30e6},
 		BlkCount: 40, BlkBytes: 109_150_208, BlkNs: 97.6e6, CPUNs: 300e6, IOWaitNs: 27.5e6, RunqNs: 0.5e6,
-		FSReadMissCount: 40, FSReadMissNs: 30e6,
 	}
 	want := "01:52:02.512 pid 15311 postgres@bench query 328ms (cpu 300ms, runq 500us, io wait 27.5ms), fs 261ms (12778 I/O, 99.8MiB, 40 waited 30ms), blk 97.6ms (40 req, 104.1MiB) : SELECT count(*) FROM t WHERE a >= $1"
 	if got := SlowLine(q); got != want {
@@ -58,8 +58,8 @@ func TestDropsText(t *testing.T) {
 func TestTree(t *testing.T) {
 	q := &model.Query{PID: 9, Role: "client backend", User: "u", Database: "d", Query: "SELECT 1",
 		QueryNs: 100e6, CPUNs: 60e6, IOWaitNs: 30e6, OtherWaitNs: 10e6,
-		FSTotals: model.FSTotals{FSReadCount: 10, FSReadBytes: 81920, FSReadNs: 35e6}, FSReadMissCount: 3, FSReadMissNs: 31e6,
-		FSReadHitCount: 7, FSReadHitNs: 4e6, BlkCount: 3, BlkNs: 29e6}
+		FSTotals: model.FSTotals{FSReadCount: 10, FSReadBytes: 81920, FSReadNs: 35e6, FSReadMissCount: 3, FSReadMissNs: 31e6,
+			FSReadHitCount: 7, FSReadHitNs: 4e6}, BlkCount: 3, BlkNs: 29e6}
 	var b strings.Builder
 	Tree(&b, q)
 	out := oneLine(b.String()) // the columns' widths are not the point

@@ -83,10 +83,13 @@ const (
 type dbiolatFsOp uint32
 
 const (
-	dbiolatFsOpFS_READ  dbiolatFsOp = 0
-	dbiolatFsOpFS_WRITE dbiolatFsOp = 1
-	dbiolatFsOpFS_SYNC  dbiolatFsOp = 2
-	dbiolatFsOpFS_OPS   dbiolatFsOp = 3
+	dbiolatFsOpFS_READ      dbiolatFsOp = 0
+	dbiolatFsOpFS_WRITE     dbiolatFsOp = 1
+	dbiolatFsOpFS_SYNC      dbiolatFsOp = 2
+	dbiolatFsOpFS_OPS       dbiolatFsOp = 3
+	dbiolatFsOpFS_READ_HIT  dbiolatFsOp = 3
+	dbiolatFsOpFS_READ_MISS dbiolatFsOp = 4
+	dbiolatFsOpFS_ACCTS     dbiolatFsOp = 5
 )
 
 type dbiolatHist struct {
@@ -152,7 +155,7 @@ type dbiolatProcInfo struct {
 
 type dbiolatProcIo struct {
 	_  structs.HostLayout
-	Fs [3]dbiolatIoAcct
+	Fs [5]dbiolatIoAcct
 }
 
 type dbiolatProcRun struct {
@@ -165,19 +168,17 @@ type dbiolatProcRun struct {
 	RunqNs   uint64
 	Pid      uint32
 	Instance uint32
-	Fs       [3]dbiolatIoAcct
+	Fs       [5]dbiolatIoAcct
 }
 
 type dbiolatQueryAcct struct {
 	_              structs.HostLayout
-	Fs             [3]dbiolatIoAcct
+	Fs             [5]dbiolatIoAcct
 	Blk            [3]dbiolatIoAcct
 	BlkBusyNs      uint64
 	BlkQueueNs     uint64
 	BlkDeviceNs    uint64
 	BoxNs          [7]uint64
-	FsReadHit      dbiolatIoAcct
-	FsReadMiss     dbiolatIoAcct
 	ReadaheadPages uint64
 	Prefetch       dbiolatIoAcct
 	AioRead        dbiolatIoAcct
@@ -237,7 +238,6 @@ type dbiolatTaskLocal struct {
 		OffcpuSince uint64
 		BoxNs       [7]uint64
 		Waits       [8]dbiolatWaitTime
-		IoWaitAtSys uint64
 		WaitEvent   uint32
 		WaitVersion uint32
 		InQuery     uint8
@@ -284,10 +284,14 @@ type dbiolatThreadState struct {
 	Pad1         [3]uint8
 	BlkInflight  uint32
 	BlkSubmitted uint32
-	BlkAtSys     uint32
-	RaAtSys      uint64
+	_            [4]byte
 	BlkBusySince uint64
-	FsTotal      [3]dbiolatIoAcct
+	RaPages      uint64
+	NvcswAtSys   uint64
+	RaAtSys      uint64
+	BlkAtSys     uint32
+	Pad3         uint32
+	FsTotal      [5]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
 }
 

@@ -143,13 +143,20 @@ func kernelHas(typeName string) bool {
 	return err == nil
 }
 
-// Close detaches everything. Safe to call more than once.
-func (t *Tracer) Close() error {
+// Detach stops the programs from running; the maps and ring buffers stay
+// readable. Safe to call more than once.
+func (t *Tracer) Detach() error {
 	var errs []error
 	for _, l := range t.links {
 		errs = append(errs, l.Close())
 	}
 	t.links = nil
+	return errors.Join(errs...)
+}
+
+// Close detaches everything and frees the maps. Safe to call more than once.
+func (t *Tracer) Close() error {
+	errs := []error{t.Detach()}
 	for _, r := range []**ringbuf.Reader{&t.events, &t.runs} {
 		if *r != nil {
 			errs = append(errs, (*r).Close())

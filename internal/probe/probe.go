@@ -131,12 +131,16 @@ const WaitEventsOther = 0xffffffff
 
 // Names for the generated enum values, so callers read plainly.
 const (
-	FSRead   = dbiolatFsOpFS_READ
-	FSWrite  = dbiolatFsOpFS_WRITE
-	FSSync   = dbiolatFsOpFS_SYNC
-	BlkRead  = dbiolatBlkOpBLK_READ
-	BlkWrite = dbiolatBlkOpBLK_WRITE
-	BlkOther = dbiolatBlkOpBLK_OTHER
+	FSRead  = dbiolatFsOpFS_READ
+	FSWrite = dbiolatFsOpFS_WRITE
+	FSSync  = dbiolatFsOpFS_SYNC
+	// The reads again, split by the page cache: they add up to FSRead.
+	FSReadHit  = dbiolatFsOpFS_READ_HIT
+	FSReadMiss = dbiolatFsOpFS_READ_MISS
+	FSAccts    = dbiolatFsOpFS_ACCTS
+	BlkRead    = dbiolatBlkOpBLK_READ
+	BlkWrite   = dbiolatBlkOpBLK_WRITE
+	BlkOther   = dbiolatBlkOpBLK_OTHER
 
 	OwnerTraced = dbiolatBlkOwnerOWNER_TRACED
 	OwnerKernel = dbiolatBlkOwnerOWNER_KERNEL

@@ -120,12 +120,14 @@ func (s *Session) process(r *probe.ProcRun) *model.Process {
 }
 
 // fsTotals turns the kernel's per-operation counters into the model's.
-func fsTotals(fs *[3]probe.IOAcct) model.FSTotals {
-	r, w, y := fs[probe.FSRead], fs[probe.FSWrite], fs[probe.FSSync]
+func fsTotals(fs *[probe.FSAccts]probe.IOAcct) model.FSTotals {
+	r, w, y, hit, miss := fs[probe.FSRead], fs[probe.FSWrite], fs[probe.FSSync], fs[probe.FSReadHit], fs[probe.FSReadMiss]
 	return model.FSTotals{
 		FSReadCount: r.Count, FSReadBytes: r.Bytes, FSReadNs: r.Ns,
 		FSWriteCount: w.Count, FSWriteBytes: w.Bytes, FSWriteNs: w.Ns,
 		FSSyncCount: y.Count, FSSyncNs: y.Ns,
+		FSReadHitCount: hit.Count, FSReadHitNs: hit.Ns,
+		FSReadMissCount: miss.Count, FSReadMissNs: miss.Ns,
 	}
 }
 
@@ -184,18 +186,14 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		BlkQueueNs:    a.BlkQueueNs,
 		BlkDeviceNs:   a.BlkDeviceNs,
 
-		FSReadHitCount:  a.FsReadHit.Count,
-		FSReadHitNs:     a.FsReadHit.Ns,
-		FSReadMissCount: a.FsReadMiss.Count,
-		FSReadMissNs:    a.FsReadMiss.Ns,
-		ReadaheadPages:  a.ReadaheadPages,
-		PrefetchCount:   a.Prefetch.Count,
-		PrefetchBytes:   a.Prefetch.Bytes,
-		AIOReadCount:    a.AioRead.Count,
-		AIOReadBytes:    a.AioRead.Bytes,
-		AIOReadNs:       a.AioRead.Ns,
-		SharedHit:       a.SharedHit,
-		SharedRead:      a.SharedRead,
+		ReadaheadPages: a.ReadaheadPages,
+		PrefetchCount:  a.Prefetch.Count,
+		PrefetchBytes:  a.Prefetch.Bytes,
+		AIOReadCount:   a.AioRead.Count,
+		AIOReadBytes:   a.AioRead.Bytes,
+		AIOReadNs:      a.AioRead.Ns,
+		SharedHit:      a.SharedHit,
+		SharedRead:     a.SharedRead,
 	}
 	for _, b := range s.boxes {
 		*b.of(q) = a.BoxNs[b.kernel]

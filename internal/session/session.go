@@ -258,3 +258,8 @@ const (
 
 // Close detaches everything.
 func (s *Session) Close() error { return s.tracer.Close() }
+
+// Detach stops counting: what is read afterwards (the last records, the
+// histograms, the totals) is one consistent state, in which every
+// file-system read is counted once as a read and once as a hit or a miss.
+func (s *Session) Detach() error { return s.tracer.Detach() }

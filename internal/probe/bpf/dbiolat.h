@@ -14,12 +14,19 @@
 #define QUERY_WAITS 8       /* wait events named per query; the last slot takes the rest */
 #define WAIT_EVENTS_OTHER 0xffffffff /* the wait events beyond the others' slots */
 
-/* File system operations, as seen at the syscall boundary. */
+/*
+ * File system operations, as seen at the syscall boundary; then the reads
+ * again, split by the page cache: every read is a hit or a miss, so the
+ * two always add up to FS_READ (fsio.bpf.c).
+ */
 enum fs_op {
 	FS_READ = 0,  /* read, pread64, readv, preadv, preadv2 */
 	FS_WRITE = 1, /* write, pwrite64, writev, pwritev, pwritev2 */
 	FS_SYNC = 2,  /* fsync, fdatasync, sync_file_range */
 	FS_OPS = 3,
+	FS_READ_HIT = 3,  /* reads served by the page cache */
+	FS_READ_MISS = 4, /* reads that slept, or started block requests or readahead */
+	FS_ACCTS = 5,     /* the accounts of struct io_acct fs[] */
 };
 
 /* Block request operations. */
@@ -134,7 +141,7 @@ struct wait_time {
 
 /* Everything one query accumulates while it runs. */
 struct query_acct {
-	struct io_acct fs[FS_OPS];
+	struct io_acct fs[FS_ACCTS]; /* by enum fs_op */
 	/* Block requests the query started (count, bytes: at their start;
 	 * ns: of those that completed before it ended). */
 	struct io_acct blk[BLK_OPS];
@@ -142,9 +149,6 @@ struct query_acct {
 	__u64 blk_queue_ns;  /* inserted -> issued, summed over the query's completed requests */
 	__u64 blk_device_ns; /* issued -> completed, summed */
 	__u64 box_ns[BOXES]; /* the waterfall, by enum box */
-	/* File system reads split into page-cache hits and misses (fsio.bpf.c). */
-	struct io_acct fs_read_hit;
-	struct io_acct fs_read_miss;
 	__u64 readahead_pages; /* pages the kernel decided to read ahead */
 	struct io_acct prefetch; /* read-ahead advice (posix_fadvise WILLNEED): calls, bytes advised */
 	struct io_acct aio_read; /* reads an I/O worker performed for it: I/Os, bytes, their time */
@@ -188,12 +192,12 @@ struct proc_run {
 	__u64 runq_ns;  /* sched_info.run_delay: runnable, waiting for a CPU */
 	__u32 pid;
 	__u32 instance;
-	struct io_acct fs[FS_OPS];
+	struct io_acct fs[FS_ACCTS];
 };
 
 /* Per process I/O counters, read by Go for rates by role. */
 struct proc_io {
-	struct io_acct fs[FS_OPS];
+	struct io_acct fs[FS_ACCTS];
 };
 
 struct blk_key {
@@ -225,7 +229,6 @@ struct waterfall {
 	__u64 offcpu_since;   /* off CPU since (0: on) */
 	__u64 box_ns[BOXES];  /* by enum box */
 	struct wait_time waits[QUERY_WAITS];
-	__u64 io_wait_at_sys; /* box_ns[BOX_IO_WAIT] when the current fs syscall began */
 	__u32 wait_event;     /* the wait event published when the thread went to sleep */
 	__u32 wait_version;   /* the version of the database that named it */
 	__u8 in_query;

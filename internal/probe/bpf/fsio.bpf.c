@@ -45,65 +45,69 @@ static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 		return 0;
 	find_leader(ts);
 	ts->sys_op = op;
-	if (ts->query_start_ns && (wf = waterfall_current())) {
-		/* A sleep from here to the exit is waiting for I/O. */
-		wf->in_fs = 1;
-		wf->io_wait_at_sys = wf->box_ns[BOX_IO_WAIT];
-		ts->blk_at_sys = ts->blk_submitted;
-		ts->ra_at_sys = ts->acct.readahead_pages;
-	}
+	if (ts->query_start_ns && (wf = waterfall_current()))
+		wf->in_fs = 1; /* a sleep from here to the exit is waiting for I/O */
+	ts->nvcsw_at_sys = bpf_get_current_task_btf()->nvcsw;
+	ts->blk_at_sys = ts->blk_submitted;
+	ts->ra_at_sys = ts->ra_pages;
 	ts->sys_start_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
 /*
- * Only the thread itself writes its fs counters, here, so plain adds do;
- * block completions write other fields from interrupts, atomically.
+ * A read missed the page cache when, during the call, the thread slept
+ * (a voluntary context switch: waiting for a page being read, or for a
+ * FUSE daemon's answer) or had to start block requests or readahead itself
+ * (on a fast device the reader may never sleep, but it paid for the miss).
+ * Else the page cache served it. Every read is one or the other.
+ */
+static __always_inline __u32 read_class(struct thread_state *ts)
+{
+	if (bpf_get_current_task_btf()->nvcsw != ts->nvcsw_at_sys || ts->blk_submitted != ts->blk_at_sys ||
+	    ts->ra_pages != ts->ra_at_sys)
+		return FS_READ_MISS;
+	return FS_READ_HIT;
+}
+
+/*
+ * Only the thread itself writes its totals, here, so plain adds do; a
+ * query's counters are also written by its parallel workers, atomically.
  */
 static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 {
 	struct thread_state *ts = thread_current();
-	struct thread_state *leader;
+	struct thread_state *q;
+	struct waterfall *wf;
 	__u64 ns, bytes;
-	__u32 op;
+	__u32 op, class;
 
 	if (!ts || !ts->sys_start_ns)
 		return 0;
 	ns = bpf_ktime_get_ns() - ts->sys_start_ns;
 	ts->sys_start_ns = 0;
+	if (ts->query_start_ns && (wf = waterfall_current()))
+		wf->in_fs = 0;
 	op = ts->sys_op;
 	if (op >= FS_OPS)
 		return 0;
 	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
+	class = op == FS_READ ? read_class(ts) : 0;
 
 	hist_add(HIST_FS_READ + op, ns);
 	acct_add_own(&ts->fs_total[op], bytes, ns);
-	if ((leader = charged(ts))) /* a parallel worker: roll up into the leader's query */
-		acct_add(&leader->acct.fs[op], bytes, ns);
-	if (ts->query_start_ns) {
-		struct waterfall *wf = waterfall_current();
-
-		/* Atomic: parallel workers add to the same counters. */
-		acct_add(&ts->acct.fs[op], bytes, ns);
-		if (!wf)
-			return 0;
-		wf->in_fs = 0;
-		if (op != FS_READ)
-			return 0;
-		/*
-		 * A page-cache miss: the read slept for I/O, or had to start
-		 * block requests or readahead itself (on a fast device the
-		 * reader may never sleep, but it paid for the miss).
-		 */
-		if (wf->box_ns[BOX_IO_WAIT] != wf->io_wait_at_sys || ts->blk_submitted != ts->blk_at_sys ||
-		    ts->acct.readahead_pages != ts->ra_at_sys) {
-			acct_add_own(&ts->acct.fs_read_miss, bytes, ns);
-			hist_add(HIST_FS_READ_MISS, ns);
-		} else {
-			acct_add_own(&ts->acct.fs_read_hit, bytes, ns);
-			hist_add(HIST_FS_READ_HIT, ns);
-		}
+	if (class) {
+		hist_add(class == FS_READ_MISS ? HIST_FS_READ_MISS : HIST_FS_READ_HIT, ns);
+		acct_add_own(&ts->fs_total[class], bytes, ns);
 	}
+	/* The query it serves: a parallel worker's leader's, else its own. */
+	q = charged(ts);
+	if (!q && ts->query_start_ns)
+		q = ts;
+	if (!q)
+		return 0;
+	acct_add(&q->acct.fs[op], bytes, ns);
+	if (class)
+		acct_add(&q->acct.fs[class], bytes, ns);
 	return 0;
 }
 

@@ -94,7 +94,7 @@ int BPF_PROG(proc_exit, struct task_struct *task)
 		pio = bpf_map_lookup_elem(&proc_totals, &tgid);
 	}
 	if (pio) {
-		for (op = 0; op < FS_OPS; op++) {
+		for (op = 0; op < FS_ACCTS; op++) {
 			__sync_fetch_and_add(&pio->fs[op].count, ts->fs_total[op].count);
 			__sync_fetch_and_add(&pio->fs[op].bytes, ts->fs_total[op].bytes);
 			__sync_fetch_and_add(&pio->fs[op].ns, ts->fs_total[op].ns);

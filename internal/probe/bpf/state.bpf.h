@@ -30,10 +30,14 @@ struct thread_state {
 	__u8 pad1[3];
 	__u32 blk_inflight;   /* block requests of the current query in flight */
 	__u32 blk_submitted;  /* block requests this thread started, ever */
-	__u32 blk_at_sys;     /* blk_submitted when the current fs syscall began */
-	__u64 ra_at_sys;      /* acct.readahead_pages then */
 	__u64 blk_busy_since; /* when blk_inflight went from 0 to 1 */
-	struct io_acct fs_total[FS_OPS]; /* since attach; folded into proc_totals at exit */
+	__u64 ra_pages;       /* pages the kernel read ahead for this thread, ever */
+	/* When the current fs syscall began: what tells a page-cache miss at its end. */
+	__u64 nvcsw_at_sys;   /* the thread's voluntary context switches (sleeps) */
+	__u64 ra_at_sys;      /* ra_pages */
+	__u32 blk_at_sys;     /* blk_submitted */
+	__u32 pad3;
+	struct io_acct fs_total[FS_ACCTS]; /* since attach, by enum fs_op; folded into proc_totals at exit */
 	struct query_acct acct;
 };
 
