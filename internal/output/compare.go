@@ -28,9 +28,12 @@ type LayerDiff struct {
 // query fingerprints found in both recordings (set by the caller with
 // QueryDeltas: the histograms alone do not have them).
 type Comparison struct {
-	Type    string       `json:"type"` // "comparison"
-	Layers  []LayerDiff  `json:"layers"`
-	Verdict string       `json:"verdict"`
+	Type    string      `json:"type"` // "comparison"
+	Layers  []LayerDiff `json:"layers"`
+	Verdict string      `json:"verdict"`
+	// How the verdict was reached, when the recordings share queries
+	// (Chain); else it compares the histograms alone.
+	Chain   []Step       `json:"chain"`
 	Queries []QueryDelta `json:"queries"`              // the largest changes in total time first
 	Common  int          `json:"fingerprints_in_both"` // how many fingerprints both recordings have
 	Fio     []FioDiff    `json:"fio,omitempty"`        // bench recordings: fio's runs side by side
@@ -110,6 +113,7 @@ func PrintComparison(w io.Writer, c *Comparison) {
 		PrintFioDiffs(w, c.Fio)
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", c.Verdict)
+	PrintChain(w, c.Chain)
 	if c.Common == 0 {
 		fmt.Fprintf(w, "\nno query fingerprint is in both recordings\n")
 		return

@@ -30,6 +30,10 @@ func Environment(dataDir string) map[string]string {
 	}
 	if m, ok := mountOf(dataDir); ok {
 		env["mount_point"], env["fs_type"], env["device"], env["mount_options"] = m[0], m[1], m[2], m[3]
+		// A loop device: the file behind it is the storage.
+		if b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(m[2]), "loop/backing_file")); err == nil {
+			env["backing_file"] = strings.TrimSpace(string(b))
+		}
 	}
 	return env
 }

@@ -1,0 +1,315 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"iter"
+	"math"
+	"strings"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+// A comparison's verdict follows the queries' time down the stack: which
+// box of the waterfall grew, then, for I/O waits, which I/O layer explains
+// it. Each step is one quantity per query in A and B, with its share of
+// the queries' change, so that a reader can check the conclusion line by
+// line; a change no layer explains is called unexplained.
+
+// Step is one link of a verdict's chain.
+type Step struct {
+	Name  string  `json:"name"`  // the quantity: a query field ("io_wait_ns", "fs_read_miss_ns"), or "fs_read_miss_ratio"
+	Layer string  `json:"layer"` // "query", "waterfall", "file system", "page cache", "block device"
+	What  string  `json:"what"`  // in words
+	A     float64 `json:"a"`     // per query: A's, in B's mix of fingerprints
+	B     float64 `json:"b"`
+	Ratio float64 `json:"ratio"` // B / A; 0 when A is 0
+	// Share of the queries' change in time ((B − A) / the query's B − A),
+	// for times; 0 for the page cache's miss ratio.
+	Share float64 `json:"share"`
+	Note  string  `json:"note,omitempty"` // what this step concludes
+}
+
+// quantity is what a step compares: a field of a query, per query.
+type quantity struct {
+	name, layer, what string
+	of                func(*model.Query) uint64
+}
+
+func field(name string) func(*model.Query) uint64 {
+	for _, b := range model.Boxes {
+		if b.Name == name {
+			return func(q *model.Query) uint64 { return *b.Of(q) }
+		}
+	}
+	panic("no box " + name)
+}
+
+var (
+	queryTime = quantity{"query_ns", "query", "query time", func(q *model.Query) uint64 { return q.QueryNs }}
+	// The I/O layers under an I/O wait, top down.
+	fsOps = []quantity{
+		{"fs_read_miss_ns", "file system", "reads that missed the page cache", func(q *model.Query) uint64 { return q.FSReadMissNs }},
+		{"fs_read_hit_ns", "file system", "reads served by the page cache", func(q *model.Query) uint64 { return q.FSReadHitNs }},
+		{"fs_write_ns", "file system", "writes", func(q *model.Query) uint64 { return q.FSWriteNs }},
+		{"fs_sync_ns", "file system", "syncs", func(q *model.Query) uint64 { return q.FSSyncNs }},
+	}
+	blkBusy   = quantity{"blk_ns", "block device", "block requests in flight (wall time)", func(q *model.Query) uint64 { return q.BlkNs }}
+	blkQueue  = quantity{"blk_queue_ns", "block device", "in the block queue (summed over requests)", func(q *model.Query) uint64 { return q.BlkQueueNs }}
+	blkDevice = quantity{"blk_device_ns", "block device", "in the device (summed over requests)", func(q *model.Query) uint64 { return q.BlkDeviceNs }}
+	// Counts, for the page cache's miss ratio and the time per read.
+	fsReads  = func(q *model.Query) uint64 { return q.FSReadCount }
+	fsMisses = func(q *model.Query) uint64 { return q.FSReadMissCount }
+)
+
+// Thresholds of the chain. A quantity that moved less than alike in
+// ratio did not change; a layer explains the one above when it moved the
+// same way by at least explainsHalf of its change (the rest: CPU in the
+// calls, overlap of parallel requests); a step is shown from minShare of
+// the queries' change.
+const (
+	alike        = 0.10
+	explainsHalf = 0.5
+	minShare     = 0.05
+)
+
+// means holds, per query, the quantities of the fingerprints found in
+// both recordings: B's own, and A's per-fingerprint means weighted by B's
+// calls, so that a different mix of queries is not taken for a change.
+type means struct {
+	calls  uint64 // B's queries of the common fingerprints
+	fps    int
+	a, b   map[string]float64
+	reads  [2]float64 // file system reads per query, A and B
+	misses [2]float64
+}
+
+func (m *means) get(q quantity) (a, b float64) { return m.a[q.name], m.b[q.name] }
+
+func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
+	type sums struct {
+		calls    uint64
+		v        []float64
+		rd, miss float64
+	}
+	sum := func(seq iter.Seq[model.Query]) map[string]*sums {
+		out := map[string]*sums{}
+		for q := range seq {
+			s := out[q.Fingerprint]
+			if s == nil {
+				s = &sums{v: make([]float64, len(qs))}
+				out[q.Fingerprint] = s
+			}
+			s.calls++
+			for i, x := range qs {
+				s.v[i] += float64(x.of(&q))
+			}
+			s.rd += float64(fsReads(&q))
+			s.miss += float64(fsMisses(&q))
+		}
+		return out
+	}
+	sa, sb := sum(qa), sum(qb)
+	m := &means{a: map[string]float64{}, b: map[string]float64{}}
+	for fp, y := range sb {
+		x, ok := sa[fp]
+		if !ok {
+			continue
+		}
+		m.fps++
+		m.calls += y.calls
+		w := float64(y.calls) / float64(x.calls)
+		for i, q := range qs {
+			m.a[q.name] += w * x.v[i]
+			m.b[q.name] += y.v[i]
+		}
+		m.reads[0] += w * x.rd
+		m.reads[1] += y.rd
+		m.misses[0] += w * x.miss
+		m.misses[1] += y.miss
+	}
+	if m.calls == 0 {
+		return m
+	}
+	n := float64(m.calls)
+	for k := range m.a {
+		m.a[k] /= n
+		m.b[k] /= n
+	}
+	for i := range 2 {
+		m.reads[i] /= n
+		m.misses[i] /= n
+	}
+	return m
+}
+
+// Chain follows the queries of two recordings down the stack and returns
+// its steps and the verdict. envB is B's environment (its device), named
+// when the block device explains the change.
+func Chain(qa, qb iter.Seq[model.Query], envB map[string]string) ([]Step, string) {
+	qs := []quantity{queryTime, blkBusy, blkQueue, blkDevice}
+	for _, b := range model.Boxes {
+		qs = append(qs, quantity{b.Name, "waterfall", b.Title, field(b.Name)})
+	}
+	qs = append(qs, fsOps...)
+	m := mixMeans(qa, qb, qs)
+	if m.calls == 0 {
+		return nil, ""
+	}
+	c := chain{m: m}
+	a, b := m.get(queryTime)
+	c.delta = b - a
+	top := c.step(queryTime, fmt.Sprintf("%d fingerprints in both; %d queries in B", m.fps, m.calls))
+	if math.Abs(top.Ratio-1) < alike {
+		return c.steps, fmt.Sprintf("the queries took about as long in both (mean %s → %s, %.2fx, within %.0f%%): no layer to blame",
+			dur(uint64(a)), dur(uint64(b)), top.Ratio, 100*alike)
+	}
+	way := "slower"
+	if c.delta < 0 {
+		way = "faster"
+	}
+	head := fmt.Sprintf("the queries were %.2fx %s (mean %s → %s)", top.Ratio, way, dur(uint64(a)), dur(uint64(b)))
+
+	// The waterfall: the box that moved most with the query.
+	var lead *quantity
+	var leadD float64
+	for _, b := range model.Boxes {
+		q := quantity{b.Name, "waterfall", b.Title, field(b.Name)}
+		x, y := m.get(q)
+		if d := y - x; d*c.delta > 0 && d/c.delta >= minShare {
+			c.step(q, "")
+			if d/c.delta > leadD/c.delta || lead == nil {
+				lead, leadD = &q, d
+			}
+		}
+	}
+	if lead == nil || lead.name == "unaccounted_ns" {
+		return c.steps, head + fmt.Sprintf("; no measured box of the waterfall moved with it: unexplained (%s)", c.boxList(""))
+	}
+	head += fmt.Sprintf("; %s %s per query, %.0f%% of the change", c.what(*lead), FormatChange(int64(leadD)), 100*leadD/c.delta)
+	if leadD/c.delta < explainsHalf { // the most, not most of it: say where the rest is
+		head += " (then " + c.boxList(lead.name) + ")"
+	}
+	if lead.name != "io_wait_ns" && lead.name != "aio_wait_ns" {
+		return c.steps, head + ": the time is not in the I/O stack"
+	}
+	return c.steps, head + c.io(*lead, leadD, envB)
+}
+
+type chain struct {
+	m     *means
+	delta float64 // the queries' change in time, per query
+	steps []Step
+}
+
+func (c *chain) what(q quantity) string {
+	if q.layer == "waterfall" {
+		return q.what
+	}
+	return q.layer + " " + q.what
+}
+
+func (c *chain) step(q quantity, note string) *Step {
+	a, b := c.m.get(q)
+	s := Step{Name: q.name, Layer: q.layer, What: q.what, A: a, B: b, Note: note}
+	if a > 0 {
+		s.Ratio = b / a
+	}
+	if c.delta != 0 {
+		s.Share = (b - a) / c.delta
+	}
+	c.steps = append(c.steps, s)
+	return &c.steps[len(c.steps)-1]
+}
+
+// boxList lists the boxes that moved with the queries, but one.
+func (c *chain) boxList(but string) string {
+	var parts []string
+	for _, s := range c.steps {
+		if s.Layer == "waterfall" && s.Name != but {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", s.What, 100*s.Share))
+		}
+	}
+	if len(parts) == 0 {
+		return "no box moved with it"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// io follows an I/O wait down: the file system operation that explains
+// it, the page cache, then the block device under it.
+func (c *chain) io(box quantity, boxD float64, envB map[string]string) string {
+	m := c.m
+	above, aboveD := box, boxD
+	if m.reads[0]+m.reads[1] > 0 { // traced with --fs
+		var op *quantity
+		var opD float64
+		for _, q := range fsOps {
+			x, y := m.get(q)
+			if d := y - x; d*boxD > 0 && math.Abs(d/c.delta) >= minShare {
+				c.step(q, "")
+				if op == nil || d/boxD > opD/boxD {
+					op, opD = &q, d
+				}
+			}
+		}
+		c.missRatio()
+		if op == nil || opD/boxD < explainsHalf {
+			return fmt.Sprintf("; the file system calls explain less than half of it: unexplained above the file system (time in the kernel outside file calls: page faults, another process's I/O)")
+		}
+		above, aboveD = *op, opD
+	}
+	b := c.step(blkBusy, "")
+	c.step(blkQueue, "")
+	c.step(blkDevice, "")
+	blkD := b.B - b.A
+	dev := envB["device"]
+	if f := envB["backing_file"]; f != "" {
+		dev += " (a loop device over " + f + ")"
+	}
+	if blkD*aboveD > 0 && blkD/aboveD >= explainsHalf {
+		qa, qb := c.m.get(blkQueue)
+		da, db := c.m.get(blkDevice)
+		where := "the device"
+		if qb-qa > db-da {
+			where = "the block queue (above the device, below the file system)"
+		}
+		return fmt.Sprintf(", in %s; block requests in flight %s per query, %.0f%% of it: the difference arises at the block device %s, in %s",
+			c.what(above), FormatChange(int64(aboveD)), 100*blkD/aboveD, dev, where)
+	}
+	return fmt.Sprintf(", in %s (%s per query), while block requests did not follow (%s): the time is added above the block device (the file system, the page cache, or block cgroup throttling)",
+		c.what(above), FormatChange(int64(aboveD)), FormatChange(int64(blkD)))
+}
+
+// missRatio adds the page cache's step: the share of reads that missed.
+func (c *chain) missRatio() {
+	m := c.m
+	var r [2]float64
+	for i := range 2 {
+		if m.reads[i] > 0 {
+			r[i] = m.misses[i] / m.reads[i]
+		}
+	}
+	s := Step{Name: "fs_read_miss_ratio", Layer: "page cache", What: "reads that missed", A: r[0], B: r[1],
+		Note: fmt.Sprintf("%.1f → %.1f reads per query", m.reads[0], m.reads[1])}
+	if r[0] > 0 {
+		s.Ratio = r[1] / r[0]
+	}
+	c.steps = append(c.steps, s)
+}
+
+// PrintChain prints the steps of a verdict, one line each.
+func PrintChain(w io.Writer, steps []Step) {
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nhow: per query, A's means weighted by B's queries of each fingerprint\n")
+	fmt.Fprintf(w, "%-13s %-42s %10s %10s %8s %7s\n", "layer", "what", "A", "B", "B/A", "share")
+	for _, s := range steps {
+		a, b, share := dur(uint64(s.A)), dur(uint64(s.B)), fmt.Sprintf("%.0f%%", 100*s.Share)
+		if s.Layer == "page cache" {
+			a, b, share = fmt.Sprintf("%.1f%%", 100*s.A), fmt.Sprintf("%.1f%%", 100*s.B), ""
+		}
+		fmt.Fprintf(w, "%-13s %-42.42s %10s %10s %7.2fx %7s  %s\n", s.Layer, s.What, a, b, s.Ratio, share, s.Note)
+	}
+}

@@ -1,0 +1,132 @@
+package output
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+// scan is a cold full scan of the shape the issue measured: its time split
+// into CPU, I/O wait and the file system and block time under it.
+func scan(fp string, cpu, ioWait, missNs, misses, hits, blkBusy, blkQueue, blkDevice float64) model.Query {
+	q := model.Query{Fingerprint: fp, CPUNs: uint64(cpu * 1e6), IOWaitNs: uint64(ioWait * 1e6),
+		BlkNs: uint64(blkBusy * 1e6), BlkQueueNs: uint64(blkQueue * 1e6), BlkDeviceNs: uint64(blkDevice * 1e6)}
+	q.FSReadMissCount, q.FSReadHitCount = uint64(misses), uint64(hits)
+	q.FSReadCount = q.FSReadMissCount + q.FSReadHitCount
+	q.FSReadMissNs, q.FSReadHitNs = uint64(missNs*1e6), uint64(hits*2000)
+	q.FSReadNs = q.FSReadMissNs + q.FSReadHitNs
+	q.QueryNs = q.CPUNs + q.IOWaitNs
+	return q
+}
+
+func times(n int, q model.Query) []model.Query {
+	out := make([]model.Query, n)
+	for i := range out {
+		out[i] = q
+	}
+	return out
+}
+
+func step(steps []Step, name string) *Step {
+	for i := range steps {
+		if steps[i].Name == name {
+			return &steps[i]
+		}
+	}
+	return nil
+}
+
+func TestChainFollowsTheQueriesDown(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a, b []model.Query
+		want []string // in the verdict
+		env  map[string]string
+	}{{
+		// The issue's FUSE pair: reads slower, the backend's block reads
+		// fewer (the daemon issues them): above the block device.
+		name: "fuse",
+		a:    times(3, scan("s", 65.9, 2.6, 2.5, 54, 22000, 2, 0.1, 1.9)),
+		b:    times(3, scan("s", 88.2, 60.8, 58, 2225, 13000, 0.9, 0.05, 0.8)),
+		want: []string{"2.18x slower", "I/O wait +58.2ms per query, 72% of the change", "reads that missed the page cache", "above the block device"},
+	}, {
+		name: "device",
+		a:    times(5, scan("s", 20, 10, 9.5, 100, 900, 9, 1, 8)),
+		b:    times(5, scan("s", 20, 50, 49, 100, 900, 48, 2, 46)),
+		env:  map[string]string{"device": "/dev/loop3", "backing_file": "/srv/disk.img"},
+		want: []string{"I/O wait +40ms", "arises at the block device /dev/loop3 (a loop device over /srv/disk.img), in the device"},
+	}, {
+		name: "queue",
+		a:    times(5, scan("s", 20, 10, 9.5, 100, 900, 9, 1, 8)),
+		b:    times(5, scan("s", 20, 50, 49, 100, 900, 48, 39, 9)),
+		want: []string{"in the block queue"},
+	}, {
+		name: "cpu",
+		a:    times(4, scan("s", 20, 5, 4, 10, 90, 4, 0.5, 3.5)),
+		b:    times(4, scan("s", 60, 5, 4, 10, 90, 4, 0.5, 3.5)),
+		want: []string{"2.60x slower", "on CPU +40ms per query, 100% of the change", "not in the I/O stack"},
+	}, {
+		name: "alike",
+		a:    times(4, scan("s", 20, 5, 4, 10, 90, 4, 0.5, 3.5)),
+		b:    times(4, scan("s", 21, 5, 4, 10, 90, 4, 0.5, 3.5)),
+		want: []string{"about as long"},
+	}, {
+		// I/O wait grew, but not in file system calls: said unexplained.
+		name: "unexplained",
+		a:    times(2, scan("s", 20, 5, 4, 10, 90, 4, 0.5, 3.5)),
+		b:    times(2, scan("s", 20, 45, 4, 10, 90, 4, 0.5, 3.5)),
+		want: []string{"I/O wait +40ms", "unexplained"},
+	}, {
+		// Only the mix changed: B ran more of the slow fingerprint. Weighted
+		// by B's calls, no query is slower.
+		name: "mix",
+		a:    append(times(9, scan("fast", 1, 0, 0, 1, 9, 0, 0, 0)), times(1, scan("slow", 50, 50, 49, 100, 900, 48, 2, 46))...),
+		b:    append(times(1, scan("fast", 1, 0, 0, 1, 9, 0, 0, 0)), times(9, scan("slow", 50, 50, 49, 100, 900, 48, 2, 46))...),
+		want: []string{"about as long"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			steps, verdict := Chain(slices.Values(c.a), slices.Values(c.b), c.env)
+			for _, w := range c.want {
+				if !strings.Contains(verdict, w) {
+					t.Errorf("verdict %q lacks %q", verdict, w)
+				}
+			}
+			if strings.Contains(verdict, "unexplained") != (c.name == "unexplained") {
+				t.Errorf("verdict %q", verdict)
+			}
+			q := step(steps, "query_ns")
+			if q == nil || q.Share != 1 && q.A != q.B {
+				t.Fatalf("the chain starts elsewhere than the query's time: %+v", steps)
+			}
+			// The waterfall's steps are parts of the query's change.
+			var sum float64
+			for _, s := range steps {
+				if s.Layer == "waterfall" {
+					sum += s.Share
+				}
+			}
+			if sum > 1.0001 {
+				t.Errorf("the boxes hold %.2f of the change", sum)
+			}
+		})
+	}
+}
+
+// Without --fs, the chain goes from the I/O wait to the block device.
+func TestChainWithoutFileSystemCalls(t *testing.T) {
+	a, b := scan("s", 20, 10, 0, 0, 0, 9, 1, 8), scan("s", 20, 50, 0, 0, 0, 2, 0.5, 1.5)
+	steps, verdict := Chain(slices.Values([]model.Query{a}), slices.Values([]model.Query{b}), nil)
+	if !strings.Contains(verdict, "above the block device") || step(steps, "fs_read_miss_ratio") != nil {
+		t.Errorf("verdict %q, steps %+v", verdict, steps)
+	}
+}
+
+// No fingerprint in both: no chain, the caller keeps the histograms' verdict.
+func TestChainNeedsCommonQueries(t *testing.T) {
+	steps, verdict := Chain(slices.Values([]model.Query{scan("x", 1, 1, 1, 1, 1, 1, 1, 1)}), slices.Values([]model.Query{scan("y", 1, 1, 1, 1, 1, 1, 1, 1)}), nil)
+	if steps != nil || verdict != "" {
+		t.Errorf("%v %q", steps, verdict)
+	}
+}
