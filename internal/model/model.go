@@ -63,8 +63,19 @@ type Query struct {
 	AIOReadCount uint64 `json:"aio_read_count"`
 	AIOReadBytes uint64 `json:"aio_read_bytes"`
 	AIOReadNs    uint64 `json:"aio_read_ns"`
-	SharedHit    uint64 `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
-	SharedRead   uint64 `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
+	// A userspace storage engine (a FUSE daemon) serving the query's files:
+	// the requests the query sent it, and, with --fs, the work the engine
+	// did for them, its block requests being also in the blk fields.
+	FuseCount      uint64    `json:"fuse_count"` // requests sent to the FUSE daemon
+	FuseBytes      uint64    `json:"fuse_bytes"` // bytes it answered
+	FuseNs         uint64    `json:"fuse_ns"`    // send to answer, summed over the requests
+	EnginePID      int       `json:"engine_pid,omitempty"`
+	EngineNs       uint64    `json:"engine_ns"`           // the engine's time on them: taking each request to answering
+	EngineFS       *FSTotals `json:"engine_fs,omitempty"` // the engine's file system calls for it
+	EngineBlkCount uint64    `json:"engine_blk_count"`    // of blk_count: requests the engine started for it
+	EngineBlkBytes uint64    `json:"engine_blk_bytes"`
+	SharedHit      uint64    `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
+	SharedRead     uint64    `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
 }
 
 // Accounted is the sum of the waterfall's measured boxes.

@@ -92,6 +92,21 @@ const (
 	dbiolatFsOpFS_ACCTS     dbiolatFsOp = 5
 )
 
+type dbiolatFuseKey struct {
+	_      structs.HostLayout
+	Conn   uint32
+	Pad    uint32
+	Unique uint64
+}
+
+type dbiolatFusePending struct {
+	_        structs.HostLayout
+	StartNs  uint64
+	QuerySeq uint64
+	Tid      uint32
+	Pad      uint32
+}
+
 type dbiolatHist struct {
 	_     structs.HostLayout
 	Slots [64]uint64
@@ -114,7 +129,8 @@ const (
 	dbiolatHistIdHIST_FS_READ_MISS   dbiolatHistId = 10
 	dbiolatHistIdHIST_BLK_READ_SIZE  dbiolatHistId = 11
 	dbiolatHistIdHIST_BLK_WRITE_SIZE dbiolatHistId = 12
-	dbiolatHistIdHIST_IDS            dbiolatHistId = 13
+	dbiolatHistIdHIST_FUSE           dbiolatHistId = 13
+	dbiolatHistIdHIST_IDS            dbiolatHistId = 14
 )
 
 type dbiolatInflight struct {
@@ -142,6 +158,7 @@ type dbiolatProcFlag uint32
 
 const (
 	dbiolatProcFlagPROC_TLS_PROBED dbiolatProcFlag = 1
+	dbiolatProcFlagPROC_ENGINE     dbiolatProcFlag = 2
 )
 
 type dbiolatProcInfo struct {
@@ -182,6 +199,12 @@ type dbiolatQueryAcct struct {
 	ReadaheadPages uint64
 	Prefetch       dbiolatIoAcct
 	AioRead        dbiolatIoAcct
+	Fuse           dbiolatIoAcct
+	EngineNs       uint64
+	EngineFs       [5]dbiolatIoAcct
+	EngineBlk      dbiolatIoAcct
+	EngineTgid     uint32
+	PadEngine      uint32
 	SharedHit      uint64
 	SharedRead     uint64
 }
@@ -227,7 +250,9 @@ const (
 	dbiolatStatIdSTAT_WAIT_HISTS_FULL     dbiolatStatId = 17
 	dbiolatStatIdSTAT_AIO_UNSEEN          dbiolatStatId = 18
 	dbiolatStatIdSTAT_WIRE_TLS            dbiolatStatId = 19
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 20
+	dbiolatStatIdSTAT_FUSE_FULL           dbiolatStatId = 20
+	dbiolatStatIdSTAT_FUSE_UNSEEN         dbiolatStatId = 21
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 22
 )
 
 type dbiolatTaskLocal struct {
@@ -281,7 +306,9 @@ type dbiolatThreadState struct {
 	ServesSeq    uint64
 	ServesSince  uint64
 	TitleSeen    uint8
-	Pad1         [3]uint8
+	Engine       uint8
+	ServesEngine uint8
+	Pad1         uint8
 	BlkInflight  uint32
 	BlkSubmitted uint32
 	_            [4]byte
@@ -290,7 +317,8 @@ type dbiolatThreadState struct {
 	NvcswAtSys   uint64
 	RaAtSys      uint64
 	BlkAtSys     uint32
-	Pad3         uint32
+	FuseConn     uint32
+	FuseBuf      uint64
 	FsTotal      [5]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
 }
@@ -360,6 +388,7 @@ const (
 	dbiolatMapAioOwners             = "aio_owners"
 	dbiolatMapBlkTotals             = "blk_totals"
 	dbiolatMapEvents                = "events"
+	dbiolatMapFusePending           = "fuse_pending"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
 	dbiolatMapProcRuns              = "proc_runs"
@@ -381,6 +410,8 @@ const (
 	dbiolatProgBlkIssue             = "blk_issue"
 	dbiolatProgBlkStart             = "blk_start"
 	dbiolatProgBuffersReadDone      = "buffers_read_done"
+	dbiolatProgFsEngineEnterRead    = "fs_engine_enter_read"
+	dbiolatProgFsEngineExitRead     = "fs_engine_exit_read"
 	dbiolatProgFsEnterFadvise64     = "fs_enter_fadvise64"
 	dbiolatProgFsEnterFdatasync     = "fs_enter_fdatasync"
 	dbiolatProgFsEnterFsync         = "fs_enter_fsync"
@@ -410,6 +441,8 @@ const (
 	dbiolatProgFsExitWritev         = "fs_exit_writev"
 	dbiolatProgFsRaAsync            = "fs_ra_async"
 	dbiolatProgFsRaSync             = "fs_ra_sync"
+	dbiolatProgFuseEnd              = "fuse_end"
+	dbiolatProgFuseSend             = "fuse_send"
 	dbiolatProgLockLwlockStart      = "lock_lwlock_start"
 	dbiolatProgLockWaitDone         = "lock_wait_done"
 	dbiolatProgLockWaitStart        = "lock_wait_start"
@@ -487,6 +520,8 @@ type dbiolatProgramSpecs struct {
 	BlkIssue             *ebpf.ProgramSpec `ebpf:"blk_issue"`
 	BlkStart             *ebpf.ProgramSpec `ebpf:"blk_start"`
 	BuffersReadDone      *ebpf.ProgramSpec `ebpf:"buffers_read_done"`
+	FsEngineEnterRead    *ebpf.ProgramSpec `ebpf:"fs_engine_enter_read"`
+	FsEngineExitRead     *ebpf.ProgramSpec `ebpf:"fs_engine_exit_read"`
 	FsEnterFadvise64     *ebpf.ProgramSpec `ebpf:"fs_enter_fadvise64"`
 	FsEnterFdatasync     *ebpf.ProgramSpec `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.ProgramSpec `ebpf:"fs_enter_fsync"`
@@ -516,6 +551,8 @@ type dbiolatProgramSpecs struct {
 	FsExitWritev         *ebpf.ProgramSpec `ebpf:"fs_exit_writev"`
 	FsRaAsync            *ebpf.ProgramSpec `ebpf:"fs_ra_async"`
 	FsRaSync             *ebpf.ProgramSpec `ebpf:"fs_ra_sync"`
+	FuseEnd              *ebpf.ProgramSpec `ebpf:"fuse_end"`
+	FuseSend             *ebpf.ProgramSpec `ebpf:"fuse_send"`
 	LockLwlockStart      *ebpf.ProgramSpec `ebpf:"lock_lwlock_start"`
 	LockWaitDone         *ebpf.ProgramSpec `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.ProgramSpec `ebpf:"lock_wait_start"`
@@ -539,6 +576,7 @@ type dbiolatMapSpecs struct {
 	AioOwners    *ebpf.MapSpec `ebpf:"aio_owners"`
 	BlkTotals    *ebpf.MapSpec `ebpf:"blk_totals"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	FusePending  *ebpf.MapSpec `ebpf:"fuse_pending"`
 	Hists        *ebpf.MapSpec `ebpf:"hists"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
@@ -592,6 +630,7 @@ type dbiolatMaps struct {
 	AioOwners    *ebpf.Map `ebpf:"aio_owners"`
 	BlkTotals    *ebpf.Map `ebpf:"blk_totals"`
 	Events       *ebpf.Map `ebpf:"events"`
+	FusePending  *ebpf.Map `ebpf:"fuse_pending"`
 	Hists        *ebpf.Map `ebpf:"hists"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
@@ -611,6 +650,7 @@ func (m *dbiolatMaps) Close() error {
 		m.AioOwners,
 		m.BlkTotals,
 		m.Events,
+		m.FusePending,
 		m.Hists,
 		m.Inflight,
 		m.ProcRuns,
@@ -655,6 +695,8 @@ type dbiolatPrograms struct {
 	BlkIssue             *ebpf.Program `ebpf:"blk_issue"`
 	BlkStart             *ebpf.Program `ebpf:"blk_start"`
 	BuffersReadDone      *ebpf.Program `ebpf:"buffers_read_done"`
+	FsEngineEnterRead    *ebpf.Program `ebpf:"fs_engine_enter_read"`
+	FsEngineExitRead     *ebpf.Program `ebpf:"fs_engine_exit_read"`
 	FsEnterFadvise64     *ebpf.Program `ebpf:"fs_enter_fadvise64"`
 	FsEnterFdatasync     *ebpf.Program `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.Program `ebpf:"fs_enter_fsync"`
@@ -684,6 +726,8 @@ type dbiolatPrograms struct {
 	FsExitWritev         *ebpf.Program `ebpf:"fs_exit_writev"`
 	FsRaAsync            *ebpf.Program `ebpf:"fs_ra_async"`
 	FsRaSync             *ebpf.Program `ebpf:"fs_ra_sync"`
+	FuseEnd              *ebpf.Program `ebpf:"fuse_end"`
+	FuseSend             *ebpf.Program `ebpf:"fuse_send"`
 	LockLwlockStart      *ebpf.Program `ebpf:"lock_lwlock_start"`
 	LockWaitDone         *ebpf.Program `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.Program `ebpf:"lock_wait_start"`
@@ -711,6 +755,8 @@ func (p *dbiolatPrograms) Close() error {
 		p.BlkIssue,
 		p.BlkStart,
 		p.BuffersReadDone,
+		p.FsEngineEnterRead,
+		p.FsEngineExitRead,
 		p.FsEnterFadvise64,
 		p.FsEnterFdatasync,
 		p.FsEnterFsync,
@@ -740,6 +786,8 @@ func (p *dbiolatPrograms) Close() error {
 		p.FsExitWritev,
 		p.FsRaAsync,
 		p.FsRaSync,
+		p.FuseEnd,
+		p.FuseSend,
 		p.LockLwlockStart,
 		p.LockWaitDone,
 		p.LockWaitStart,

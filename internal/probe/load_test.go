@@ -35,7 +35,7 @@ func TestOpenAttachesEverything(t *testing.T) {
 // and sized) and stays within the budget the README states.
 func TestMapMemoryBudget(t *testing.T) {
 	testenv.NeedRoot(t)
-	const budget = 36 << 20
+	const budget = 40 << 20
 	tr, err := Open(All, EmitAll)
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,10 @@ const (
 	// Buffers counts shared-buffer hits and reads per query with a probe
 	// on every buffer access: exact, but not cheap; never in All.
 	Buffers
+	// Fuse times the requests traced processes send to a userspace file
+	// system; on when its daemon is tracked as a storage engine (with FS,
+	// the daemon's work is charged to the query it serves).
+	Fuse
 )
 
 // families names each family and the prefix of its programs' names (the
@@ -45,7 +49,7 @@ var families = []struct {
 	name, prefix string
 }{
 	{Wire, "wire", "wire_"}, {USDT, "usdt", "usdt_"}, {FS, "fs", "fs_"}, {Block, "block", "blk_"},
-	{Sched, "sched", "sched_"}, {Buffers, "buffers", "buffers_"},
+	{Sched, "sched", "sched_"}, {Buffers, "buffers", "buffers_"}, {Fuse, "fuse", "fuse_"},
 }
 
 // core are the prefixes of programs loaded whatever the families:

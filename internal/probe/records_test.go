@@ -73,7 +73,10 @@ func TestTrackedProcessRecords(t *testing.T) {
 		t.Fatalf("want one record with the Query message and some CPU, got %q (cpu %d ns)", texts, cpu)
 	}
 
-	child := exec.Command("true")
+	// A child that runs across scheduler ticks: the kernel adds a running
+	// task's CPU time to sum_exec_runtime at ticks and switches, so a
+	// process whose whole life is one slice (`true`) exits with none yet.
+	child := exec.Command("sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
 	if err := child.Run(); err != nil {
 		t.Fatal(err)
 	}

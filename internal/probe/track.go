@@ -27,6 +27,9 @@ type ProcInfo struct {
 	// TLSProbed says its TLS library's reads and writes are probed
 	// (AttachTLS): its TLS connections are read in plaintext.
 	TLSProbed bool
+	// Engine says it is a storage engine serving the instance from user
+	// space (a FUSE daemon): its I/O is the layer under the database's.
+	Engine bool
 }
 
 // Track makes the kernel side trace process tgid (its threads, and every
@@ -38,6 +41,9 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 		Version: uint32(p.Version)}
 	if p.TLSProbed {
 		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)
+	}
+	if p.Engine {
+		info.Flags |= uint32(dbiolatProcFlagPROC_ENGINE)
 	}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
@@ -53,6 +59,9 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 			continue
 		}
 		ts := dbiolatThreadState{Tgid: uint32(tgid)}
+		if p.Engine { // as proc_fork marks its later threads
+			ts.Engine, ts.TitleSeen = 1, 1
+		}
 		err = t.objs.Threads.Update(uint32(tid), ts, ebpf.UpdateNoExist)
 		if err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)

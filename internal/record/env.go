@@ -1,13 +1,13 @@
 package record
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
+	"github.com/dbiolat/dbiolat/internal/storage"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,39 +28,14 @@ func Environment(dataDir string) map[string]string {
 	if b, err := os.ReadFile(filepath.Join(dataDir, "PG_VERSION")); err == nil {
 		env["postgres_version"] = strings.TrimSpace(string(b))
 	}
-	if m, ok := mountOf(dataDir); ok {
-		env["mount_point"], env["fs_type"], env["device"], env["mount_options"] = m[0], m[1], m[2], m[3]
-		// A loop device: the file behind it is the storage.
-		if b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(m[2]), "loop/backing_file")); err == nil {
-			env["backing_file"] = strings.TrimSpace(string(b))
+	if m, err := storage.MountOf(dataDir); err == nil && m.Point != "" {
+		env["mount_point"], env["fs_type"], env["device"], env["mount_options"] = m.Point, m.FSType, m.Source, m.Options
+		if f := storage.LoopFile(m.Source); f != "" { // the file behind a loop device is the storage
+			env["backing_file"] = f
+		}
+		if es, _ := storage.Under(dataDir); len(es) > 0 { // the process serving a FUSE file system
+			env["engine"] = es[0].String()
 		}
 	}
 	return env
-}
-
-// mountOf finds the mount holding path in /proc/self/mountinfo: the
-// longest mount point that prefixes it. It returns point, type, source and
-// options.
-func mountOf(path string) ([4]string, bool) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return [4]string{}, false
-	}
-	defer f.Close()
-	var best [4]string
-	found := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent maj:min root point options [optional...] - type source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		a, b := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(a) < 6 || len(b) < 2 {
-			continue
-		}
-		point := a[4]
-		if (path == point || strings.HasPrefix(path, strings.TrimSuffix(point, "/")+"/")) && len(point) >= len(best[0]) {
-			best, found = [4]string{point, b[0], b[1], a[5]}, true
-		}
-	}
-	return best, found
 }

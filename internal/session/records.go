@@ -195,6 +195,15 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		SharedHit:      a.SharedHit,
 		SharedRead:     a.SharedRead,
 	}
+	q.FuseCount, q.FuseBytes, q.FuseNs = a.Fuse.Count, a.Fuse.Bytes, a.Fuse.Ns
+	q.EngineNs, q.EngineBlkCount, q.EngineBlkBytes = a.EngineNs, a.EngineBlk.Count, a.EngineBlk.Bytes
+	if a.EngineTgid != 0 {
+		q.EnginePID = int(a.EngineTgid)
+	}
+	if a.EngineFs[probe.FSRead].Count+a.EngineFs[probe.FSWrite].Count+a.EngineFs[probe.FSSync].Count > 0 {
+		fs := fsTotals(&a.EngineFs)
+		q.EngineFS = &fs
+	}
 	for _, b := range s.boxes {
 		*b.of(q) = a.BoxNs[b.kernel]
 	}

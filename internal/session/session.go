@@ -15,6 +15,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/storage"
 	"github.com/dbiolat/dbiolat/internal/usdt"
 )
 
@@ -33,6 +34,7 @@ type Session struct {
 	cfg       Config
 	tracer    *probe.Tracer
 	Instances []postgres.Instance
+	Engines   []storage.Engine // userspace storage engines serving them (FUSE daemons)
 	procs     map[uint32]postgres.Process
 	wallOff   time.Duration // wall clock minus CLOCK_MONOTONIC
 	start     time.Time
@@ -66,18 +68,43 @@ func Open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Userspace storage engines under the data directories: their
+	// requests are timed, and they are traced as a layer of their own.
+	engines := map[int][]storage.Engine{}
+	for _, in := range instances {
+		if es, err := storage.Under(in.DataDir); err == nil && len(es) > 0 {
+			engines[in.PID] = es
+			cfg.Families |= probe.Fuse
+		}
+	}
 	s, err := open(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.Instances = instances
 	for _, in := range instances {
-		if err := s.attach(in); err != nil {
+		err := s.attach(in)
+		for _, e := range engines[in.PID] {
+			if err == nil {
+				err = s.trackEngine(in, e)
+			}
+		}
+		if err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// EngineRole is the role of a storage engine's process in records and rates.
+const EngineRole postgres.Role = "storage engine"
+
+// trackEngine traces a storage engine serving an instance.
+func (s *Session) trackEngine(in postgres.Instance, e storage.Engine) error {
+	s.procs[uint32(e.PID)] = postgres.Process{Role: EngineRole}
+	s.Engines = append(s.Engines, e)
+	return s.tracer.Track(e.PID, probe.ProcInfo{Instance: in.PID, Engine: true}, false)
 }
 
 // OpenProcesses attaches the probes with no database: the caller names

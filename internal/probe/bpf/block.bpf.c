@@ -82,6 +82,8 @@ static __always_inline void blk_own(struct inflight *in, __u32 op, struct thread
 	in->query_seq = q->query_seq;
 	__sync_fetch_and_add(&q->acct.blk[op].count, 1);
 	__sync_fetch_and_add(&q->acct.blk[op].bytes, in->bytes);
+	if (ts->serves_engine) /* done for it by its storage engine */
+		acct_add(&q->acct.engine_blk, in->bytes, 0);
 	if (__sync_fetch_and_add(&q->blk_inflight, 1) == 0)
 		q->blk_busy_since = in->start_ns;
 }

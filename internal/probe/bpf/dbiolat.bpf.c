@@ -14,6 +14,7 @@
 #include "sched.bpf.c"
 #include "lock.bpf.c"
 #include "aio.bpf.c"
+#include "fuse.bpf.c"
 #include "buffers.bpf.c"
 #include "selftest.bpf.c"
 

@@ -68,7 +68,8 @@ enum hist_id {
 	HIST_FS_READ_MISS = 10, /* reads that waited for I/O or started it */
 	HIST_BLK_READ_SIZE = 11, /* bytes per block read request of traced processes */
 	HIST_BLK_WRITE_SIZE = 12,
-	HIST_IDS = 13,
+	HIST_FUSE = 13, /* requests traced processes sent to a FUSE daemon: send to answer */
+	HIST_IDS = 14,
 };
 
 /* Counters of things that did not go as planned; every output shows them. */
@@ -93,7 +94,9 @@ enum stat_id {
 	STAT_WAIT_HISTS_FULL = 17, /* a wait event's histogram could not be created */
 	STAT_AIO_UNSEEN = 18,      /* an I/O worker performed a read whose staging was not seen */
 	STAT_WIRE_TLS = 19,        /* not a loss: TLS connections read through their TLS library */
-	STAT_IDS = 20,
+	STAT_FUSE_FULL = 20,       /* a FUSE request could not be followed (map full) */
+	STAT_FUSE_UNSEEN = 21,     /* not a loss: a FUSE daemon took a request not sent by a traced process */
+	STAT_IDS = 22,
 };
 
 /*
@@ -152,6 +155,13 @@ struct query_acct {
 	__u64 readahead_pages; /* pages the kernel decided to read ahead */
 	struct io_acct prefetch; /* read-ahead advice (posix_fadvise WILLNEED): calls, bytes advised */
 	struct io_acct aio_read; /* reads an I/O worker performed for it: I/Os, bytes, their time */
+	/* A userspace storage engine (a FUSE daemon) serving it (fuse.bpf.c). */
+	struct io_acct fuse;          /* requests it sent: count, bytes answered, send -> answer */
+	__u64 engine_ns;              /* the daemon's time on them: taking the request -> answering */
+	struct io_acct engine_fs[FS_ACCTS]; /* the daemon's file system calls for it, by enum fs_op */
+	struct io_acct engine_blk;    /* block requests the daemon started for it (also in blk[]) */
+	__u32 engine_tgid;            /* the daemon (the last one, if several served it) */
+	__u32 pad_engine;
 	/* Shared buffers (opt-in: a probe on every buffer access). */
 	__u64 shared_hit;
 	__u64 shared_read;
@@ -292,6 +302,7 @@ struct proc_info {
 
 enum proc_flag {
 	PROC_TLS_PROBED = 1, /* its TLS library's reads and writes are probed: TLS is read in plaintext */
+	PROC_ENGINE = 2,     /* a storage engine serving an instance from user space (a FUSE daemon) */
 };
 
 /* A wait event's histogram: events are numbered per database version. */

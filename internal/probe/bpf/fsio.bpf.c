@@ -12,28 +12,16 @@
 
 #include "counters.bpf.h"
 #include "charged.bpf.h"
+#include "files.bpf.h"
 
 #define POSIX_FADV_WILLNEED 3
-#define S_IFMT 00170000
-#define S_IFREG 0100000
-#define S_IFBLK 0060000
 
 /* read/write/readv/writev also serve pipes and sockets: count regular files and block devices only. */
 static __always_inline int is_file(int fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct file **fds, *f;
-	unsigned int max;
-	umode_t mode;
+	umode_t type = file_type(file_of(fd));
 
-	fds = BPF_CORE_READ(task, files, fdt, fd);
-	max = BPF_CORE_READ(task, files, fdt, max_fds);
-	if (fd < 0 || (unsigned int)fd >= max)
-		return 0;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return 0;
-	mode = BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT;
-	return mode == S_IFREG || mode == S_IFBLK;
+	return type == S_IFREG || type == S_IFBLK;
 }
 
 static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
@@ -93,16 +81,25 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
 	class = op == FS_READ ? read_class(ts) : 0;
 
-	hist_add(HIST_FS_READ + op, ns);
 	acct_add_own(&ts->fs_total[op], bytes, ns);
-	if (class) {
-		hist_add(class == FS_READ_MISS ? HIST_FS_READ_MISS : HIST_FS_READ_HIT, ns);
+	if (class)
 		acct_add_own(&ts->fs_total[class], bytes, ns);
-	}
-	/* The query it serves: a parallel worker's leader's, else its own. */
+	/* The query it serves: a parallel worker's leader's, an I/O worker's
+	 * or a storage engine's requester's, else its own. */
 	q = charged(ts);
 	if (!q && ts->query_start_ns)
 		q = ts;
+	if (ts->engine) { /* the engine's calls are the layer below the database's: apart */
+		if (q) {
+			acct_add(&q->acct.engine_fs[op], bytes, ns);
+			if (class)
+				acct_add(&q->acct.engine_fs[class], bytes, ns);
+		}
+		return 0;
+	}
+	hist_add(HIST_FS_READ + op, ns);
+	if (class)
+		hist_add(class == FS_READ_MISS ? HIST_FS_READ_MISS : HIST_FS_READ_HIT, ns);
 	if (!q)
 		return 0;
 	acct_add(&q->acct.fs[op], bytes, ns);

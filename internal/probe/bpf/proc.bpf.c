@@ -48,10 +48,13 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	bpf_map_update_elem(&threads, &ctid, &fresh, BPF_NOEXIST);
 	ts = thread_of(ctid);
-	if (ts)
-		ts->tgid = ctgid;
-	else
+	if (!ts) {
 		stat_inc(STAT_THREADS_FULL);
+		return 0;
+	}
+	ts->tgid = ctgid;
+	if (pi->flags & PROC_ENGINE) /* a storage engine's thread: no title to look for */
+		ts->engine = ts->title_seen = 1;
 	return 0;
 }
 

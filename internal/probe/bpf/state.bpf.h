@@ -22,12 +22,14 @@ struct thread_state {
 	__u64 sys_start_ns;   /* in a file system syscall since */
 	enum fs_op sys_op;    /* the kind of that syscall */
 	__u32 leader_tid;     /* a parallel worker's leader backend, else 0 */
-	__u32 serves_tid;     /* an I/O worker: the backend whose read it performs now, else 0 */
+	__u32 serves_tid;     /* an I/O worker or a storage engine: the thread whose request it serves now, else 0 */
 	__u32 pad2;
 	__u64 serves_seq;     /* that backend's query (query_seq) */
-	__u64 serves_since;   /* when the read began */
+	__u64 serves_since;   /* since when */
 	__u8 title_seen;      /* the title was read for a leader (once set) */
-	__u8 pad1[3];
+	__u8 engine;          /* a thread of a storage engine (PROC_ENGINE) */
+	__u8 serves_engine;   /* it serves as the engine: its I/O is done for serves_tid's query, not its own */
+	__u8 pad1;
 	__u32 blk_inflight;   /* block requests of the current query in flight */
 	__u32 blk_submitted;  /* block requests this thread started, ever */
 	__u64 blk_busy_since; /* when blk_inflight went from 0 to 1 */
@@ -36,7 +38,8 @@ struct thread_state {
 	__u64 nvcsw_at_sys;   /* the thread's voluntary context switches (sleeps) */
 	__u64 ra_at_sys;      /* ra_pages */
 	__u32 blk_at_sys;     /* blk_submitted */
-	__u32 pad3;
+	__u32 fuse_conn;      /* an engine's read of /dev/fuse in progress: the FUSE connection... */
+	__u64 fuse_buf;       /* ...and the buffer the request's header lands in */
 	struct io_acct fs_total[FS_ACCTS]; /* since attach, by enum fs_op; folded into proc_totals at exit */
 	struct query_acct acct;
 };
