@@ -127,11 +127,15 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 }
 
 func describeInstances(s *session.Session) string {
+	what := fmt.Sprintf("%d PostgreSQL instances", len(s.Instances))
 	if len(s.Instances) == 1 {
 		in := s.Instances[0]
-		return fmt.Sprintf("PostgreSQL pid %d (%s)", in.PID, in.DataDir)
+		what = fmt.Sprintf("PostgreSQL pid %d (%s)", in.PID, in.DataDir)
 	}
-	return fmt.Sprintf("%d PostgreSQL instances", len(s.Instances))
+	for _, e := range s.Engines {
+		what += ", its storage engine " + e.String()
+	}
+	return what
 }
 
 // finish prints a session's closing summary, as JSON or text; with

@@ -39,12 +39,14 @@ var Counters = []Counter{
 	{"wire_unseen", true, true, "pipelined round trips not seen"},
 	{"programs_skipped", true, false, "program runs skipped by the kernel (already running on that CPU)"},
 	{"wait_hists_full", true, true, "sleeps left out of the wait event histograms (map full)"},
+	{"fuse_full", true, true, "FUSE requests not followed (map full)"},
 	{"query_unfinished", false, true, "queries started again before finishing"},
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
 	{"waterfall_missed", false, true, "context switches of a query not seen (the time since shows as unaccounted)"},
 	{"wire_tls", false, true, "TLS connections read in plaintext at OpenSSL"},
 	{"aio_unseen", false, true, "reads I/O workers performed whose staging was not seen (not charged to a query)"},
+	{"fuse_unseen", false, true, "FUSE requests a storage engine took that no traced process sent (not charged to a query)"},
 	{"blk_late", false, true, "block requests still in flight when their query ended (counted in it, their time not)"},
 }
 
@@ -71,6 +73,8 @@ var Histograms = []Histogram{
 		"The reads of the traced processes that, during the call, neither slept (a voluntary context switch), nor started block requests, nor triggered readahead. With fs_read_miss, every read of fs_read, once."},
 	{"fs_read_miss", hist.Time, "file system reads that missed the page cache (waited for or started I/O)",
 		"The reads of the traced processes that, during the call, slept (waiting for a page being read, or for the FUSE daemon serving the file), started block requests or triggered readahead."},
+	{"fuse", hist.Time, "FUSE request latency (a userspace storage engine's answers)",
+		"Each request the traced processes sent to the FUSE daemon serving their files (a storage engine: bindfs, a Longhorn-like engine), from the tracepoint fuse:fuse_request_send in the sender to fuse:fuse_request_end, as the daemon answers: the layer under a FUSE file system's reads and writes."},
 	{"fs_write", hist.Time, "file system write latency (write and pwrite syscalls)",
 		"Time of write, writev, pwrite64, pwritev and pwritev2 syscalls on regular files and block devices by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs)."},
 	{"fs_sync", hist.Time, "file system sync latency (fsync, fdatasync, sync_file_range)",
