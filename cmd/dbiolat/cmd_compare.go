@@ -39,7 +39,7 @@ func runCompareCmd(ctx context.Context, args []string) error {
 	}
 	c := output.Compare(recs[0].Summary.Hists, recs[1].Summary.Hists)
 	c.Queries, c.Common = output.QueryDeltas(recs[0].Queries, recs[1].Queries, *top)
-	if steps, verdict := output.Chain(recs[0].Queries, recs[1].Queries, recs[1].Meta); verdict != "" {
+	if steps, verdict := output.Chain(recs[0].Queries, recs[1].Queries, recs[0].Meta, recs[1].Meta); verdict != "" {
 		c.Chain, c.Verdict = steps, verdict
 	}
 	if err := cmp.Or(recs[0].Err(), recs[1].Err()); err != nil {

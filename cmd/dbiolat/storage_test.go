@@ -94,3 +94,45 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 		t.Errorf("the fuse histogram holds fewer requests than the scan sent: %v", h)
 	}
 }
+
+// recordColdScans records (with --fs) two cold-cache scans of big on c.
+func recordColdScans(t *testing.T, c *pgsandbox.Cluster, file string) {
+	t.Helper()
+	tr := startTrace(t, "record", "--fs", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
+	for range 2 {
+		dropCaches(t)
+		psql(t, c, "SELECT count(*) FROM big WHERE id >= 0")
+	}
+	r := tr.stopRecording(t)
+	only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", 2)
+}
+
+// The pair: the same scans on the plain disk, then behind bindfs.
+// compare follows the scans' time from their I/O wait to their reads and
+// on to the daemon's requests, and names the daemon.
+func TestCompareNamesTheFUSEEngine(t *testing.T) {
+	dir := t.TempDir()
+	plain, fuse := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "fuse.dbiolat")
+	settings := map[string]string{"shared_buffers": "16MB"}
+	a := startPG(t, settings)
+	makeBigTable(t, a)
+	recordColdScans(t, a, plain)
+	a.Stop()
+
+	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: bindfsMount(t), Settings: settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Stop() })
+	makeBigTable(t, b)
+	recordColdScans(t, b, fuse)
+
+	out, err := exec.Command(binary, "compare", plain, fuse).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "arises in the userspace storage engine bindfs[") {
+		t.Errorf("compare does not name the FUSE engine")
+	}
+}

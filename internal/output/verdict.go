@@ -1,6 +1,7 @@
 package output
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"iter"
@@ -54,6 +55,9 @@ var (
 		{"fs_write_ns", "file system", "writes", func(q *model.Query) uint64 { return q.FSWriteNs }},
 		{"fs_sync_ns", "file system", "syncs", func(q *model.Query) uint64 { return q.FSSyncNs }},
 	}
+	// A userspace storage engine (FUSE) between the file system and the disk.
+	fuseReqs  = quantity{"fuse_ns", "engine", "FUSE requests, send to answer (summed)", func(q *model.Query) uint64 { return q.FuseNs }}
+	engineNs  = quantity{"engine_ns", "engine", "the engine serving them", func(q *model.Query) uint64 { return q.EngineNs }}
 	blkBusy   = quantity{"blk_ns", "block device", "block requests in flight (wall time)", func(q *model.Query) uint64 { return q.BlkNs }}
 	blkQueue  = quantity{"blk_queue_ns", "block device", "in the block queue (summed over requests)", func(q *model.Query) uint64 { return q.BlkQueueNs }}
 	blkDevice = quantity{"blk_device_ns", "block device", "in the device (summed over requests)", func(q *model.Query) uint64 { return q.BlkDeviceNs }}
@@ -144,10 +148,11 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 }
 
 // Chain follows the queries of two recordings down the stack and returns
-// its steps and the verdict. envB is B's environment (its device), named
-// when the block device explains the change.
-func Chain(qa, qb iter.Seq[model.Query], envB map[string]string) ([]Step, string) {
-	qs := []quantity{queryTime, blkBusy, blkQueue, blkDevice}
+// its steps and the verdict. envA and envB are the recordings'
+// environments (record.Environment): the device, the file behind a loop
+// device, the storage engine, named where they explain the change.
+func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, string) {
+	qs := []quantity{queryTime, fuseReqs, engineNs, blkBusy, blkQueue, blkDevice}
 	for _, b := range model.Boxes {
 		qs = append(qs, quantity{b.Name, "waterfall", b.Title, field(b.Name)})
 	}
@@ -193,7 +198,7 @@ func Chain(qa, qb iter.Seq[model.Query], envB map[string]string) ([]Step, string
 	if lead.name != "io_wait_ns" && lead.name != "aio_wait_ns" {
 		return c.steps, head + ": the time is not in the I/O stack"
 	}
-	return c.steps, head + c.io(*lead, leadD, envB)
+	return c.steps, head + c.io(*lead, leadD, envA, envB)
 }
 
 type chain struct {
@@ -238,7 +243,7 @@ func (c *chain) boxList(but string) string {
 
 // io follows an I/O wait down: the file system operation that explains
 // it, the page cache, then the block device under it.
-func (c *chain) io(box quantity, boxD float64, envB map[string]string) string {
+func (c *chain) io(box quantity, boxD float64, envA, envB map[string]string) string {
 	m := c.m
 	above, aboveD := box, boxD
 	if m.reads[0]+m.reads[1] > 0 { // traced with --fs
@@ -258,6 +263,9 @@ func (c *chain) io(box quantity, boxD float64, envB map[string]string) string {
 			return fmt.Sprintf("; the file system calls explain less than half of it: unexplained above the file system (time in the kernel outside file calls: page faults, another process's I/O)")
 		}
 		above, aboveD = *op, opD
+		if e := c.engine(above, aboveD, cmp.Or(envB["engine"], envA["engine"])); e != "" {
+			return e
+		}
 	}
 	b := c.step(blkBusy, "")
 	c.step(blkQueue, "")
@@ -279,6 +287,32 @@ func (c *chain) io(box quantity, boxD float64, envB map[string]string) string {
 	}
 	return fmt.Sprintf(", in %s (%s per query), while block requests did not follow (%s): the time is added above the block device (the file system, the page cache, or block cgroup throttling)",
 		c.what(above), FormatChange(int64(aboveD)), FormatChange(int64(blkD)))
+}
+
+// engine is the step under a FUSE file system: the requests its daemon
+// served. When they moved with the file system's time, the difference
+// arises in the engine: "" when there is none, or it does not explain it.
+func (c *chain) engine(above quantity, aboveD float64, name string) string {
+	fa, fb := c.m.get(fuseReqs)
+	if fa+fb == 0 {
+		return ""
+	}
+	f := c.step(fuseReqs, "")
+	c.step(engineNs, "")
+	d := f.B - f.A
+	if d*aboveD <= 0 || d/aboveD < explainsHalf {
+		return ""
+	}
+	// The time each of B's reads of that kind gained.
+	per, reads := "read", c.m.reads[1]
+	if above.name == "fs_read_miss_ns" {
+		per, reads = "missed read", c.m.misses[1]
+	}
+	if name == "" {
+		name = "the FUSE daemon"
+	}
+	return fmt.Sprintf(", in %s (%s per query, %s per %s), whose FUSE requests took %s per query: the difference arises in the userspace storage engine %s",
+		c.what(above), FormatChange(int64(aboveD)), FormatChange(int64(aboveD/max(reads, 1))), per, FormatChange(int64(d)), name)
 }
 
 // missRatio adds the page cache's step: the share of reads that missed.

@@ -21,6 +21,12 @@ func scan(fp string, cpu, ioWait, missNs, misses, hits, blkBusy, blkQueue, blkDe
 	return q
 }
 
+// withFuse adds the requests a query sent to a FUSE daemon.
+func withFuse(q model.Query, requests int, ms, engineMs float64) model.Query {
+	q.FuseCount, q.FuseNs, q.EngineNs = uint64(requests), uint64(ms*1e6), uint64(engineMs*1e6)
+	return q
+}
+
 func times(n int, q model.Query) []model.Query {
 	out := make([]model.Query, n)
 	for i := range out {
@@ -51,6 +57,13 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		a:    times(3, scan("s", 65.9, 2.6, 2.5, 54, 22000, 2, 0.1, 1.9)),
 		b:    times(3, scan("s", 88.2, 60.8, 58, 2225, 13000, 0.9, 0.05, 0.8)),
 		want: []string{"2.18x slower", "I/O wait +58.2ms per query, 72% of the change", "reads that missed the page cache", "above the block device"},
+	}, {
+		// The same, traced with the engine: its requests hold the time.
+		name: "engine",
+		a:    times(3, scan("s", 65.9, 2.6, 2.5, 54, 22000, 2, 0.1, 1.9)),
+		b:    times(3, withFuse(scan("s", 88.2, 60.8, 58, 2225, 13000, 2.5, 0.1, 2.3), 1061, 62, 40)),
+		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		want: []string{"whose FUSE requests took +62ms per query", "arises in the userspace storage engine bindfs[17560] serving /mnt", "per missed read"},
 	}, {
 		name: "device",
 		a:    times(5, scan("s", 20, 10, 9.5, 100, 900, 9, 1, 8)),
@@ -87,7 +100,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		want: []string{"about as long"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			steps, verdict := Chain(slices.Values(c.a), slices.Values(c.b), c.env)
+			steps, verdict := Chain(slices.Values(c.a), slices.Values(c.b), nil, c.env)
 			for _, w := range c.want {
 				if !strings.Contains(verdict, w) {
 					t.Errorf("verdict %q lacks %q", verdict, w)
@@ -117,7 +130,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 // Without --fs, the chain goes from the I/O wait to the block device.
 func TestChainWithoutFileSystemCalls(t *testing.T) {
 	a, b := scan("s", 20, 10, 0, 0, 0, 9, 1, 8), scan("s", 20, 50, 0, 0, 0, 2, 0.5, 1.5)
-	steps, verdict := Chain(slices.Values([]model.Query{a}), slices.Values([]model.Query{b}), nil)
+	steps, verdict := Chain(slices.Values([]model.Query{a}), slices.Values([]model.Query{b}), nil, nil)
 	if !strings.Contains(verdict, "above the block device") || step(steps, "fs_read_miss_ratio") != nil {
 		t.Errorf("verdict %q, steps %+v", verdict, steps)
 	}
@@ -125,7 +138,7 @@ func TestChainWithoutFileSystemCalls(t *testing.T) {
 
 // No fingerprint in both: no chain, the caller keeps the histograms' verdict.
 func TestChainNeedsCommonQueries(t *testing.T) {
-	steps, verdict := Chain(slices.Values([]model.Query{scan("x", 1, 1, 1, 1, 1, 1, 1, 1)}), slices.Values([]model.Query{scan("y", 1, 1, 1, 1, 1, 1, 1, 1)}), nil)
+	steps, verdict := Chain(slices.Values([]model.Query{scan("x", 1, 1, 1, 1, 1, 1, 1, 1)}), slices.Values([]model.Query{scan("y", 1, 1, 1, 1, 1, 1, 1, 1)}), nil, nil)
 	if steps != nil || verdict != "" {
 		t.Errorf("%v %q", steps, verdict)
 	}
