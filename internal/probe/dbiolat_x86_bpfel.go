@@ -20,13 +20,6 @@ type dbiolatAioKey struct {
 	Handle   uint64
 }
 
-type dbiolatAioOwner struct {
-	_        structs.HostLayout
-	Tid      uint32
-	Pad      uint32
-	QuerySeq uint64
-}
-
 type dbiolatBlkIo struct {
 	_        structs.HostLayout
 	Io       dbiolatIoAcct
@@ -100,11 +93,9 @@ type dbiolatFuseKey struct {
 }
 
 type dbiolatFusePending struct {
-	_        structs.HostLayout
-	StartNs  uint64
-	QuerySeq uint64
-	Tid      uint32
-	Pad      uint32
+	_       structs.HostLayout
+	StartNs uint64
+	Query   dbiolatQueryRef
 }
 
 type dbiolatHist struct {
@@ -225,6 +216,13 @@ type dbiolatQueryEvent struct {
 	TextLen       uint32
 	TextTruncated uint32
 	Text          [4096]int8
+}
+
+type dbiolatQueryRef struct {
+	_        structs.HostLayout
+	Tid      uint32
+	Pad      uint32
+	QuerySeq uint64
 }
 
 type dbiolatStatId uint32

@@ -27,19 +27,12 @@ struct aio_key {
 	__u64 handle;
 };
 
-/* The query a staged read serves. */
-struct aio_owner {
-	__u32 tid;
-	__u32 pad;
-	__u64 query_seq;
-};
-
 /* LRU: a handle's entry is rewritten at its next staging, never deleted. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_AIO_HANDLES);
 	__type(key, struct aio_key);
-	__type(value, struct aio_owner);
+	__type(value, struct query_ref);
 } aio_owners SEC(".maps");
 
 static __always_inline int aio_key_of(struct pt_regs *ctx, struct thread_state *ts, struct aio_key *key)
@@ -58,7 +51,7 @@ SEC("uprobe")
 int aio_stage(struct pt_regs *ctx)
 {
 	struct thread_state *ts = thread_current();
-	struct aio_owner owner = {};
+	struct query_ref owner = {};
 	struct aio_key key = {};
 
 	if (!ts || aio_key_of(ctx, ts, &key))
@@ -76,7 +69,7 @@ SEC("uprobe")
 int aio_perform(struct pt_regs *ctx)
 {
 	struct thread_state *ts = thread_current();
-	struct aio_owner *owner;
+	struct query_ref *owner;
 	struct aio_key key = {};
 
 	if (!ts || aio_key_of(ctx, ts, &key))
@@ -88,9 +81,7 @@ int aio_perform(struct pt_regs *ctx)
 	}
 	if (!owner->tid || owner->tid == (__u32)bpf_get_current_pid_tgid())
 		return 0; /* staged outside a query, or performed by its own backend */
-	ts->serves_tid = owner->tid;
-	ts->serves_seq = owner->query_seq;
-	ts->serves_since = bpf_ktime_get_ns();
+	serve(ts, owner);
 	return 0;
 }
 

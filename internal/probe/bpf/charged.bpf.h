@@ -59,6 +59,32 @@ static __always_inline __u32 io_uring_submitter(struct task_struct *task)
 	return BPF_CORE_READ(worker, wq, task, pid);
 }
 
+/* A query another process works for: the thread running it, and which of its queries. */
+struct query_ref {
+	__u32 tid;
+	__u32 pad;
+	__u64 query_seq; /* 0: none */
+};
+
+/* The state of the thread running the query r names, if it still runs. */
+static __always_inline struct thread_state *query_running(struct query_ref *r)
+{
+	struct thread_state *q;
+
+	if (!r->query_seq)
+		return NULL;
+	q = thread_of(r->tid);
+	return q && q->query_start_ns && q->query_seq == r->query_seq ? q : NULL;
+}
+
+/* From now on this thread's I/O serves the query r names. */
+static __always_inline void serve(struct thread_state *ts, struct query_ref *r)
+{
+	ts->serves_tid = r->tid;
+	ts->serves_seq = r->query_seq;
+	ts->serves_since = bpf_ktime_get_ns();
+}
+
 /* The thread whose query this thread's I/O serves now, if any. */
 static __always_inline __u32 charged_tid(struct thread_state *ts)
 {
@@ -73,8 +99,9 @@ static __always_inline struct thread_state *charged(struct thread_state *ts)
 	struct thread_state *q;
 
 	if (ts->serves_tid) {
-		q = thread_of(ts->serves_tid);
-		return q && q->query_start_ns && q->query_seq == ts->serves_seq ? q : NULL;
+		struct query_ref r = {.tid = ts->serves_tid, .query_seq = ts->serves_seq};
+
+		return query_running(&r);
 	}
 	if (!ts->leader_tid)
 		return NULL;

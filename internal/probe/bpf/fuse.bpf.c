@@ -33,9 +33,7 @@ struct fuse_key {
 /* A request sent and not yet answered. */
 struct fuse_pending {
 	__u64 start_ns;
-	__u64 query_seq; /* the query it serves, 0: none */
-	__u32 tid;       /* the thread running that query, or the sender */
-	__u32 pad;
+	struct query_ref query; /* the query it serves (tid: else the sender) */
 };
 
 struct {
@@ -55,28 +53,17 @@ int fuse_send(struct trace_event_raw_fuse_request_send *ctx)
 	if (!ts || ts->engine) /* another process's; or the daemon sending queued background requests */
 		return 0;
 	p.start_ns = bpf_ktime_get_ns();
-	p.tid = (__u32)bpf_get_current_pid_tgid();
+	p.query.tid = (__u32)bpf_get_current_pid_tgid();
 	find_leader(ts);
 	if ((q = charged(ts))) {
-		p.tid = charged_tid(ts);
-		p.query_seq = q->query_seq;
+		p.query.tid = charged_tid(ts);
+		p.query.query_seq = q->query_seq;
 	} else if (ts->query_start_ns) {
-		p.query_seq = ts->query_seq;
+		p.query.query_seq = ts->query_seq;
 	}
 	if (bpf_map_update_elem(&fuse_pending, &k, &p, BPF_ANY))
 		stat_inc(STAT_FUSE_FULL);
 	return 0;
-}
-
-/* The query a request serves, if it still runs. */
-static __always_inline struct thread_state *fuse_query(struct fuse_pending *p)
-{
-	struct thread_state *q;
-
-	if (!p->query_seq)
-		return NULL;
-	q = thread_of(p->tid);
-	return q && q->query_start_ns && q->query_seq == p->query_seq ? q : NULL;
 }
 
 SEC("tracepoint/fuse/fuse_request_end")
@@ -92,11 +79,11 @@ int fuse_end(struct trace_event_raw_fuse_request_end *ctx)
 		return 0;
 	ns = now - p->start_ns;
 	hist_add(HIST_FUSE, ns);
-	q = fuse_query(p);
+	q = query_running(&p->query);
 	if (q) /* the answer's bytes past its header */
 		acct_add(&q->acct.fuse, len > sizeof(struct fuse_out_header) ? len - sizeof(struct fuse_out_header) : 0, ns);
 	/* The daemon answered: what it does next is not for this request. */
-	if (ts && ts->serves_engine && ts->serves_tid == p->tid && ts->serves_seq == p->query_seq) {
+	if (ts && ts->serves_engine && ts->serves_tid == p->query.tid && ts->serves_seq == p->query.query_seq) {
 		if (q) {
 			__sync_fetch_and_add(&q->acct.engine_ns, now - ts->serves_since);
 			q->acct.engine_tgid = ts->tgid;
@@ -156,9 +143,7 @@ int fs_engine_exit_read(struct syscall_trace_exit *ctx)
 		stat_inc(STAT_FUSE_UNSEEN);
 		return 0;
 	}
-	ts->serves_tid = p->tid;
-	ts->serves_seq = p->query_seq;
-	ts->serves_since = bpf_ktime_get_ns();
+	serve(ts, &p->query);
 	ts->serves_engine = 1;
 	return 0;
 }
