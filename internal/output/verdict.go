@@ -37,13 +37,13 @@ type quantity struct {
 	of                func(*model.Query) uint64
 }
 
-func field(name string) func(*model.Query) uint64 {
+// boxes are the waterfall's boxes as quantities.
+func boxes() []quantity {
+	var qs []quantity
 	for _, b := range model.Boxes {
-		if b.Name == name {
-			return func(q *model.Query) uint64 { return *b.Of(q) }
-		}
+		qs = append(qs, quantity{b.Name, "waterfall", b.Title, func(q *model.Query) uint64 { return *b.Of(q) }})
 	}
-	panic("no box " + name)
+	return qs
 }
 
 var (
@@ -62,8 +62,8 @@ var (
 	blkQueue  = quantity{"blk_queue_ns", "block device", "in the block queue (summed over requests)", func(q *model.Query) uint64 { return q.BlkQueueNs }}
 	blkDevice = quantity{"blk_device_ns", "block device", "in the device (summed over requests)", func(q *model.Query) uint64 { return q.BlkDeviceNs }}
 	// Counts, for the page cache's miss ratio and the time per read.
-	fsReads  = func(q *model.Query) uint64 { return q.FSReadCount }
-	fsMisses = func(q *model.Query) uint64 { return q.FSReadMissCount }
+	fsReads  = quantity{"fs_read_count", "page cache", "reads", func(q *model.Query) uint64 { return q.FSReadCount }}
+	fsMisses = quantity{"fs_read_miss_count", "page cache", "reads that missed", func(q *model.Query) uint64 { return q.FSReadMissCount }}
 )
 
 // Thresholds of the chain. A quantity that moved less than alike in
@@ -81,20 +81,17 @@ const (
 // both recordings: B's own, and A's per-fingerprint means weighted by B's
 // calls, so that a different mix of queries is not taken for a change.
 type means struct {
-	calls  uint64 // B's queries of the common fingerprints
-	fps    int
-	a, b   map[string]float64
-	reads  [2]float64 // file system reads per query, A and B
-	misses [2]float64
+	calls uint64 // B's queries of the common fingerprints
+	fps   int
+	a, b  map[string]float64
 }
 
 func (m *means) get(q quantity) (a, b float64) { return m.a[q.name], m.b[q.name] }
 
 func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 	type sums struct {
-		calls    uint64
-		v        []float64
-		rd, miss float64
+		calls uint64
+		v     []float64
 	}
 	sum := func(seq iter.Seq[model.Query]) map[string]*sums {
 		out := map[string]*sums{}
@@ -108,8 +105,6 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 			for i, x := range qs {
 				s.v[i] += float64(x.of(&q))
 			}
-			s.rd += float64(fsReads(&q))
-			s.miss += float64(fsMisses(&q))
 		}
 		return out
 	}
@@ -127,10 +122,6 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 			m.a[q.name] += w * x.v[i]
 			m.b[q.name] += y.v[i]
 		}
-		m.reads[0] += w * x.rd
-		m.reads[1] += y.rd
-		m.misses[0] += w * x.miss
-		m.misses[1] += y.miss
 	}
 	if m.calls == 0 {
 		return m
@@ -140,10 +131,6 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 		m.a[k] /= n
 		m.b[k] /= n
 	}
-	for i := range 2 {
-		m.reads[i] /= n
-		m.misses[i] /= n
-	}
 	return m
 }
 
@@ -152,10 +139,8 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 // environments (record.Environment): the device, the file behind a loop
 // device, the storage engine, named where they explain the change.
 func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, string) {
-	qs := []quantity{queryTime, fuseReqs, engineNs, blkBusy, blkQueue, blkDevice}
-	for _, b := range model.Boxes {
-		qs = append(qs, quantity{b.Name, "waterfall", b.Title, field(b.Name)})
-	}
+	boxes := boxes()
+	qs := append([]quantity{queryTime, fuseReqs, engineNs, blkBusy, blkQueue, blkDevice, fsReads, fsMisses}, boxes...)
 	qs = append(qs, fsOps...)
 	m := mixMeans(qa, qb, qs)
 	if m.calls == 0 {
@@ -178,8 +163,7 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	// The waterfall: the box that moved most with the query.
 	var lead *quantity
 	var leadD float64
-	for _, b := range model.Boxes {
-		q := quantity{b.Name, "waterfall", b.Title, field(b.Name)}
+	for _, q := range boxes {
 		x, y := m.get(q)
 		if d := y - x; d*c.delta > 0 && d/c.delta >= minShare {
 			c.step(q, "")
@@ -246,7 +230,7 @@ func (c *chain) boxList(but string) string {
 func (c *chain) io(box quantity, boxD float64, envA, envB map[string]string) string {
 	m := c.m
 	above, aboveD := box, boxD
-	if m.reads[0]+m.reads[1] > 0 { // traced with --fs
+	if ra, rb := m.get(fsReads); ra+rb > 0 { // traced with --fs
 		var op *quantity
 		var opD float64
 		for _, q := range fsOps {
@@ -260,7 +244,7 @@ func (c *chain) io(box quantity, boxD float64, envA, envB map[string]string) str
 		}
 		c.missRatio()
 		if op == nil || opD/boxD < explainsHalf {
-			return fmt.Sprintf("; the file system calls explain less than half of it: unexplained above the file system (time in the kernel outside file calls: page faults, another process's I/O)")
+			return "; the file system calls explain less than half of it: unexplained above the file system (time in the kernel outside file calls: page faults, another process's I/O)"
 		}
 		above, aboveD = *op, opD
 		if e := c.engine(above, aboveD, cmp.Or(envB["engine"], envA["engine"])); e != "" {
@@ -304,10 +288,11 @@ func (c *chain) engine(above quantity, aboveD float64, name string) string {
 		return ""
 	}
 	// The time each of B's reads of that kind gained.
-	per, reads := "read", c.m.reads[1]
+	per, count := "read", fsReads
 	if above.name == "fs_read_miss_ns" {
-		per, reads = "missed read", c.m.misses[1]
+		per, count = "missed read", fsMisses
 	}
+	_, reads := c.m.get(count)
 	if name == "" {
 		name = "the FUSE daemon"
 	}
@@ -317,15 +302,17 @@ func (c *chain) engine(above quantity, aboveD float64, name string) string {
 
 // missRatio adds the page cache's step: the share of reads that missed.
 func (c *chain) missRatio() {
-	m := c.m
+	reads, misses := [2]float64{}, [2]float64{}
+	reads[0], reads[1] = c.m.get(fsReads)
+	misses[0], misses[1] = c.m.get(fsMisses)
 	var r [2]float64
 	for i := range 2 {
-		if m.reads[i] > 0 {
-			r[i] = m.misses[i] / m.reads[i]
+		if reads[i] > 0 {
+			r[i] = misses[i] / reads[i]
 		}
 	}
-	s := Step{Name: "fs_read_miss_ratio", Layer: "page cache", What: "reads that missed", A: r[0], B: r[1],
-		Note: fmt.Sprintf("%.1f → %.1f reads per query", m.reads[0], m.reads[1])}
+	s := Step{Name: "fs_read_miss_ratio", Layer: "page cache", What: fsMisses.what, A: r[0], B: r[1],
+		Note: fmt.Sprintf("%.1f → %.1f reads per query", reads[0], reads[1])}
 	if r[0] > 0 {
 		s.Ratio = r[1] / r[0]
 	}

@@ -26,11 +26,12 @@ func (e Engine) String() string {
 }
 
 // Under finds the engines serving the file system path lies on: none when
-// it is not a FUSE file system. The mount does not say which process
-// serves it; its server is among the processes that hold /dev/fuse open,
-// and when several do, those whose arguments name the mount point (as
-// bindfs's and most daemons' do). If none names it, all are returned: a
-// process serving another mount sees no request of the database.
+// it is not a FUSE file system. Its server holds /dev/fuse open on the
+// mount's connection, which the descriptor's fdinfo names (fuse_connection,
+// Linux 6.6 on). Where fdinfo does not say, the holders whose arguments
+// name the mount point, else every holder: a process serving another mount
+// sees no request of the database (the kernel side matches requests by
+// connection).
 func Under(path string) ([]Engine, error) {
 	m, err := MountOf(path)
 	if err != nil || !strings.HasPrefix(m.FSType, "fuse") {
@@ -40,27 +41,41 @@ func Under(path string) ([]Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	var named, all []Engine
-	for _, pid := range holders {
-		e := Engine{PID: pid, Name: comm(pid), Mount: m.Point, FSType: m.FSType, Source: m.Source, Conn: m.Dev}
-		all = append(all, e)
-		if namesMount(pid, m.Point) {
-			named = append(named, e)
+	var serving, named, all []Engine
+	for _, h := range holders {
+		e := Engine{PID: h.pid, Name: comm(h.pid), Mount: m.Point, FSType: m.FSType, Source: m.Source, Conn: m.Dev}
+		switch {
+		case h.conn == int64(m.Dev):
+			serving = append(serving, e)
+		case h.conn < 0:
+			all = append(all, e)
+			if namesMount(h.pid, m.Point) {
+				named = append(named, e)
+			}
 		}
 	}
-	if len(named) > 0 {
-		return named, nil
+	for _, es := range [][]Engine{serving, named} {
+		if len(es) > 0 {
+			return es, nil
+		}
 	}
 	return all, nil
 }
 
+// holder is a process with /dev/fuse open, and the connection it serves
+// (-1: fdinfo does not say).
+type holder struct {
+	pid  int
+	conn int64
+}
+
 // fuseHolders lists the processes with /dev/fuse open.
-func fuseHolders() ([]int, error) {
+func fuseHolders() ([]holder, error) {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	var out []int
+	var out []holder
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
 		if err != nil {
@@ -71,25 +86,35 @@ func fuseHolders() ([]int, error) {
 			var st unix.Stat_t
 			if unix.Stat(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()), &st) == nil &&
 				st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 10 && unix.Minor(st.Rdev) == 229 {
-				out = append(out, pid)
-				break
+				out = append(out, holder{pid, fuseConnection(pid, fd.Name())})
 			}
 		}
 	}
 	return out, nil
 }
 
-// namesMount says whether a process's arguments name the mount point: in
-// full, or as a relative path that ends it (a daemon started as
-// `bindfs src mnt` from the directory above).
+// fuseConnection reads the connection a /dev/fuse descriptor serves from
+// its fdinfo; -1 when it does not say.
+func fuseConnection(pid int, fd string) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd))
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "fuse_connection:"); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// namesMount says whether a process's arguments name the mount point.
 func namesMount(pid int, point string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return false
 	}
 	for _, arg := range strings.Split(string(b), "\x00")[1:] {
-		arg = filepath.Clean(arg)
-		if arg == point || !filepath.IsAbs(arg) && arg != "." && strings.HasSuffix(point, "/"+arg) {
+		if filepath.Clean(arg) == point {
 			return true
 		}
 	}

@@ -35,9 +35,11 @@ static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 	ts->sys_op = op;
 	if (ts->query_start_ns && (wf = waterfall_current()))
 		wf->in_fs = 1; /* a sleep from here to the exit is waiting for I/O */
-	ts->nvcsw_at_sys = bpf_get_current_task_btf()->nvcsw;
-	ts->blk_at_sys = ts->blk_submitted;
-	ts->ra_at_sys = ts->ra_pages;
+	if (op == FS_READ) { /* what tells a miss at its end */
+		ts->nvcsw_at_sys = bpf_get_current_task_btf()->nvcsw;
+		ts->blk_at_sys = ts->blk_submitted;
+		ts->ra_at_sys = ts->ra_pages;
+	}
 	ts->sys_start_ns = bpf_ktime_get_ns();
 	return 0;
 }

@@ -129,14 +129,14 @@ int fs_engine_exit_read(struct syscall_trace_exit *ctx)
 	struct fuse_pending *p;
 	struct fuse_key k = {};
 
-	if (!ts || !ts->fuse_buf)
+	void *buf;
+
+	if (!ts || !(buf = (void *)ts->fuse_buf))
+		return 0;
+	ts->fuse_buf = 0;
+	if (ctx->ret < (long)sizeof(h) || bpf_probe_read_user(&h, sizeof(h), buf))
 		return 0;
 	k.conn = ts->fuse_conn;
-	if (ctx->ret < (long)sizeof(h) || bpf_probe_read_user(&h, sizeof(h), (void *)ts->fuse_buf)) {
-		ts->fuse_buf = 0;
-		return 0;
-	}
-	ts->fuse_buf = 0;
 	k.unique = h.unique;
 	p = bpf_map_lookup_elem(&fuse_pending, &k);
 	if (!p) {
