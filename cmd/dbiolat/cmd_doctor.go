@@ -11,6 +11,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
+	"github.com/dbiolat/dbiolat/internal/storage"
 	"github.com/dbiolat/dbiolat/internal/usdt"
 )
 
@@ -74,6 +75,12 @@ func runDoctor(o targetOptions) error {
 			if check(fmt.Sprintf("USDT probes of instance pid %d (data %s, binary %s)", in.PID, in.DataDir, exe), err, "") {
 				info("%d probe sites; query__start %d, query__done %d", len(probes),
 					len(usdt.Find(probes, postgres.Provider, postgres.QueryStart)), len(usdt.Find(probes, postgres.Provider, postgres.QueryDone)))
+			}
+			// What the data directory's I/O goes through: the layers a
+			// compare verdict can name, and a storage engine to follow.
+			stack, err := storage.Of(in.DataDir)
+			if check(fmt.Sprintf("storage under the data directory %s", in.DataDir), err, "") {
+				info("%s", stack)
 			}
 		}
 	}

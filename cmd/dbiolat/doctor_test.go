@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 )
 
 func TestDoctorChecksEverything(t *testing.T) {
@@ -33,7 +35,10 @@ func TestDoctorChecksEverything(t *testing.T) {
 			t.Errorf("the USDT check does not count the query probes: %q", ch.Info)
 		}
 	}
-	for _, want := range []string{"privileges", "kernel BTF", "tracefs", "load and attach", "find PostgreSQL", "USDT probes"} {
+	if st := doctorStorage(t, c); !strings.Contains(st, "mounted at /") {
+		t.Errorf("doctor does not say what the data directory is on: %q", st)
+	}
+	for _, want := range []string{"privileges", "kernel BTF", "tracefs", "load and attach", "find PostgreSQL", "USDT probes", "storage under"} {
 		if !strings.Contains(strings.Join(names, "\n"), want) {
 			t.Errorf("no %q check among %q", want, names)
 		}
@@ -42,4 +47,22 @@ func TestDoctorChecksEverything(t *testing.T) {
 	if err != nil || !strings.Contains(string(text), "all checks passed") {
 		t.Errorf("doctor: %v\n%s", err, text)
 	}
+}
+
+// doctorStorage returns what doctor says lies under the instance's data
+// directory.
+func doctorStorage(t *testing.T, c *pgsandbox.Cluster) string {
+	t.Helper()
+	out, err := exec.Command(binary, "doctor", "--json", "--pid", fmt.Sprint(c.PostmasterPID())).CombinedOutput()
+	var report struct{ Checks []doctorCheck }
+	if err != nil || json.Unmarshal(out, &report) != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	for _, ch := range report.Checks {
+		if strings.HasPrefix(ch.Check, "storage under the data directory") {
+			return ch.Info
+		}
+	}
+	t.Fatalf("doctor has no storage check:\n%s", out)
+	return ""
 }

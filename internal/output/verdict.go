@@ -160,29 +160,42 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	}
 	head := fmt.Sprintf("the queries were %.2fx %s (mean %s → %s)", top.Ratio, way, dur(uint64(a)), dur(uint64(b)))
 
-	// The waterfall: the box that moved most with the query.
+	// The waterfall: every box that moved, either way; the one that moved
+	// most with the query leads.
 	var lead *quantity
 	var leadD float64
 	for _, q := range boxes {
 		x, y := m.get(q)
-		if d := y - x; d*c.delta > 0 && d/c.delta >= minShare {
-			c.step(q, "")
-			if d/c.delta > leadD/c.delta || lead == nil {
-				lead, leadD = &q, d
-			}
+		d := y - x
+		if math.Abs(d/c.delta) < minShare {
+			continue
+		}
+		c.step(q, "")
+		if d*c.delta > 0 && (lead == nil || d/c.delta > leadD/c.delta) {
+			lead, leadD = &q, d
 		}
 	}
 	if lead == nil || lead.name == "unaccounted_ns" {
 		return c.steps, head + fmt.Sprintf("; no measured box of the waterfall moved with it: unexplained (%s)", c.boxList(""))
 	}
-	head += fmt.Sprintf("; %s %s per query, %.0f%% of the change", c.what(*lead), FormatChange(int64(leadD)), 100*leadD/c.delta)
-	if leadD/c.delta < explainsHalf { // the most, not most of it: say where the rest is
-		head += " (then " + c.boxList(lead.name) + ")"
+	head += fmt.Sprintf("; %s %s per query, %s", c.what(*lead), FormatChange(int64(leadD)), shareOf(leadD, c.delta, "the change"))
+	if r := leadD / c.delta; r < explainsHalf || r > 1+minShare { // the most, not most of it, or others fell: say where the rest is
+		head += " (other boxes: " + c.boxList(lead.name) + ")"
 	}
 	if lead.name != "io_wait_ns" && lead.name != "aio_wait_ns" {
 		return c.steps, head + ": the time is not in the I/O stack"
 	}
 	return c.steps, head + c.io(*lead, leadD, envA, envB)
+}
+
+// shareOf says which part of whole part is: "72% of the change". A part
+// beyond the whole (a box that grew by more than the queries did, others
+// having shrunk) is said so, not as a share above 100%.
+func shareOf(part, whole float64, of string) string {
+	if part/whole > 1+minShare {
+		return "more than the whole of " + of
+	}
+	return fmt.Sprintf("%.0f%% of %s", 100*part/whole, of)
 }
 
 type chain struct {
@@ -211,12 +224,13 @@ func (c *chain) step(q quantity, note string) *Step {
 	return &c.steps[len(c.steps)-1]
 }
 
-// boxList lists the boxes that moved with the queries, but one.
+// boxList lists the boxes that moved, but one, with their shares of the
+// change (negative: moved against it).
 func (c *chain) boxList(but string) string {
 	var parts []string
 	for _, s := range c.steps {
 		if s.Layer == "waterfall" && s.Name != but {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", s.What, 100*s.Share))
+			parts = append(parts, fmt.Sprintf("%s %+.0f%%", s.What, 100*s.Share))
 		}
 	}
 	if len(parts) == 0 {
@@ -255,7 +269,10 @@ func (c *chain) io(box quantity, boxD float64, envA, envB map[string]string) str
 	c.step(blkQueue, "")
 	c.step(blkDevice, "")
 	blkD := b.B - b.A
-	dev := envB["device"]
+	dev := ""
+	if d := envB["device"]; d != "" {
+		dev = " " + d
+	}
 	if f := envB["backing_file"]; f != "" {
 		dev += " (a loop device over " + f + ")"
 	}
@@ -266,8 +283,8 @@ func (c *chain) io(box quantity, boxD float64, envA, envB map[string]string) str
 		if qb-qa > db-da {
 			where = "the block queue (above the device, below the file system)"
 		}
-		return fmt.Sprintf(", in %s; block requests in flight %s per query, %.0f%% of it: the difference arises at the block device %s, in %s",
-			c.what(above), FormatChange(int64(aboveD)), 100*blkD/aboveD, dev, where)
+		return fmt.Sprintf(", in %s; block requests in flight %s per query, %s: the difference arises at the block device%s, in %s",
+			c.what(above), FormatChange(int64(aboveD)), shareOf(blkD, aboveD, "it"), dev, where)
 	}
 	return fmt.Sprintf(", in %s (%s per query), while block requests did not follow (%s): the time is added above the block device (the file system, the page cache, or block cgroup throttling)",
 		c.what(above), FormatChange(int64(aboveD)), FormatChange(int64(blkD)))

@@ -28,13 +28,13 @@ func Environment(dataDir string) map[string]string {
 	if b, err := os.ReadFile(filepath.Join(dataDir, "PG_VERSION")); err == nil {
 		env["postgres_version"] = strings.TrimSpace(string(b))
 	}
-	if m, err := storage.MountOf(dataDir); err == nil && m.Point != "" {
-		env["mount_point"], env["fs_type"], env["device"], env["mount_options"] = m.Point, m.FSType, m.Source, m.Options
-		if f := storage.LoopFile(m.Source); f != "" { // the file behind a loop device is the storage
-			env["backing_file"] = f
+	if s, err := storage.Of(dataDir); err == nil {
+		env["mount_point"], env["fs_type"], env["device"], env["mount_options"] = s.Point, s.FSType, s.Source, s.Options
+		if s.BackingFile != "" { // the file behind a loop device is the storage
+			env["backing_file"] = s.BackingFile
 		}
-		if es, _ := storage.Under(dataDir); len(es) > 0 { // the process serving a FUSE file system
-			env["engine"] = es[0].String()
+		if len(s.Engines) > 0 { // the process serving a FUSE file system
+			env["engine"] = s.Engines[0].String()
 		}
 	}
 	return env
