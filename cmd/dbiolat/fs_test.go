@@ -100,9 +100,13 @@ func TestColdAndWarmScanMatchTrackIOTiming(t *testing.T) {
 		}
 
 		w := scans[1]
-		t.Logf("warm: fs read %d in %.1f ms, blk %d requests; plan: %s", w.FSReadCount, float64(w.FSReadNs)/1e6, w.BlkCount, strings.Fields(warm)[0])
-		if w.BlkCount > 5 {
-			t.Errorf("warm scan caused %d block requests, want near zero", w.BlkCount)
+		t.Logf("warm: fs read %d in %.1f ms, blk %d requests (%d reads, %d writes) for %d bytes; plan: %s", w.FSReadCount, float64(w.FSReadNs)/1e6,
+			w.BlkCount, w.BlkReadCount, w.BlkWriteCount, w.BlkBytes, strings.Fields(warm)[0])
+		// Near none, in bytes: a few small requests happen beside a warm
+		// scan (8 of them once, beside a busy test run), none reading the
+		// table again: 5% of it would be 7 MB.
+		if w.BlkBytes > uint64(size)/20 {
+			t.Errorf("warm scan's block requests moved %d bytes, want near none of the %d-byte table", w.BlkBytes, size)
 		}
 		if w.FSReadCount == 0 {
 			t.Errorf("warm scan shows no file system reads (they hit the page cache, but they happen)")

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/storage"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
@@ -47,6 +50,41 @@ func bindfsMount(t *testing.T) string {
 	return mnt
 }
 
+// loopMount makes a file on the disk under /tmp, attaches it to a loop
+// device, makes an ext4 file system on it and mounts it: the database's
+// block requests then go to the loop device, whose kernel worker reads
+// and writes the file through the disk's own file system. It returns the
+// mount point and the file.
+func loopMount(t *testing.T) (mnt, file string) {
+	t.Helper()
+	testenv.NeedRoot(t)
+	dir, err := os.MkdirTemp("", "dbiolat-loop-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, mnt = filepath.Join(dir, "disk.img"), filepath.Join(dir, "mnt")
+	os.Chmod(dir, 0o755)
+	os.Mkdir(mnt, 0o755)
+	run := func(name string, args ...string) string {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v: %s", name, args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("truncate", "-s", "2G", file)
+	dev := run("losetup", "--find", "--show", file)
+	t.Cleanup(func() {
+		exec.Command("umount", mnt).Run()
+		exec.Command("losetup", "-d", dev).Run()
+		os.RemoveAll(dir)
+	})
+	run("mkfs.ext4", "-q", dev)
+	run("mount", dev, mnt)
+	os.Chmod(mnt, 0o755)
+	return mnt, file
+}
+
 // PostgreSQL on a FUSE file system: each cold scan's reads are requests to
 // the bindfs daemon, timed per query, and what the daemon did for them
 // (its reads of the directory beneath, its block requests) is the query's,
@@ -59,15 +97,26 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Stop() })
 	makeBigTable(t, c)
+	if st := doctorStorage(t, c); !strings.Contains(st, "bindfs[") {
+		t.Errorf("doctor does not name the FUSE engine: %q", st)
+	}
 
 	file := filepath.Join(t.TempDir(), "fuse.dbiolat")
 	tr := startTrace(t, "record", "--fs", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
 	if !strings.Contains(tr.stderr.String(), "storage engine bindfs[") {
 		t.Errorf("the trace does not say it found the storage engine: %s", tr.stderr.String())
 	}
+	iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(c.PostmasterPID()), "0.5")
+	engines, err := storage.Under(mnt)
+	if err != nil || len(engines) != 1 {
+		t.Fatalf("the daemon under %s: %v, %v", mnt, engines, err)
+	}
+	cpuBefore := processCPU(t, engines[0].PID)
 	dropCaches(t)
 	psql(t, c, "SELECT count(*) FROM big WHERE id >= 0")
+	engineCPU := processCPU(t, engines[0].PID) - cpuBefore
 	r := tr.stopRecording(t)
+	_, intervals, _ := iops.stop(t)
 	sum := r.Summary
 	scans := only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", 1)
 	q := scans[0]
@@ -75,9 +124,9 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 	if q.EngineFS != nil {
 		engineReads = q.EngineFS.FSReadCount
 	}
-	t.Logf("cold scan on FUSE: %.1f ms, io wait %.1f ms; %d reads (%d missed) in %.1f ms; %d FUSE requests in %.1f ms (%d KiB), engine %d served %.1f ms with %d reads, %d block requests",
+	t.Logf("cold scan on FUSE: %.1f ms, io wait %.1f ms; %d reads (%d missed) in %.1f ms; %d FUSE requests in %.1f ms (%d KiB), engine %d served %.1f ms (%.1f ms on CPU, of its %.1f ms over the scan) with %d reads, %d block requests",
 		ms(q.QueryNs), ms(q.IOWaitNs), q.FSReadCount, q.FSReadMissCount, ms(q.FSReadNs), q.FuseCount, ms(q.FuseNs), q.FuseBytes>>10,
-		q.EnginePID, ms(q.EngineNs), engineReads, q.EngineBlkCount)
+		q.EnginePID, ms(q.EngineNs), ms(q.EngineCPUNs), engineCPU/1e6, engineReads, q.EngineBlkCount)
 	// The table (about 140 MB) was cold: the scan's misses went to the
 	// daemon as requests, which read the files beneath and went to the disk.
 	if q.FuseCount == 0 || q.FuseBytes < 100<<20 {
@@ -86,13 +135,53 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 	if q.EnginePID == 0 || q.EngineNs == 0 || engineReads == 0 || q.EngineBlkCount == 0 || q.EngineBlkCount > q.BlkCount {
 		t.Errorf("the engine's work is not the query's: engine %d, %d ns, %d reads, %d of %d block requests", q.EnginePID, q.EngineNs, engineReads, q.EngineBlkCount, q.BlkCount)
 	}
-	// The daemon answers each request inside the time the query waited for it.
+	// The daemon answers each request inside the time the query waited
+	// for it, and is on CPU for part of its serving time.
 	if q.EngineNs > q.FuseNs || q.FuseNs > q.QueryNs*uint64(max(1, q.FuseCount)) {
 		t.Errorf("engine time %d ns, request time %d ns, query %d ns", q.EngineNs, q.FuseNs, q.QueryNs)
+	}
+	if q.EngineCPUNs == 0 || q.EngineCPUNs > q.EngineNs {
+		t.Errorf("engine CPU %d ns of its %d ns serving", q.EngineCPUNs, q.EngineNs)
+	}
+	// The daemon's CPU as the kernel counts it (/proc/PID/stat, in ticks
+	// of 10 ms) over the scan: what it did for the scan is at most that,
+	// and most of it, since it served nothing else meanwhile (at least
+	// half: it also answers lookups and its own background reads). 20 ms:
+	// a tick at each end.
+	if cpu := float64(q.EngineCPUNs); cpu > engineCPU+20e6 || cpu < engineCPU/2-20e6 {
+		t.Errorf("engine CPU for the scan %.1f ms; the daemon's CPU over the scan was %.1f ms", cpu/1e6, engineCPU/1e6)
+	}
+	// iops shows the daemon as a role of its own, reading the table for the scan.
+	var engineBytes float64
+	for _, iv := range intervals {
+		for _, r := range iv.Rates {
+			if r.Layer == "fs" && r.Role == "storage engine" {
+				engineBytes += r.ReadBytes * iv.Seconds
+			}
+		}
+	}
+	if engineBytes < float64(q.FuseBytes)/2 {
+		t.Errorf("iops's storage engine rows read %.0f bytes; the scan's FUSE requests were for %d", engineBytes, q.FuseBytes)
 	}
 	if h := sum.Hists["fuse"]; h == nil || h.Count < q.FuseCount {
 		t.Errorf("the fuse histogram holds fewer requests than the scan sent: %v", h)
 	}
+}
+
+// processCPU is a process's CPU time in nanoseconds as /proc/PID/stat
+// counts it (user and system, in ticks), its exited threads included.
+func processCPU(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command, which is in parentheses: utime and stime are the 14th and 15th.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	const userHZ = 100 // sysconf(_SC_CLK_TCK) on Linux
+	return (utime + stime) * 1e9 / userHZ
 }
 
 // recordColdScans records (with --fs) two cold-cache scans of big on c.
@@ -134,5 +223,75 @@ func TestCompareNamesTheFUSEEngine(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "arises in the userspace storage engine bindfs[") {
 		t.Errorf("compare does not name the FUSE engine")
+	}
+}
+
+// The loop pair: the same scans on the plain disk, then on a file system
+// of its own on a loop device over a file of the same disk. Each of the
+// scan's reads that misses the page cache goes to the loop device, whose
+// worker reads the file beneath (itself through the disk's file system
+// and page cache): compare follows the scans' time down to the loop
+// device and names the file behind it.
+func TestCompareNamesTheLoopDevice(t *testing.T) {
+	dir := t.TempDir()
+	plain, loop := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "loop.dbiolat")
+	settings := map[string]string{"shared_buffers": "16MB"}
+	a := startPG(t, settings)
+	makeBigTable(t, a)
+	recordColdScans(t, a, plain)
+	a.Stop()
+
+	mnt, file := loopMount(t)
+	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: mnt, Settings: settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Stop() })
+	makeBigTable(t, b)
+	if st := doctorStorage(t, b); !strings.Contains(st, "a loop device over "+file) {
+		t.Errorf("doctor does not name the loop device's file: %q", st)
+	}
+	recordColdScans(t, b, loop)
+
+	out, err := exec.Command(binary, "compare", plain, loop).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "(a loop device over "+file+")") {
+		t.Errorf("compare does not name the loop device and its file %s", file)
+	}
+}
+
+// bench runs on each storage of the pairs: behind a FUSE engine and on a
+// loop device (the plain disk and the throttled one: bench_test.go). Its
+// recording says what the storage is, and fio's direct I/O and the scans
+// went through it.
+func TestBenchOnEachStorage(t *testing.T) {
+	loop, file := loopMount(t)
+	for _, c := range []struct {
+		name, dir, key, want string
+	}{
+		{"fuse", bindfsMount(t), "engine", "bindfs["},
+		{"loop", loop, "backing_file", file},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := runBenchIn(t, c.dir, "")
+			if !strings.Contains(r.Meta[c.key], c.want) {
+				t.Errorf("the recording's %s is %q, want %q", c.key, r.Meta[c.key], c.want)
+			}
+			if len(r.Fio) != 4 {
+				t.Fatalf("%d fio runs, want 4", len(r.Fio))
+			}
+			for _, j := range r.Fio {
+				checkFioFigures(t, &j)
+			}
+			scans := only(t, slices.Collect(r.Queries), "SELECT count(*) FROM pgbench_accounts", 2)
+			for _, q := range scans {
+				if q.FSReadCount == 0 {
+					t.Errorf("a cold scan on %s made no file system reads: %+v", c.name, q)
+				}
+			}
+		})
 	}
 }

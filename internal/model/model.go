@@ -71,6 +71,7 @@ type Query struct {
 	FuseNs         uint64    `json:"fuse_ns"`    // send to answer, summed over the requests
 	EnginePID      int       `json:"engine_pid,omitempty"`
 	EngineNs       uint64    `json:"engine_ns"`           // the engine's time on them: taking each request to answering
+	EngineCPUNs    uint64    `json:"engine_cpu_ns"`       // of engine_ns, the engine's time on CPU
 	EngineFS       *FSTotals `json:"engine_fs,omitempty"` // the engine's file system calls for it
 	EngineBlkCount uint64    `json:"engine_blk_count"`    // of blk_count: requests the engine started for it
 	EngineBlkBytes uint64    `json:"engine_blk_bytes"`

@@ -58,6 +58,7 @@ var (
 	// A userspace storage engine (FUSE) between the file system and the disk.
 	fuseReqs  = quantity{"fuse_ns", "engine", "FUSE requests, send to answer (summed)", func(q *model.Query) uint64 { return q.FuseNs }}
 	engineNs  = quantity{"engine_ns", "engine", "the engine serving them", func(q *model.Query) uint64 { return q.EngineNs }}
+	engineCPU = quantity{"engine_cpu_ns", "engine", "the engine on CPU serving them", func(q *model.Query) uint64 { return q.EngineCPUNs }}
 	blkBusy   = quantity{"blk_ns", "block device", "block requests in flight (wall time)", func(q *model.Query) uint64 { return q.BlkNs }}
 	blkQueue  = quantity{"blk_queue_ns", "block device", "in the block queue (summed over requests)", func(q *model.Query) uint64 { return q.BlkQueueNs }}
 	blkDevice = quantity{"blk_device_ns", "block device", "in the device (summed over requests)", func(q *model.Query) uint64 { return q.BlkDeviceNs }}
@@ -140,7 +141,7 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 // device, the storage engine, named where they explain the change.
 func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, string) {
 	boxes := boxes()
-	qs := append([]quantity{queryTime, fuseReqs, engineNs, blkBusy, blkQueue, blkDevice, fsReads, fsMisses}, boxes...)
+	qs := append([]quantity{queryTime, fuseReqs, engineNs, engineCPU, blkBusy, blkQueue, blkDevice, fsReads, fsMisses}, boxes...)
 	qs = append(qs, fsOps...)
 	m := mixMeans(qa, qb, qs)
 	if m.calls == 0 {
@@ -300,6 +301,7 @@ func (c *chain) engine(above quantity, aboveD float64, name string) string {
 	}
 	f := c.step(fuseReqs, "")
 	c.step(engineNs, "")
+	c.step(engineCPU, "")
 	d := f.B - f.A
 	if d*aboveD <= 0 || d/aboveD < explainsHalf {
 		return ""

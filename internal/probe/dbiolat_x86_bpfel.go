@@ -192,6 +192,7 @@ type dbiolatQueryAcct struct {
 	AioRead        dbiolatIoAcct
 	Fuse           dbiolatIoAcct
 	EngineNs       uint64
+	EngineCpuNs    uint64
 	EngineFs       [5]dbiolatIoAcct
 	EngineBlk      dbiolatIoAcct
 	EngineTgid     uint32
@@ -268,7 +269,9 @@ type dbiolatTaskLocal struct {
 		WaitingFor  uint8
 		Asleep      uint8
 		AsleepBox   uint8
-		Pad         [3]uint8
+		Serving     uint8
+		Pad         [2]uint8
+		ServeCpuNs  uint64
 	}
 	Wire struct {
 		_       structs.HostLayout

@@ -196,7 +196,7 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		SharedRead:     a.SharedRead,
 	}
 	q.FuseCount, q.FuseBytes, q.FuseNs = a.Fuse.Count, a.Fuse.Bytes, a.Fuse.Ns
-	q.EngineNs, q.EngineBlkCount, q.EngineBlkBytes = a.EngineNs, a.EngineBlk.Count, a.EngineBlk.Bytes
+	q.EngineNs, q.EngineCPUNs, q.EngineBlkCount, q.EngineBlkBytes = a.EngineNs, a.EngineCpuNs, a.EngineBlk.Count, a.EngineBlk.Bytes
 	if a.EngineTgid != 0 {
 		q.EnginePID = int(a.EngineTgid)
 	}

@@ -158,6 +158,7 @@ struct query_acct {
 	/* A userspace storage engine (a FUSE daemon) serving it (fuse.bpf.c). */
 	struct io_acct fuse;          /* requests it sent: count, bytes answered, send -> answer */
 	__u64 engine_ns;              /* the daemon's time on them: taking the request -> answering */
+	__u64 engine_cpu_ns;          /* of engine_ns, the daemon's time on CPU */
 	struct io_acct engine_fs[FS_ACCTS]; /* the daemon's file system calls for it, by enum fs_op */
 	struct io_acct engine_blk;    /* block requests the daemon started for it (also in blk[]) */
 	__u32 engine_tgid;            /* the daemon (the last one, if several served it) */
@@ -246,7 +247,9 @@ struct waterfall {
 	__u8 waiting_for;     /* enum box of the wait lock probes bracket, else 0 */
 	__u8 asleep;          /* off CPU asleep, not preempted */
 	__u8 asleep_box;      /* enum box of that sleep */
-	__u8 pad[3];
+	__u8 serving;         /* a storage engine's thread serving a query's request: its CPU is counted */
+	__u8 pad[2];
+	__u64 serve_cpu_ns;   /* its CPU on that request until it last went off CPU */
 };
 
 /*

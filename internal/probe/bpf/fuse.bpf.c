@@ -10,7 +10,8 @@
  * unique id, read from its buffer as the call returns): from then until it
  * answers, it serves the query that sent it. Its file system calls go to
  * the query's engine_fs, its block requests to the query (charged.bpf.h),
- * and its time serving to engine_ns.
+ * its time serving to engine_ns and its CPU meanwhile to engine_cpu_ns
+ * (counted by the scheduler hook while its waterfall says serving).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -42,6 +43,32 @@ struct {
 	__type(key, struct fuse_key);
 	__type(value, struct fuse_pending);
 } fuse_pending SEC(".maps");
+
+/* The current thread, a storage engine's, starts serving a request: count its CPU. */
+static __always_inline void serving_cpu_start(__u64 now)
+{
+	struct task_local *tl = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!tl)
+		return;
+	tl->wf.serving = 1;
+	tl->wf.serve_cpu_ns = 0;
+	tl->wf.oncpu_since = now;
+}
+
+/* It answered: its CPU on the request. */
+static __always_inline __u64 serving_cpu_end(__u64 now)
+{
+	struct waterfall *wf = waterfall_current();
+	__u64 cpu;
+
+	if (!wf || !wf->serving)
+		return 0;
+	cpu = wf->serve_cpu_ns + (wf->oncpu_since ? now - wf->oncpu_since : 0);
+	wf->serving = 0;
+	wf->oncpu_since = 0;
+	return cpu;
+}
 
 SEC("tracepoint/fuse/fuse_request_send")
 int fuse_send(struct trace_event_raw_fuse_request_send *ctx)
@@ -84,8 +111,11 @@ int fuse_end(struct trace_event_raw_fuse_request_end *ctx)
 		acct_add(&q->acct.fuse, len > sizeof(struct fuse_out_header) ? len - sizeof(struct fuse_out_header) : 0, ns);
 	/* The daemon answered: what it does next is not for this request. */
 	if (ts && ts->serves_engine && ts->serves_tid == p->query.tid && ts->serves_seq == p->query.query_seq) {
+		__u64 cpu = serving_cpu_end(now);
+
 		if (q) {
 			__sync_fetch_and_add(&q->acct.engine_ns, now - ts->serves_since);
+			__sync_fetch_and_add(&q->acct.engine_cpu_ns, cpu);
 			q->acct.engine_tgid = ts->tgid;
 		}
 		ts->serves_tid = 0;
@@ -145,5 +175,6 @@ int fs_engine_exit_read(struct syscall_trace_exit *ctx)
 	}
 	serve(ts, &p->query);
 	ts->serves_engine = 1;
+	serving_cpu_start(ts->serves_since);
 	return 0;
 }

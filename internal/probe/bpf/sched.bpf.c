@@ -74,7 +74,11 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u64 now = 0, off, runq;
 
 	wf = waterfall_of(prev);
-	if (wf && wf->in_query) {
+	if (wf && wf->serving && wf->oncpu_since) { /* a storage engine's thread: only its CPU counts */
+		now = bpf_ktime_get_ns();
+		wf->serve_cpu_ns += now - wf->oncpu_since;
+		wf->oncpu_since = 0;
+	} else if (wf && wf->in_query) {
 		now = bpf_ktime_get_ns();
 		if (wf->oncpu_since)
 			wf->box_ns[BOX_CPU] += now - wf->oncpu_since;
@@ -90,10 +94,14 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		}
 	}
 	wf = waterfall_of(next);
-	if (!wf || !wf->in_query)
+	if (!wf || !(wf->in_query || wf->serving))
 		return 0;
 	if (!now)
 		now = bpf_ktime_get_ns();
+	if (wf->serving) {
+		wf->oncpu_since = now;
+		return 0;
+	}
 	if (!wf->offcpu_since && wf->oncpu_since) /* it ran until now, yet its switch-out was not seen */
 		stat_inc(STAT_WATERFALL_MISSED);
 	if (wf->offcpu_since) {
