@@ -265,6 +265,12 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 			want = append(want, "cmp-"+def.Name)
 		}
 	}
+	if len(cmp.Queries) > 0 { // the legend, then each fingerprint's bars of A and B
+		want = append(want, "boxes-legend")
+	}
+	for _, d := range cmp.Queries {
+		want = append(want, "boxes-"+d.Fingerprint)
+	}
 	dom = checkPage(t, browser, compareHTML, want)
 	deltas := rows(dom, "delta")
 	if len(deltas) != len(cmp.Queries) || !slices.ContainsFunc(deltas, func(r string) bool { return strings.Contains(r, "UPDATE pgbench_accounts") }) {
@@ -273,18 +279,59 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	if n := len(rows(dom, "layer")); n != len(cmp.Layers) {
 		t.Errorf("%d layer rows, want %d", n, len(cmp.Layers))
 	}
-	verdict := regexp.MustCompile(`([0-9])us\b`).ReplaceAllString(cmp.Verdict, "${1}µs") // the page writes µs
+	// Each fingerprint's row has its two bars, A's and B's, in the order of the deltas.
+	bars := rows(dom, "waterfall")
+	if len(bars) != len(cmp.Queries) {
+		t.Errorf("%d rows of bars, want %d", len(bars), len(cmp.Queries))
+	}
+	for i, r := range bars[:min(len(bars), len(cmp.Queries))] {
+		if fp := cmp.Queries[i].Fingerprint; !strings.Contains(r, `data-fingerprint="`+fp+`"`) ||
+			strings.Count(r, `class="bar-a"`) != 1 || strings.Count(r, `class="bar-b"`) != 1 {
+			t.Errorf("row %d of bars: want %s's bar of A and of B:\n%s", i, fp, r)
+		}
+	}
+	if na, nb := strings.Count(dom, `class="bar-a"`), strings.Count(dom, `class="bar-b"`); na+nb != 2*len(cmp.Queries) {
+		t.Errorf("%d bars of A and %d of B for %d fingerprints", na, nb, len(cmp.Queries))
+	}
+	// The recordings share fingerprints, so the verdict has a chain: its
+	// steps, one row each, with their figures.
+	micros := regexp.MustCompile(`([0-9])us\b`) // the page writes µs
+	steps := rows(dom, "step")
+	if len(cmp.Chain) == 0 || len(steps) != len(cmp.Chain) {
+		t.Errorf("%d chain rows for a chain of %d steps (want at least one: the recordings share %d fingerprints)", len(steps), len(cmp.Chain), cmp.Common)
+	}
+	for i, s := range cmp.Chain[:min(len(steps), len(cmp.Chain))] {
+		a, b, _ := s.Figures()
+		a, b = micros.ReplaceAllString(a, "${1}µs"), micros.ReplaceAllString(b, "${1}µs")
+		if !strings.Contains(steps[i], s.What) || !strings.Contains(steps[i], a) || !strings.Contains(steps[i], b) {
+			t.Errorf("chain row %d: want %s, %s and %s:\n%s", i, s.What, a, b, steps[i])
+		}
+	}
+	verdict := micros.ReplaceAllString(cmp.Verdict, "${1}µs")
 	for _, s := range []string{"A: first.dbiolat", "B: second.dbiolat", verdict} {
 		if !strings.Contains(dom, s) {
 			t.Errorf("the comparison does not say %q", s)
 		}
 	}
-	px = screenshot(t, browser, compareHTML, htmlreport.ColorA, htmlreport.ColorB)
+	colors := []string{htmlreport.ColorA, htmlreport.ColorB}
+	for _, b := range model.Boxes {
+		colors = append(colors, b.Color)
+	}
+	px = screenshot(t, browser, compareHTML, colors...)
 	t.Logf("compare: pixels %v", px)
 	for _, color := range []string{htmlreport.ColorA, htmlreport.ColorB} {
 		if px[color] < 3000 {
 			t.Errorf("the comparison's screenshot has %d pixels of %s, want at least 3000: a histogram was not drawn", px[color], color)
 		}
+	}
+	// Of each fingerprint's two bars the longer is 420 by 16 pixels, less
+	// its outline: all of it in the boxes' colors.
+	var boxPx int
+	for _, b := range model.Boxes {
+		boxPx += px[b.Color]
+	}
+	if least := 4000 * len(cmp.Queries); boxPx < least {
+		t.Errorf("the comparison's screenshot has %d pixels of the boxes' colors, want at least %d: the bars of %d fingerprints were not drawn", boxPx, least, len(cmp.Queries))
 	}
 }
 

@@ -336,6 +336,27 @@ type Side struct {
 type deltaRow struct {
 	output.QueryDelta
 	MeanA, MeanB, Ratio, IOWaitA, IOWaitB, Change string
+	Bars                                          Chart // its mean call in A and B, box by box
+}
+
+// stepRow is one step of the verdict's chain, formatted as compare's
+// terminal output formats it (output.Step.Figures).
+type stepRow struct {
+	What, Layer, A, B, Ratio, Share, Note string
+}
+
+func chainRows(steps []output.Step) []stepRow {
+	var rows []stepRow
+	for _, s := range steps {
+		a, b, share := s.Figures()
+		ratio := "–" // no ratio to nothing
+		if s.A > 0 {
+			ratio = fmt.Sprintf("%.2f×", s.Ratio)
+		}
+		rows = append(rows, stepRow{What: s.What, Layer: s.Layer, A: micro(a), B: micro(b), Ratio: ratio, Share: share,
+			Note: microsIn.ReplaceAllString(s.Note, "${1}µs")})
+	}
+	return rows
 }
 
 type layerRow struct {
@@ -348,9 +369,11 @@ type comparePage struct {
 	Meta         []struct{ K, A, B string }
 	Layers       []layerRow
 	Verdict      string
+	Chain        []stepRow
 	Plots        []plot
 	Common       int
 	Deltas       []deltaRow
+	BoxLegend    Chart // names the colors of the deltas' bars
 	Fio          []fioDiffRow
 	ColorA       string
 	ColorB       string
@@ -371,7 +394,8 @@ func Compare(w io.Writer, c *output.Comparison, a, b Side) error {
 	legend := func(tag string, s Side) string {
 		return fmt.Sprintf("%s: %s (%s, %s)", tag, filepath.Base(s.Name), s.Rec.Meta["device"], s.Rec.Meta["fs_type"])
 	}
-	p := comparePage{NameA: legend("A", a), NameB: legend("B", b), Verdict: microsIn.ReplaceAllString(c.Verdict, "${1}µs"), Common: c.Common, ColorA: ColorA, ColorB: ColorB}
+	p := comparePage{NameA: legend("A", a), NameB: legend("B", b), Verdict: microsIn.ReplaceAllString(c.Verdict, "${1}µs"),
+		Chain: chainRows(c.Chain), Common: c.Common, BoxLegend: BoxLegend(), ColorA: ColorA, ColorB: ColorB}
 	wa, wb := where(a.Rec), where(b.Rec)
 	for i := range wa {
 		if wa[i].V != "" || wb[i].V != "" {
@@ -399,7 +423,7 @@ func Compare(w io.Writer, c *output.Comparison, a, b Side) error {
 	for _, d := range c.Queries {
 		p.Deltas = append(p.Deltas, deltaRow{QueryDelta: d, MeanA: dur(uint64(d.MeanA)), MeanB: dur(uint64(d.MeanB)),
 			Ratio: fmt.Sprintf("%.2f×", d.MeanRatio), IOWaitA: dur(uint64(d.IOWaitA)), IOWaitB: dur(uint64(d.IOWaitB)),
-			Change: micro(output.FormatChange(d.TotalChange()))})
+			Change: micro(output.FormatChange(d.TotalChange())), Bars: BoxBars(&d)})
 	}
 	return execute(w, "compare", p)
 }

@@ -186,9 +186,28 @@ func TestCompare(t *testing.T) {
 		return Compare(w, c, Side{Name: "/x/plain.dbiolat", Rec: a}, Side{Name: "/x/slow.dbiolat", Rec: b})
 	})
 	p := parse(t, html)
-	want := []string{"cmp-query", "cmp-fs_read", "cmp-blk_read", "cmp-blk_read_size"}
+	want := []string{"cmp-query", "cmp-fs_read", "cmp-blk_read", "cmp-blk_read_size",
+		"boxes-legend", "boxes-00000000000000aa", "boxes-00000000000000bb"}
 	if !slices.Equal(p.plots, want) {
 		t.Errorf("plots %q, want %q", p.plots, want)
+	}
+	// A fingerprint's bars: one for A and one for B, on one row with its
+	// text (escaped: the page parsed and render found no raw script).
+	wf := p.rows["waterfall"]
+	if len(wf) != 2 || !strings.Contains(wf[0], "UPDATE t SET") || !strings.Contains(wf[1], hostile) {
+		t.Errorf("waterfall rows %q", wf)
+	}
+	if na, nb := strings.Count(html, `class="bar-a"`), strings.Count(html, `class="bar-b"`); na != 2 || nb != 2 {
+		t.Errorf("%d bars of A and %d of B, want 2 each", na, nb)
+	}
+	// B's CPU is three times A's: each box's time per call, as the sample made it.
+	for _, s := range []string{"A cpu: 600µs per call", "B cpu: 1.8ms per call", "A lock: 20µs per call", "B lock: 20µs per call"} {
+		if !strings.Contains(p.text, s) {
+			t.Errorf("no segment says %q", s)
+		}
+	}
+	if len(p.rows["step"]) != 0 {
+		t.Errorf("a chain table without a chain: %q", p.rows["step"])
 	}
 	if d := p.rows["delta"]; len(d) != 2 || !strings.Contains(d[0], "UPDATE t SET") || !strings.Contains(d[0], "3.00×") {
 		t.Errorf("delta rows %q", d)
@@ -200,6 +219,25 @@ func TestCompare(t *testing.T) {
 		if !strings.Contains(p.text, s) {
 			t.Errorf("the page does not say %q", s)
 		}
+	}
+
+	// With the chain: one row per step, under the verdict.
+	c.Chain, c.Verdict = output.Chain(a.Queries, b.Queries, a.Meta, b.Meta)
+	p = parse(t, render(t, func(w io.Writer) error {
+		return Compare(w, c, Side{Name: "/x/plain.dbiolat", Rec: a}, Side{Name: "/x/slow.dbiolat", Rec: b})
+	}))
+	steps := p.rows["step"]
+	if len(c.Chain) == 0 || len(steps) != len(c.Chain) {
+		t.Fatalf("%d chain rows for %d steps", len(steps), len(c.Chain))
+	}
+	for i, s := range c.Chain {
+		a, b, _ := s.Figures()
+		if !strings.Contains(steps[i], s.What) || !strings.Contains(steps[i], micro(a)) || !strings.Contains(steps[i], micro(b)) {
+			t.Errorf("step %d is %q: want %s, %s and %s", i, steps[i], s.What, a, b)
+		}
+	}
+	if !strings.Contains(p.text, microsIn.ReplaceAllString(c.Verdict, "${1}µs")) {
+		t.Errorf("the page does not give the chain's verdict %q", c.Verdict)
 	}
 }
 
@@ -258,5 +296,77 @@ func TestEmptyCharts(t *testing.T) {
 	}
 	if c := RateChart("x", "ops/s", nil, nil); len(c.Paths) != 0 {
 		t.Errorf("lines without intervals: %+v", c.Paths)
+	}
+}
+
+// The chain's table: each step's figures as the terminal shows them, but
+// µs and ×; a step from nothing has no ratio.
+func TestChainRows(t *testing.T) {
+	rows := chainRows([]output.Step{
+		{Name: "query_ns", Layer: "query", What: "query time", A: 1e6, B: 3e6, Ratio: 3, Share: 1, Note: "2 fingerprints in both; 30 queries in B"},
+		{Name: "io_wait_ns", Layer: "waterfall", What: "I/O wait", A: 0, B: 1.5e3, Share: 0.00075},
+		{Name: "fs_read_miss_ratio", Layer: "page cache", What: "reads that missed", A: 0.25, B: 0.5, Ratio: 2, Note: "4.0 → 4.0 reads per query"},
+	})
+	want := []stepRow{
+		{What: "query time", Layer: "query", A: "1ms", B: "3ms", Ratio: "3.00×", Share: "100%", Note: "2 fingerprints in both; 30 queries in B"},
+		{What: "I/O wait", Layer: "waterfall", A: "0ns", B: "1.5µs", Ratio: "–", Share: "0%"},
+		{What: "reads that missed", Layer: "page cache", A: "25.0%", B: "50.0%", Ratio: "2.00×", Note: "4.0 → 4.0 reads per query"},
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("chain rows\n got  %+v\n want %+v", rows, want)
+	}
+}
+
+// A fingerprint's bars: each segment as long as its box's time per call,
+// A's and B's on one scale (the slower mean fills the width), A above B.
+func TestBoxBars(t *testing.T) {
+	d := output.QueryDelta{Fingerprint: "f", MeanA: 1500, MeanB: 3000,
+		BoxesA: map[string]float64{"cpu_ns": 1000, "io_wait_ns": 500},
+		BoxesB: map[string]float64{"cpu_ns": 1000, "io_wait_ns": 2000}}
+	c := BoxBars(&d)
+	if c.ID != "boxes-f" {
+		t.Errorf("id %q", c.ID)
+	}
+	color := map[string]string{}
+	for _, b := range model.Boxes {
+		color[b.Name] = b.Color
+	}
+	type seg struct {
+		fill string
+		w    float64
+	}
+	var segs []seg
+	outline := map[string]Rect{}
+	for _, r := range c.Rects {
+		if r.Class != "" {
+			outline[r.Class] = r
+		} else {
+			segs = append(segs, seg{r.Fill, r.W})
+		}
+	}
+	px := boxBarsW / 3000 // B's mean fills the width
+	want := []seg{{color["cpu_ns"], 1000 * px}, {color["io_wait_ns"], 500 * px}, {color["cpu_ns"], 1000 * px}, {color["io_wait_ns"], 2000 * px}}
+	if len(segs) != len(want) {
+		t.Fatalf("segments %+v, want %+v", segs, want)
+	}
+	for i := range want {
+		if segs[i].fill != want[i].fill || math.Abs(segs[i].w-want[i].w) > 1e-9 {
+			t.Errorf("segment %d: %+v, want %+v", i, segs[i], want[i])
+		}
+	}
+	a, b := outline["bar-a"], outline["bar-b"]
+	if len(outline) != 2 || math.Abs(a.W-1500*px) > 1e-9 || math.Abs(b.W-boxBarsW) > 1e-9 || a.Y >= b.Y {
+		t.Errorf("bars %+v: want A half of B's length, above it", outline)
+	}
+	if !strings.Contains(c.Rects[1].Tip, "A io wait: 500ns per call (33%)") {
+		t.Errorf("A's I/O wait says %q", c.Rects[1].Tip)
+	}
+
+	// Boxes that overrun the mean set the scale: no bar leaves its room.
+	d.BoxesB["cpu_ns"] = 4000 // 6000 in B's boxes, for a mean of 3000
+	for _, r := range BoxBars(&d).Rects {
+		if r.X+r.W > boxBarsLabelW+boxBarsW+1e-9 {
+			t.Errorf("%+v overflows the bar's width", r)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/output"
 )
 
 // The plots' colors. They are distinctive on purpose: the tests find them
@@ -62,10 +63,11 @@ type Line struct {
 	Class          string
 }
 
-// Rect is a bar or a legend swatch; Tip shows on hover.
+// Rect is a bar or a legend swatch; Tip shows on hover. Class, if any,
+// styles it and lets readers and tests find it.
 type Rect struct {
-	X, Y, W, H float64
-	Fill, Tip  string
+	X, Y, W, H       float64
+	Fill, Tip, Class string
 }
 
 // Path is a series of a line chart.
@@ -389,4 +391,68 @@ func WaterfallChart(qs []model.Query) Chart {
 		}
 	}
 	return c
+}
+
+// Geometry of a fingerprint's two bars, A above B: a label, the bar, and
+// room after it for the mean.
+const (
+	boxBarsLabelW, boxBarsW, boxBarsRowH = 24.0, 420.0, 20.0
+	boxBarsTextW                         = 70.0
+)
+
+// BoxLegend names the colors of the waterfall's boxes, once for all the
+// bars drawn by BoxBars.
+func BoxLegend() Chart {
+	c := Chart{ID: "boxes-legend", W: int(wfW), H: 24, Label: "the boxes of the waterfall"}
+	c.legend(2, 16, waterfallLegend(), nil)
+	return c
+}
+
+// BoxBars draws a fingerprint's mean call in A and in B as two stacked
+// bars, A above B, each box's time per call one segment. Both bars share
+// one time scale, the longer one filling the width, so that their lengths
+// compare as well as their boxes.
+func BoxBars(d *output.QueryDelta) Chart {
+	sides := []struct {
+		tag   string
+		mean  float64
+		boxes map[string]float64
+	}{{"A", d.MeanA, d.BoxesA}, {"B", d.MeanB, d.BoxesB}}
+	// The boxes add up to the mean, unless they overran it (another
+	// clock path): then the longest sum sets the scale, never overflowing.
+	scale := max(d.MeanA, d.MeanB)
+	for _, s := range sides {
+		scale = max(scale, boxSum(s.boxes))
+	}
+	scale = max(scale, 1)
+	c := Chart{ID: "boxes-" + d.Fingerprint, W: int(boxBarsLabelW + boxBarsW + boxBarsTextW), H: int(2*boxBarsRowH + 2),
+		Label: "mean call in A and in B, by box of the waterfall"}
+	for i, s := range sides {
+		y := float64(i) * boxBarsRowH
+		c.text(boxBarsLabelW-8, y+14, "end", s.tag)
+		x := boxBarsLabelW
+		for _, b := range model.Boxes {
+			v := s.boxes[b.Name]
+			if v <= 0 {
+				continue
+			}
+			w := boxBarsW * v / scale
+			c.Rects = append(c.Rects, Rect{X: x, Y: y + 2, W: w, H: boxBarsRowH - 4, Fill: b.Color,
+				Tip: fmt.Sprintf("%s %s: %s per call (%.0f%%)", s.tag, b.Short, dur(uint64(v)), 100*v/max(s.mean, 1))})
+			x += w
+		}
+		// The bar's outline: its whole length, for the eye and for tests.
+		c.Rects = append(c.Rects, Rect{X: boxBarsLabelW, Y: y + 2, W: x - boxBarsLabelW, H: boxBarsRowH - 4, Fill: "none",
+			Class: "bar-" + strings.ToLower(s.tag), Tip: fmt.Sprintf("%s: %s per call", s.tag, dur(uint64(s.mean)))})
+		c.text(x+6, y+14, "start", dur(uint64(s.mean)))
+	}
+	return c
+}
+
+func boxSum(m map[string]float64) float64 {
+	var sum float64
+	for _, v := range m {
+		sum += v
+	}
+	return sum
 }

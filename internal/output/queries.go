@@ -22,6 +22,7 @@ type FingerprintStats struct {
 	FSNs        uint64 // in file system calls (across the waterfall's boxes)
 	BlkNs       uint64
 	IOWaitNs    uint64
+	BoxNs       []uint64 // summed per box of the waterfall, in model.Boxes' order
 }
 
 // MeanNs is the mean query time.
@@ -41,7 +42,7 @@ func ByFingerprint(qs iter.Seq[model.Query]) []FingerprintStats {
 		if !ok {
 			k = len(list)
 			index[q.Fingerprint] = k
-			list = append(list, FingerprintStats{Fingerprint: q.Fingerprint, Query: q.Query})
+			list = append(list, FingerprintStats{Fingerprint: q.Fingerprint, Query: q.Query, BoxNs: make([]uint64, len(model.Boxes))})
 		}
 		f := &list[k]
 		f.Calls++
@@ -50,6 +51,9 @@ func ByFingerprint(qs iter.Seq[model.Query]) []FingerprintStats {
 		f.FSNs += q.FSNs()
 		f.BlkNs += q.BlkNs
 		f.IOWaitNs += q.IOWaitNs
+		for i, b := range model.Boxes {
+			f.BoxNs[i] += *b.Of(&q)
+		}
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].TotalNs != list[j].TotalNs {
@@ -120,6 +124,20 @@ type QueryDelta struct {
 	MeanRatio   float64 `json:"mean_ratio"` // B / A; 0 when A's mean is 0
 	IOWaitA     float64 `json:"mean_io_wait_ns_a"`
 	IOWaitB     float64 `json:"mean_io_wait_ns_b"`
+	// The mean call's waterfall in each recording: time per call in each
+	// box, by the box's name (model.Boxes), so that a reader sees which
+	// box the fingerprint's change is in.
+	BoxesA map[string]float64 `json:"mean_box_ns_a"`
+	BoxesB map[string]float64 `json:"mean_box_ns_b"`
+}
+
+// boxMeans are a fingerprint's box times per call, by box name.
+func boxMeans(f *FingerprintStats) map[string]float64 {
+	m := make(map[string]float64, len(model.Boxes))
+	for i, b := range model.Boxes {
+		m[b.Name] = float64(f.BoxNs[i]) / float64(max(f.Calls, 1))
+	}
+	return m
 }
 
 // TotalChange is B's total time minus A's, in nanoseconds.
@@ -141,7 +159,8 @@ func QueryDeltas(a, b iter.Seq[model.Query], top int) (deltas []QueryDelta, comm
 		d := QueryDelta{Fingerprint: y.Fingerprint, Query: x.Query, CallsA: x.Calls, CallsB: y.Calls,
 			TotalA: x.TotalNs, TotalB: y.TotalNs,
 			MeanA: float64(x.TotalNs) / float64(x.Calls), MeanB: float64(y.TotalNs) / float64(y.Calls),
-			IOWaitA: float64(x.IOWaitNs) / float64(x.Calls), IOWaitB: float64(y.IOWaitNs) / float64(y.Calls)}
+			IOWaitA: float64(x.IOWaitNs) / float64(x.Calls), IOWaitB: float64(y.IOWaitNs) / float64(y.Calls),
+			BoxesA: boxMeans(&x), BoxesB: boxMeans(&y)}
 		if d.MeanA > 0 {
 			d.MeanRatio = d.MeanB / d.MeanA
 		}

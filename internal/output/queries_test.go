@@ -52,6 +52,11 @@ func TestQueryDeltas(t *testing.T) {
 		s.TotalChange() != 1000 || s.Query != "Q slower" {
 		t.Errorf("slower: %+v", s)
 	}
+	// The mean call's boxes: slower's I/O wait grew from 10 to 300 per call.
+	if s.BoxesA["io_wait_ns"] != 10 || s.BoxesA["cpu_ns"] != 90 || s.BoxesB["io_wait_ns"] != 300 || s.BoxesB["cpu_ns"] != 100 ||
+		s.BoxesB["lock_ns"] != 0 || len(s.BoxesB) != len(model.Boxes) {
+		t.Errorf("slower's box means: A %v, B %v", s.BoxesA, s.BoxesB)
+	}
 	if f := ds[0]; f.TotalChange() != -5000 || f.MeanRatio != 1 {
 		t.Errorf("fewer: %+v", f)
 	}
@@ -78,12 +83,33 @@ func TestQueryDeltas(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, out.String())
 		}
 	}
+	// JSON names each box, as query records do.
+	js, _ = json.Marshal(c)
+	if !strings.Contains(string(js), `"mean_box_ns_b":{"aio_wait_ns":0,"cpu_ns":100,"io_wait_ns":300,`) {
+		t.Errorf("JSON lacks slower's boxes by name: %s", js)
+	}
 }
 
 func TestFormatChange(t *testing.T) {
 	for ns, want := range map[int64]string{0: "0ns", 1500: "+1.5us", -2e6: "-2ms"} {
 		if got := FormatChange(ns); got != want {
 			t.Errorf("FormatChange(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+// A step's figures: times per query and a share, or, for the page
+// cache's miss ratio, percentages and no share.
+func TestStepFigures(t *testing.T) {
+	for _, c := range []struct {
+		s           Step
+		a, b, share string
+	}{
+		{Step{Layer: "waterfall", A: 1500, B: 2.5e6, Share: 0.854}, "1.5us", "2.5ms", "85%"},
+		{Step{Layer: "page cache", A: 0.25, B: 0.9}, "25.0%", "90.0%", ""},
+	} {
+		if a, b, share := c.s.Figures(); a != c.a || b != c.b || share != c.share {
+			t.Errorf("%+v: %q %q %q, want %q %q %q", c.s, a, b, share, c.a, c.b, c.share)
 		}
 	}
 }
