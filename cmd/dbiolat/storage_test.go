@@ -53,8 +53,11 @@ func bindfsMount(t *testing.T) string {
 // loopMount makes a file on the disk under /tmp, attaches it to a loop
 // device, makes an ext4 file system on it and mounts it: the database's
 // block requests then go to the loop device, whose kernel worker reads
-// and writes the file through the disk's own file system. It returns the
-// mount point and the file.
+// and writes the file through the disk's file system. The device is set
+// up like a network block device (Longhorn's iSCSI front end, rbd-nbd):
+// direct I/O to its file, and requests of at most 4 KiB, so each of a
+// scan's 128 KiB readahead reads becomes 32 requests, each a round trip
+// to the disk. It returns the mount point and the file.
 func loopMount(t *testing.T) (mnt, file string) {
 	t.Helper()
 	testenv.NeedRoot(t)
@@ -73,12 +76,15 @@ func loopMount(t *testing.T) (mnt, file string) {
 		return strings.TrimSpace(string(out))
 	}
 	run("truncate", "-s", "2G", file)
-	dev := run("losetup", "--find", "--show", file)
+	dev := run("losetup", "--find", "--show", "--direct-io=on", file)
 	t.Cleanup(func() {
 		exec.Command("umount", mnt).Run()
 		exec.Command("losetup", "-d", dev).Run()
 		os.RemoveAll(dir)
 	})
+	if err := os.WriteFile(filepath.Join("/sys/block", filepath.Base(dev), "queue/max_sectors_kb"), []byte("4"), 0); err != nil {
+		t.Fatal(err)
+	}
 	run("mkfs.ext4", "-q", dev)
 	run("mount", dev, mnt)
 	os.Chmod(mnt, 0o755)

@@ -125,14 +125,3 @@ func PrintComparison(w io.Writer, c *Comparison) {
 			d.MeanRatio, dur(uint64(d.IOWaitA)), dur(uint64(d.IOWaitB)), FormatChange(d.TotalChange()), oneLine(d.Query))
 	}
 }
-
-// Figures formats a step's numbers for a table: A and B per query (a
-// time, or for the page cache's miss ratio a percentage) and the step's
-// share of the queries' change ("" for the ratio: it is not a time, so
-// it has no share of one).
-func (s *Step) Figures() (a, b, share string) {
-	if s.Layer == "page cache" {
-		return fmt.Sprintf("%.1f%%", 100*s.A), fmt.Sprintf("%.1f%%", 100*s.B), ""
-	}
-	return dur(uint64(s.A)), dur(uint64(s.B)), fmt.Sprintf("%.0f%%", 100*s.Share)
-}

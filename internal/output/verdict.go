@@ -338,6 +338,17 @@ func (c *chain) missRatio() {
 	c.steps = append(c.steps, s)
 }
 
+// Figures formats a step's numbers for a table: A and B per query (a
+// time, or for the page cache's miss ratio a percentage) and the step's
+// share of the queries' change ("" for the ratio: it is not a time, so
+// it has no share of one).
+func (s *Step) Figures() (a, b, share string) {
+	if s.Layer == "page cache" {
+		return fmt.Sprintf("%.1f%%", 100*s.A), fmt.Sprintf("%.1f%%", 100*s.B), ""
+	}
+	return dur(uint64(s.A)), dur(uint64(s.B)), fmt.Sprintf("%.0f%%", 100*s.Share)
+}
+
 // PrintChain prints the steps of a verdict, one line each.
 func PrintChain(w io.Writer, steps []Step) {
 	if len(steps) == 0 {
@@ -346,10 +357,7 @@ func PrintChain(w io.Writer, steps []Step) {
 	fmt.Fprintf(w, "\nhow: per query, A's means weighted by B's queries of each fingerprint\n")
 	fmt.Fprintf(w, "%-13s %-42s %10s %10s %8s %7s\n", "layer", "what", "A", "B", "B/A", "share")
 	for _, s := range steps {
-		a, b, share := dur(uint64(s.A)), dur(uint64(s.B)), fmt.Sprintf("%.0f%%", 100*s.Share)
-		if s.Layer == "page cache" {
-			a, b, share = fmt.Sprintf("%.1f%%", 100*s.A), fmt.Sprintf("%.1f%%", 100*s.B), ""
-		}
+		a, b, share := s.Figures()
 		fmt.Fprintf(w, "%-13s %-42.42s %10s %10s %7.2fx %7s  %s\n", s.Layer, s.What, a, b, s.Ratio, share, s.Note)
 	}
 }
