@@ -151,18 +151,40 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	a, b := m.get(queryTime)
 	c.delta = b - a
 	top := c.step(queryTime, fmt.Sprintf("%d fingerprints in both; %d queries in B", m.fps, m.calls))
+	var head string
 	if math.Abs(top.Ratio-1) < alike {
-		return c.steps, fmt.Sprintf("the queries took about as long in both (mean %s → %s, %.2fx, within %.0f%%): no layer to blame",
-			dur(uint64(a)), dur(uint64(b)), top.Ratio, 100*alike)
+		// About as long in all; yet time may have moved from one box to
+		// another (a storage engine doing the copying the backend did, now
+		// waited for). The box that grew most (else the one that shrank
+		// most), if by a tenth of the queries' time, is followed: shares
+		// are then of its change.
+		head = fmt.Sprintf("the queries took about as long in both (mean %s → %s, %.2fx, within %.0f%%)", dur(uint64(a)), dur(uint64(b)), top.Ratio, 100*alike)
+		var grew, shrank float64
+		for _, q := range boxes {
+			x, y := m.get(q)
+			grew, shrank = max(grew, y-x), min(shrank, y-x)
+		}
+		most := grew
+		if grew < alike*a {
+			most = shrank
+		}
+		if math.Abs(most) < alike*a {
+			return c.steps, head + ": no layer to blame"
+		}
+		c.delta = most
+		top.Share = (b - a) / c.delta
+		top.Note += "; shares are of the box that moved most"
+		head += ", but their time moved between the boxes of the waterfall"
+	} else {
+		way := "slower"
+		if c.delta < 0 {
+			way = "faster"
+		}
+		head = fmt.Sprintf("the queries were %.2fx %s (mean %s → %s)", top.Ratio, way, dur(uint64(a)), dur(uint64(b)))
 	}
-	way := "slower"
-	if c.delta < 0 {
-		way = "faster"
-	}
-	head := fmt.Sprintf("the queries were %.2fx %s (mean %s → %s)", top.Ratio, way, dur(uint64(a)), dur(uint64(b)))
 
 	// The waterfall: every box that moved, either way; the one that moved
-	// most with the query leads.
+	// most with the change leads.
 	var lead *quantity
 	var leadD float64
 	for _, q := range boxes {
@@ -179,8 +201,8 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	if lead == nil || lead.name == "unaccounted_ns" {
 		return c.steps, head + fmt.Sprintf("; no measured box of the waterfall moved with it: unexplained (%s)", c.boxList(""))
 	}
-	head += fmt.Sprintf("; %s %s per query, %s", c.what(*lead), FormatChange(int64(leadD)), shareOf(leadD, c.delta, "the change"))
-	if r := leadD / c.delta; r < explainsHalf || r > 1+minShare { // the most, not most of it, or others fell: say where the rest is
+	head += fmt.Sprintf("; %s %s per query, %s", c.what(*lead), FormatChange(int64(leadD)), shareOf(leadD, b-a, "the change"))
+	if r := leadD / c.delta; r < explainsHalf || r > 1+minShare || c.delta != b-a { // not most of it, or others moved against it: say where the rest is
 		head += " (other boxes: " + c.boxList(lead.name) + ")"
 	}
 	if lead.name != "io_wait_ns" && lead.name != "aio_wait_ns" {
@@ -193,6 +215,9 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 // beyond the whole (a box that grew by more than the queries did, others
 // having shrunk) is said so, not as a share above 100%.
 func shareOf(part, whole float64, of string) string {
+	if math.Abs(whole) < math.Abs(part)*minShare {
+		return "while the whole hardly moved"
+	}
 	if part/whole > 1+minShare {
 		return "more than the whole of " + of
 	}

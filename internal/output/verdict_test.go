@@ -89,6 +89,13 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		b:    times(4, scan("s", 20, 60, 59, 100, 900, 58, 2, 56)),
 		want: []string{"I/O wait +50ms per query, more than the whole of the change (other boxes: on CPU -67%), in file system reads", "arises at the block device"},
 	}, {
+		// As long in all, but the time moved from CPU to I/O wait (the
+		// copying done by a storage engine, now waited for): followed.
+		name: "shifted",
+		a:    times(4, scan("s", 60, 10, 9.5, 100, 900, 9, 1, 8)),
+		b:    times(4, scan("s", 20, 50, 49, 100, 900, 48, 2, 46)),
+		want: []string{"about as long in both", "but their time moved", "I/O wait +40ms per query", "on CPU", "arises at the block device"},
+	}, {
 		name: "alike",
 		a:    times(4, scan("s", 20, 5, 4, 10, 90, 4, 0.5, 3.5)),
 		b:    times(4, scan("s", 21, 5, 4, 10, 90, 4, 0.5, 3.5)),
