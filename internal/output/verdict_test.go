@@ -96,6 +96,12 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		b:    times(4, scan("s", 20, 50, 49, 100, 900, 48, 2, 46)),
 		want: []string{"about as long in both", "but their time moved", "I/O wait +40ms per query", "on CPU", "arises at the block device"},
 	}, {
+		// Faster by CPU, while the I/O wait grew against it: both said.
+		name: "against",
+		a:    times(4, scan("s", 80, 10, 9.5, 100, 900, 9, 1, 8)),
+		b:    times(4, scan("s", 20, 40, 39, 100, 900, 38, 2, 36)),
+		want: []string{"faster", "on CPU -60ms", "but I/O wait moved the other way, +30ms per query", "arises at the block device"},
+	}, {
 		name: "alike",
 		a:    times(4, scan("s", 20, 5, 4, 10, 90, 4, 0.5, 3.5)),
 		b:    times(4, scan("s", 21, 5, 4, 10, 90, 4, 0.5, 3.5)),
