@@ -229,6 +229,9 @@ func shareOf(part, whole float64, of string) string {
 	if math.Abs(whole) < math.Abs(part)*minShare {
 		return "while the whole hardly moved"
 	}
+	if part/whole < 0 {
+		return "while the whole moved the other way"
+	}
 	if part/whole > 1+minShare {
 		return "more than the whole of " + of
 	}
