@@ -202,69 +202,61 @@ func recordColdScans(t *testing.T, c *pgsandbox.Cluster, file string) {
 	only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", 2)
 }
 
-// The pair: the same scans on the plain disk, then behind bindfs.
-// compare follows the scans' time from their I/O wait to their reads and
-// on to the daemon's requests, and names the daemon.
-func TestCompareNamesTheFUSEEngine(t *testing.T) {
+// comparePlainWith records the same cold scans on the plain disk, then
+// with the data directory under mnt (check, if given, runs on that
+// instance first), and returns compare's output.
+func comparePlainWith(t *testing.T, mnt string, check func(*pgsandbox.Cluster)) string {
+	t.Helper()
 	dir := t.TempDir()
-	plain, fuse := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "fuse.dbiolat")
+	plain, other := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "other.dbiolat")
 	settings := map[string]string{"shared_buffers": "16MB"}
 	a := startPG(t, settings)
 	makeBigTable(t, a)
 	recordColdScans(t, a, plain)
 	a.Stop()
 
-	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: bindfsMount(t), Settings: settings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Stop() })
-	makeBigTable(t, b)
-	recordColdScans(t, b, fuse)
-
-	out, err := exec.Command(binary, "compare", plain, fuse).CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(out), "arises in the userspace storage engine bindfs[") {
-		t.Errorf("compare does not name the FUSE engine")
-	}
-}
-
-// The loop pair: the same scans on the plain disk, then on a file system
-// of its own on a loop device over a file of the same disk. Each of the
-// scan's reads that misses the page cache goes to the loop device, whose
-// worker reads the file beneath (itself through the disk's file system
-// and page cache): compare follows the scans' time down to the loop
-// device and names the file behind it.
-func TestCompareNamesTheLoopDevice(t *testing.T) {
-	dir := t.TempDir()
-	plain, loop := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "loop.dbiolat")
-	settings := map[string]string{"shared_buffers": "16MB"}
-	a := startPG(t, settings)
-	makeBigTable(t, a)
-	recordColdScans(t, a, plain)
-	a.Stop()
-
-	mnt, file := loopMount(t)
 	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: mnt, Settings: settings})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Stop() })
 	makeBigTable(t, b)
-	if st := doctorStorage(t, b); !strings.Contains(st, "a loop device over "+file) {
-		t.Errorf("doctor does not name the loop device's file: %q", st)
+	if check != nil {
+		check(b)
 	}
-	recordColdScans(t, b, loop)
+	recordColdScans(t, b, other)
 
-	out, err := exec.Command(binary, "compare", plain, loop).CombinedOutput()
+	out, err := exec.Command(binary, "compare", plain, other).CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), "(a loop device over "+file+")") {
+	return string(out)
+}
+
+// The pair: the same scans on the plain disk, then behind bindfs.
+// compare follows the scans' time from their I/O wait to their reads and
+// on to the daemon's requests, and names the daemon.
+func TestCompareNamesTheFUSEEngine(t *testing.T) {
+	if out := comparePlainWith(t, bindfsMount(t), nil); !strings.Contains(out, "arises in the userspace storage engine bindfs[") {
+		t.Errorf("compare does not name the FUSE engine")
+	}
+}
+
+// The loop pair: the same scans on the plain disk, then on a file system
+// of its own on a loop device over a file of the same disk (loopMount).
+// Each of the scan's reads that misses the page cache becomes requests to
+// the loop device, whose worker reads the file beneath: compare follows
+// the scans' time down to the loop device and names the file behind it;
+// so does doctor.
+func TestCompareNamesTheLoopDevice(t *testing.T) {
+	mnt, file := loopMount(t)
+	out := comparePlainWith(t, mnt, func(b *pgsandbox.Cluster) {
+		if st := doctorStorage(t, b); !strings.Contains(st, "a loop device over "+file) {
+			t.Errorf("doctor does not name the loop device's file: %q", st)
+		}
+	})
+	if !strings.Contains(out, "(a loop device over "+file+")") {
 		t.Errorf("compare does not name the loop device and its file %s", file)
 	}
 }
