@@ -25,8 +25,10 @@ type Step struct {
 	A     float64 `json:"a"`     // per query: A's, in B's mix of fingerprints
 	B     float64 `json:"b"`
 	Ratio float64 `json:"ratio"` // B / A; 0 when A is 0
-	// Share of the queries' change in time ((B − A) / the query's B − A),
-	// for times; 0 for the page cache's miss ratio.
+	// Share of the change the chain follows ((B − A) / its B − A): the
+	// queries' change, or when they took about as long, the change of the
+	// box that moved most (the query step's note says so); 0 for the page
+	// cache's miss ratio.
 	Share float64 `json:"share"`
 	Note  string  `json:"note,omitempty"` // what this step concludes
 }
@@ -240,7 +242,7 @@ func shareOf(part, whole float64, of string) string {
 
 type chain struct {
 	m     *means
-	delta float64 // the queries' change in time, per query
+	delta float64 // the change followed, per query: the queries', or the box's that moved most
 	steps []Step
 }
 
