@@ -32,59 +32,97 @@ var fuzzSeeds = []string{
 	"SELECT \xff\xfe 'a\xff' \x00 \v\f\r\n",
 	"+-+-+-5 ||/-5 <->-5 ~-5",
 	"SELECT 'a'||'b', $1$2, $1$a$x$a$, 1'x', e/**/'x'",
+
+	// MySQL's rules.
+	"SELECT c FROM sbtest1 WHERE id=?",
+	"INSERT INTO sbtest1 (id, k, c, pad) VALUES (5, 7, '683', '677'), (?, ?, ?, ?)",
+	"SELECT `a``b`, `c` FROM `t` # x\n WHERE a -- y\n = 1 /* z */ AND b IN (1, ?, 'x')",
+	`SELECT 'it\'s', "a""b", 'a' 'b', N'x' 'y', X'1F', b'101', 0x1F, 0b101, 0X1F, 0b12, 1_000, 123abc`,
+	"SELECT _utf8mb4'x', _binary 'x', _latin1 X'41', _binary 0x41, _id 'alias', _utf8mb4",
+	"SELECT 1--1, a--b, --c, a---5, a--/**/5, 1-- x\n, a=-5, INTERVAL -1 DAY, 1.5e, 1e5abc, t.5, 1.2.3",
+	"/*!40101 SET @a=@@b */; /*M!100500 SELECT 1 */ /*+ hint */ /*! a /* b */ c */ 2*/3 /*!123 x",
+	"SELECT @a, @a.b, @'q', @`q`, @@global.x, @@1x, 'u'@'h', u@localhost, @",
+	"VALUES ROW(1), ROW(2); INSERT INTO t VALUES (1, NOW()), (2, NOW()) ON DUPLICATE KEY UPDATE a = VALUES(a)",
+	"SELECT ??, ?5, a->'$.x', a->>'$.y', a <=> b, a := 1, `unterminated",
+	`SELECT 'x\`,
+	"SELECT -- \r'secret'\n1, #\x00\n 2, --\x01x",
 }
 
-// FuzzNormalize checks, for any input, that Normalize and Fingerprint do
-// not panic, that the output is valid UTF-8 without comments, that Normalize
-// is idempotent (its output has no constant left to replace, comments nor
-// whitespace runs, and re-lexes into the same tokens), and that Fingerprint
-// gives the same value for a query and its normalization.
+// FuzzNormalize checks, for any input and in each dialect, that Normalize
+// and Fingerprint do not panic, that the output is valid UTF-8 without
+// comments, that Normalize is idempotent (its output has no constant left to
+// replace, comments nor whitespace runs, and re-lexes into the same tokens),
+// and that Fingerprint gives the same value for a query and its
+// normalization.
 func FuzzNormalize(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		n, fp := Of(q)
-		if !utf8.ValidString(n) {
-			t.Fatalf("Normalize(%q) = %q: invalid UTF-8", q, n)
-		}
-		if again := Normalize(n); again != n {
-			t.Fatalf("Normalize not idempotent:\n  q  %q\n  n  %q\n  nn %q", q, n, again)
-		}
-		toks := lex(n)
-		if len(toks) > 0 && (toks[0].kind == kSpace || toks[len(toks)-1].kind == kSpace) {
-			t.Fatalf("Normalize(%q) = %q: not trimmed", q, n)
-		}
-		for _, tok := range toks {
-			switch tok.kind {
-			case kComment:
-				t.Fatalf("Normalize(%q) = %q keeps a comment", q, n)
-			case kSpace:
-				if n[tok.start:tok.end] != " " {
-					t.Fatalf("Normalize(%q) = %q keeps whitespace %q", q, n, n[tok.start:tok.end])
-				}
-			case kString, kNumber:
-				t.Fatalf("Normalize(%q) = %q keeps constant %q", q, n, n[tok.start:tok.end])
-			}
-		}
-		if raw := Fingerprint(q); raw != fp {
-			t.Fatalf("Fingerprint(%q) = %x != Fingerprint(Normalize) = %x\n  n %q\n  canonical %q\n  vs        %q",
-				q, raw, fp, n, canonical(q), canonical(n))
-		}
+		checkNormalize(t, PostgreSQL, q)
+		checkNormalize(t, MySQL, q)
 	})
 }
 
+// checkNormalize checks FuzzNormalize's properties of q in dialect d.
+func checkNormalize(t *testing.T, d Dialect, q string) {
+	t.Helper()
+	n, fp := d.Of(q)
+	if !utf8.ValidString(n) {
+		t.Fatalf("%v: Normalize(%q) = %q: invalid UTF-8", d, q, n)
+	}
+	if again := d.Normalize(n); again != n {
+		t.Fatalf("%v: Normalize not idempotent:\n  q  %q\n  n  %q\n  nn %q", d, q, n, again)
+	}
+	toks := d.lex(n)
+	if len(toks) > 0 && (toks[0].kind == kSpace || toks[len(toks)-1].kind == kSpace) {
+		t.Fatalf("%v: Normalize(%q) = %q: not trimmed", d, q, n)
+	}
+	for _, tok := range toks {
+		switch tok.kind {
+		case kComment:
+			t.Fatalf("%v: Normalize(%q) = %q keeps a comment", d, q, n)
+		case kSpace:
+			if n[tok.start:tok.end] != " " {
+				t.Fatalf("%v: Normalize(%q) = %q keeps whitespace %q", d, q, n, n[tok.start:tok.end])
+			}
+		case kString, kNumber:
+			t.Fatalf("%v: Normalize(%q) = %q keeps constant %q", d, q, n, n[tok.start:tok.end])
+		}
+	}
+	if raw := d.Fingerprint(q); raw != fp {
+		t.Fatalf("%v: Fingerprint(%q) = %x != Fingerprint(Normalize) = %x\n  n %q\n  canonical %q\n  vs        %q",
+			d, q, raw, fp, n, d.canonical(q), d.canonical(n))
+	}
+}
+
 // FuzzLiteralPrivacy puts arbitrary text inside each form of string
-// constant and checks that nothing of it survives: the output is exactly the
-// query with a placeholder, also when the constant is cut before its
-// closing quote.
+// constant of each dialect, and in MySQL's comments, and checks that nothing
+// of it survives: the output is exactly the query with a placeholder, also
+// when the constant is cut before its closing quote.
 func FuzzLiteralPrivacy(f *testing.F) {
-	for _, s := range []string{"", "x", "it's", `a\b\'`, "$$", "$q$", "--", "/*", "\n'", "\xff\x00", "é"} {
+	for _, s := range []string{"", "x", "it's", `a\b\'`, "$$", "$q$", "--", "/*", "\n'", "\xff\x00", "é",
+		`"`, "`", "#", "*/", "!", `\`, "' '", "\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, secret string) {
-		doubled := strings.ReplaceAll(secret, "'", "''")
 		type form struct{ open, body, close, want string }
+		check := func(d Dialect, forms []form) {
+			for _, fm := range forms {
+				q := "SELECT * FROM t WHERE a = " + fm.open + fm.body + fm.close + " AND b = c"
+				want := "SELECT * FROM t WHERE a = " + fm.want + " AND b = c"
+				if got := d.Normalize(q); got != want {
+					t.Errorf("%v: Normalize(%q) = %q, want %q", d, q, got, want)
+				}
+				q = "SELECT * FROM t WHERE a = " + fm.open + fm.body
+				want = "SELECT * FROM t WHERE a = " + strings.TrimSuffix(fm.want, "::text[]")
+				if got := d.Normalize(q); got != want {
+					t.Errorf("%v: Normalize(%q) = %q, want %q", d, q, got, want)
+				}
+			}
+		}
+
+		doubled := strings.ReplaceAll(secret, "'", "''")
 		forms := []form{
 			{"'", doubled, "'", "$1"},
 			{"E'", strings.ReplaceAll(strings.ReplaceAll(secret, `\`, `\\`), "'", `\'`), "'", "$1"},
@@ -103,17 +141,33 @@ func FuzzLiteralPrivacy(f *testing.F) {
 		if !strings.Contains("$"+secret+"$", "$$") {
 			forms = append(forms, form{"$$", secret, "$$", "$1"})
 		}
-		for _, fm := range forms {
-			q := "SELECT * FROM t WHERE a = " + fm.open + fm.body + fm.close + " AND b = c"
-			want := "SELECT * FROM t WHERE a = " + fm.want + " AND b = c"
-			if got := Normalize(q); got != want {
-				t.Errorf("Normalize(%q) = %q, want %q", q, got, want)
-			}
-			q = "SELECT * FROM t WHERE a = " + fm.open + fm.body
-			want = "SELECT * FROM t WHERE a = " + strings.TrimSuffix(fm.want, "::text[]")
-			if got := Normalize(q); got != want {
-				t.Errorf("Normalize(%q) = %q, want %q", q, got, want)
-			}
+		check(PostgreSQL, forms)
+
+		// MySQL: backslash escapes in every string but hexadecimal and
+		// bit strings, which have none.
+		backslashes := strings.ReplaceAll(secret, `\`, `\\`)
+		escaped := func(quote string) string { return strings.ReplaceAll(backslashes, quote, `\`+quote) }
+		forms = []form{
+			{"'", escaped("'"), "'", "?"},
+			{"'", strings.ReplaceAll(backslashes, "'", "''"), "'", "?"},
+			{`"`, escaped(`"`), `"`, "?"},
+			{`"`, strings.ReplaceAll(backslashes, `"`, `""`), `"`, "?"},
+			{"N'", escaped("'"), "'", "?"},
+			{"'x' '", escaped("'"), "'", "?"},
+			{"_utf8mb4'", escaped("'"), "'", "?"},
+			{"_binary \n'", escaped("'"), "'", "?"},
+			{"X'", doubled, "'", "?"},
+			{"b'", doubled, "'", "?"},
+			{"DATE '", escaped("'"), "'", "DATE ?"},
+			{"/*!40101 '", escaped("'"), "' */", "?"},
 		}
+		// Comments, which cannot contain their own end.
+		if !strings.Contains(secret, "*/") {
+			forms = append(forms, form{"? /* ", secret, " */", "?"})
+		}
+		if !strings.Contains(secret, "\n") {
+			forms = append(forms, form{"? #", secret, "\n", "?"}, form{"? -- ", secret, "\n", "?"})
+		}
+		check(MySQL, forms)
 	})
 }

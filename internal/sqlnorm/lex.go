@@ -118,7 +118,7 @@ func lex(s string) []token {
 			// grammar (doNegate) and pg_stat_statements.
 			if m := len(toks) - 1; m >= 0 && toks[m].kind == kOp &&
 				toks[m].end == start && toks[m].end-toks[m].start == 1 &&
-				s[toks[m].start] == '-' && unaryContext(s, toks[:m]) {
+				s[toks[m].start] == '-' && unaryContext(s, toks[:m], exprKeywords) {
 				start = toks[m].start
 				toks = toks[:m]
 			}
@@ -423,8 +423,9 @@ func scanOperator(s string, i int) (end, runEnd int) {
 
 // unaryContext reports whether a minus sign following toks is a unary minus:
 // at the start, or after an operator, an opening bracket, a comma, a
-// semicolon, a colon or a keyword that precedes an expression.
-func unaryContext(s string, toks []token) bool {
+// semicolon, a colon or a keyword that precedes an expression (one of
+// keywords).
+func unaryContext(s string, toks []token, keywords map[string]bool) bool {
 	for k := len(toks) - 1; k >= 0; k-- {
 		t := toks[k]
 		switch t.kind {
@@ -439,7 +440,7 @@ func unaryContext(s string, toks []token) bool {
 			}
 			return true
 		case kIdent:
-			return exprKeywords[lowerASCII(s[t.start:t.end])]
+			return keywords[lowerASCII(s[t.start:t.end])]
 		default:
 			return false
 		}

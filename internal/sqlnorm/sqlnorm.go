@@ -1,18 +1,23 @@
-// Package sqlnorm turns query text captured from PostgreSQL into a
+// Package sqlnorm turns query text captured from a database server into a
 // normalized text and a stable fingerprint, in the spirit of
-// pg_stat_statements: every constant is replaced by a $n placeholder, so
-// that queries differing only in their constants look alike and are counted
-// together, and so that no value a client sent (names, e-mail addresses,
-// amounts, ...) leaves the machine in dbiolat's output.
+// pg_stat_statements and MySQL's statement digests: every constant is
+// replaced by a placeholder, so that queries differing only in their
+// constants look alike and are counted together, and so that no value a
+// client sent (names, e-mail addresses, amounts, ...) leaves the machine in
+// dbiolat's output.
 //
-// There is no SQL parser here, only a careful single-pass lexer of
-// PostgreSQL's lexical rules (see lex.go). That is enough because constants
-// are lexical: a string, a number or a dollar-quoted string is recognizable
-// without knowing the grammar. What the lexer cannot know (a minus sign is
-// unary or binary, a parenthesized list is an IN list) is decided from the
-// previous and next tokens.
+// A Dialect selects the lexical rules: PostgreSQL (the zero value, and what
+// the package-level Normalize, Fingerprint and Of use) or MySQL (MySQL 8 and
+// MariaDB 10.11, see mysql.go).
 //
-// Normalize:
+// There is no SQL parser here, only a careful single-pass lexer of each
+// dialect's lexical rules (see lex.go and mysql.go). That is enough because
+// constants are lexical: a string, a number or a dollar-quoted string is
+// recognizable without knowing the grammar. What the lexer cannot know (a
+// minus sign is unary or binary, a parenthesized list is an IN list) is
+// decided from the previous and next tokens.
+//
+// Normalize, in the PostgreSQL dialect:
 //
 //   - replaces numbers (1, -5, 1.5e3, .5, 0x1F, 0o17, 0b101, 1_000), strings
 //     ('...', E'...', B'...', X'...', N'...', U&'...', $$...$$,
@@ -23,9 +28,17 @@
 //     a typed literal keeps its type: interval '1 day' becomes interval $1;
 //   - removes comments and folds runs of whitespace to one space.
 //
+// In the MySQL dialect it does the same with MySQL's literals ('...' and
+// "..." strings with backslash escapes, N'...', X'...', 0x1F, b'101',
+// 0b101, _utf8mb4'...' with its introducer, numbers), MySQL's comments (#,
+// "-- ", /* */) and `backtick` identifiers, and writes every constant as ?,
+// the placeholder of MySQL's prepared statements and digests, which it
+// keeps.
+//
 // Fingerprint hashes a canonical form in which case, spacing, comments,
 // placeholder numbers and the length of IN (...) and ARRAY[...] lists of
-// constants no longer matter.
+// constants no longer matter (in MySQL, nor the number of rows of a
+// VALUES list). The normalized text keeps every placeholder of such lists.
 //
 // All functions accept any input (invalid UTF-8, NUL bytes, unterminated
 // quotes and comments, very long text) in linear time and never panic; their
@@ -38,6 +51,65 @@ import (
 	"unicode/utf8"
 )
 
+// Dialect selects the lexical rules of a database server. The zero value is
+// PostgreSQL; values other than PostgreSQL and MySQL behave as PostgreSQL.
+type Dialect uint8
+
+const (
+	// PostgreSQL follows PostgreSQL 16 with standard_conforming_strings
+	// on; constants become $1, $2, ... (see lex.go).
+	PostgreSQL Dialect = iota
+	// MySQL follows MySQL 8 and MariaDB 10.11 with the default sql_mode
+	// (no ANSI_QUOTES, no NO_BACKSLASH_ESCAPES); constants become ?
+	// (see mysql.go).
+	MySQL
+)
+
+// String returns the dialect's name.
+func (d Dialect) String() string {
+	if d == MySQL {
+		return "MySQL"
+	}
+	return "PostgreSQL"
+}
+
+// lex splits s into tokens by the dialect's rules.
+func (d Dialect) lex(s string) []token {
+	if d == MySQL {
+		return lexMySQL(s)
+	}
+	return lex(s)
+}
+
+// Normalize replaces every literal in a query with a placeholder and folds
+// whitespace, by the dialect's rules: see the package-level Normalize for
+// PostgreSQL and mysql.go for MySQL, where every constant becomes ? and the
+// query's own ? placeholders are kept. Normalize is idempotent.
+func (d Dialect) Normalize(query string) string {
+	s := toValidUTF8(query)
+	return normalize(d, s, d.lex(s))
+}
+
+// Fingerprint is a stable 64-bit identifier of the normalized query in the
+// dialect: see the package-level Fingerprint. In MySQL the canonical form
+// writes constants and ? placeholders "?", lowercases unquoted words, writes
+// a `backtick` identifier made only of identifier characters as the bare
+// lowercased name (so `Id` and id agree), and keeps only the first of the
+// rows of a VALUES list when the others have the same tokens, constants
+// aside, so that multi-row inserts share a fingerprint whatever their row
+// count. Fingerprint(q) == Fingerprint(Normalize(q)) in each dialect.
+func (d Dialect) Fingerprint(normalized string) uint64 {
+	return fnv1a64(d.canonical(normalized))
+}
+
+// Of returns d.Normalize(query) and its d.Fingerprint, lexing once.
+func (d Dialect) Of(query string) (normalized string, fingerprint uint64) {
+	s := toValidUTF8(query)
+	toks := d.lex(s)
+	normalized = normalize(d, s, toks)
+	return normalized, fnv1a64(canonicalTokens(d, s, toks))
+}
+
 // Normalize replaces every literal in a PostgreSQL query with $n and folds
 // whitespace, so that queries differing only in their constants look alike.
 //
@@ -48,14 +120,15 @@ import (
 // statements after them, are kept. An unterminated constant is replaced up to
 // the end of the input. Normalize is idempotent:
 // Normalize(Normalize(q)) == Normalize(q).
-func Normalize(query string) string {
-	s := toValidUTF8(query)
-	return normalize(s, lex(s))
-}
+func Normalize(query string) string { return PostgreSQL.Normalize(query) }
 
-// normalize builds Normalize's result from the query's tokens.
-func normalize(s string, toks []token) string {
-	next := maxParam(s, toks) + 1
+// normalize builds Normalize's result from the query's tokens in dialect d.
+func normalize(d Dialect, s string, toks []token) string {
+	mysql := d == MySQL
+	var next int64
+	if !mysql {
+		next = maxParam(s, toks) + 1
+	}
 	out := make([]byte, 0, len(s)+16)
 	var space, comment, lastLiteral bool
 	for _, t := range toks {
@@ -69,9 +142,12 @@ func normalize(s string, toks []token) string {
 		}
 		lit := t.isLiteral()
 		var first byte
-		if lit {
+		switch {
+		case lit && mysql:
+			first = '?'
+		case lit:
 			first = '$'
-		} else {
+		default:
 			first = s[t.start]
 		}
 		if len(out) > 0 {
@@ -83,19 +159,26 @@ func normalize(s string, toks []token) string {
 			// to a neighbour either: "interval'1 day'" becomes
 			// "interval $1", not the identifier "interval$1", and a
 			// placeholder followed by a digit or a letter keeps a space.
+			// In MySQL, two minus signs never touch ("--" followed by a
+			// space is a comment there), and two ? stay apart for
+			// legibility.
 			sep := space ||
 				comment && !selfDelimiting(last) && !selfDelimiting(first) ||
 				lit && isIdentCont(last) ||
-				lastLiteral && isIdentCont(first)
+				lastLiteral && isIdentCont(first) ||
+				mysql && (last == '-' && first == '-' || last == '?' && first == '?')
 			if sep {
 				out = append(out, ' ')
 			}
 		}
-		if lit {
+		switch {
+		case lit && mysql:
+			out = append(out, '?')
+		case lit:
 			out = append(out, '$')
 			out = strconv.AppendInt(out, next, 10)
 			next++
-		} else {
+		default:
 			out = append(out, s[t.start:t.end]...)
 		}
 		space, comment, lastLiteral = false, false, lit
@@ -117,28 +200,26 @@ func normalize(s string, toks []token) string {
 // fingerprint while "VALUES ($1)" and "VALUES ($1, $2)" or "f($1)" and
 // "f($1, $2)" do not. Fingerprint accepts raw query text too:
 // Fingerprint(q) == Fingerprint(Normalize(q)).
-func Fingerprint(normalized string) uint64 {
-	return fnv1a64(canonical(normalized))
-}
+func Fingerprint(normalized string) uint64 { return PostgreSQL.Fingerprint(normalized) }
 
 // Of returns Normalize(query) and its Fingerprint, the common case. It lexes
 // once: the fingerprint of a query equals that of its normalized form.
-func Of(query string) (normalized string, fingerprint uint64) {
+func Of(query string) (normalized string, fingerprint uint64) { return PostgreSQL.Of(query) }
+
+// canonical returns the canonical form of a PostgreSQL query that
+// Fingerprint hashes.
+func canonical(query string) []byte { return PostgreSQL.canonical(query) }
+
+// canonical returns the canonical form of a query that d.Fingerprint
+// hashes.
+func (d Dialect) canonical(query string) []byte {
 	s := toValidUTF8(query)
-	toks := lex(s)
-	normalized = normalize(s, toks)
-	return normalized, fnv1a64(canonicalTokens(s, toks))
+	return canonicalTokens(d, s, d.lex(s))
 }
 
-// canonical returns the canonical form of a query that Fingerprint hashes.
-func canonical(query string) []byte {
-	s := toValidUTF8(query)
-	return canonicalTokens(s, lex(s))
-}
-
-// canonicalTokens builds the canonical form from the query's tokens. It
-// filters toks in place.
-func canonicalTokens(s string, all []token) []byte {
+// canonicalTokens builds the canonical form from the query's tokens in
+// dialect d. It filters toks in place.
+func canonicalTokens(d Dialect, s string, all []token) []byte {
 	toks := all[:0] // significant tokens, reusing the storage
 	for _, t := range all {
 		if t.kind != kSpace && t.kind != kComment {
@@ -149,6 +230,12 @@ func canonicalTokens(s string, all []token) []byte {
 		toks = toks[:len(toks)-1]
 	}
 
+	mysql := d == MySQL
+	constant, list := "$", "$..."
+	if mysql {
+		constant, list = "?", "?..."
+	}
+	var parens []int // MySQL: indexes of the open parentheses
 	out := make([]byte, 0, len(s))
 	emit := func(text string) {
 		if len(out) > 0 {
@@ -160,10 +247,10 @@ func canonicalTokens(s string, all []token) []byte {
 		t := toks[i]
 		switch {
 		case t.isLiteral() || t.kind == kParam:
-			emit("$")
+			emit(constant)
 			continue
-		case t.kind == kIdent:
-			emit(lowerASCII(s[t.start:t.end]))
+		case t.kind == kIdent || t.kind == kQIdent && mysql:
+			emit(canonicalName(d, s, t))
 			continue
 		}
 		text := s[t.start:t.end]
@@ -182,7 +269,7 @@ func canonicalTokens(s string, all []token) []byte {
 			if closer != "" {
 				if end := constantList(s, toks, i+1, closer); end > 0 {
 					emit(text)
-					emit("$...")
+					emit(list)
 					emit(closer)
 					i = end
 					continue
@@ -190,6 +277,22 @@ func canonicalTokens(s string, all []token) []byte {
 			}
 		}
 		emit(text)
+		if !mysql {
+			continue
+		}
+		// MySQL: VALUES (...), (...), ...: the number of rows is not part
+		// of the shape. IN lists above are skipped whole, with their
+		// parentheses, and so are the rows skipped here.
+		switch text {
+		case "(":
+			parens = append(parens, i)
+		case ")":
+			if len(parens) > 0 {
+				open := parens[len(parens)-1]
+				parens = parens[:len(parens)-1]
+				i = sameRows(s, toks, open, i)
+			}
+		}
 	}
 	return out
 }
