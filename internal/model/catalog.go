@@ -40,6 +40,7 @@ var Counters = []Counter{
 	{"programs_skipped", true, false, "program runs skipped by the kernel (already running on that CPU)"},
 	{"wait_hists_full", true, true, "sleeps left out of the wait event histograms (map full)"},
 	{"fuse_full", true, true, "FUSE requests not followed (map full)"},
+	{"mysql_conn_full", true, true, "MySQL connections not followed (socket storage full)"},
 	{"query_unfinished", false, true, "queries started again before finishing"},
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
@@ -47,6 +48,7 @@ var Counters = []Counter{
 	{"wire_tls", false, true, "TLS connections read in plaintext at OpenSSL"},
 	{"aio_unseen", false, true, "reads I/O workers performed whose staging was not seen (not charged to a query)"},
 	{"fuse_unseen", false, true, "FUSE requests a storage engine took that no traced process sent (not charged to a query)"},
+	{"mysql_reply_unseen", false, true, "MySQL replies whose end was not recognized (their query ended at the next command)"},
 	{"blk_late", false, true, "block requests still in flight when their query ended (counted in it, their time not)"},
 }
 

@@ -12,20 +12,25 @@ import (
 
 // Query is one finished query and what it spent, from the kernel's view.
 type Query struct {
-	Type        string    `json:"type"` // "query"
-	TS          time.Time `json:"ts"`   // when the query started
-	PID         int       `json:"pid"`
-	Instance    int       `json:"instance"` // postmaster PID
-	DataDir     string    `json:"data_dir"` // the instance's data directory...
-	Port        int       `json:"port"`     // ...and port
-	Role        string    `json:"role"`
-	Database    string    `json:"database"`
-	User        string    `json:"user"`
-	ClientAddr  string    `json:"client_addr,omitempty"` // a TCP client's address; absent over a unix socket
-	ClientPort  int       `json:"client_port,omitempty"`
-	Fingerprint string    `json:"fingerprint"` // 16 hex digits, stable across runs
-	Query       string    `json:"query"`       // normalized unless --raw-sql
-	Truncated   bool      `json:"query_truncated,omitempty"`
+	Type       string    `json:"type"` // "query"
+	TS         time.Time `json:"ts"`   // when the query started
+	PID        int       `json:"pid"`
+	Instance   int       `json:"instance"` // the server's PID (PostgreSQL's postmaster)
+	DataDir    string    `json:"data_dir"` // the instance's data directory...
+	Port       int       `json:"port"`     // ...and port
+	Role       string    `json:"role"`
+	Database   string    `json:"database"`
+	User       string    `json:"user"`
+	ClientAddr string    `json:"client_addr,omitempty"` // a TCP client's address; absent over a unix socket
+	ClientPort int       `json:"client_port,omitempty"`
+	// A MySQL server's: the thread that ran the query, and the connection's
+	// id as SHOW PROCESSLIST shows it (absent for a connection older than
+	// the trace).
+	TID          int    `json:"tid,omitempty"`
+	ConnectionID uint32 `json:"connection_id,omitempty"`
+	Fingerprint  string `json:"fingerprint"` // 16 hex digits, stable across runs
+	Query        string `json:"query"`       // normalized unless --raw-sql
+	Truncated    bool   `json:"query_truncated,omitempty"`
 
 	QueryNs uint64 `json:"query_ns"`
 

@@ -145,11 +145,32 @@ type dbiolatIoAcct struct {
 	Ns    uint64
 }
 
+type dbiolatMyConn struct {
+	_        structs.HostLayout
+	Conn     uint64
+	Carry    uint32
+	Left     uint32
+	ReplyId  uint32
+	InLen    uint32
+	CmdLeft  uint32
+	State    uint8
+	Cmd      uint8
+	Part     uint8
+	Flags    uint8
+	Have     uint8
+	InSeq    uint8
+	InHeader uint8
+	Pad      uint8
+	Head     [32]uint8
+	_        [4]byte
+}
+
 type dbiolatProcFlag uint32
 
 const (
 	dbiolatProcFlagPROC_TLS_PROBED dbiolatProcFlag = 1
 	dbiolatProcFlagPROC_ENGINE     dbiolatProcFlag = 2
+	dbiolatProcFlagPROC_MYSQL      dbiolatProcFlag = 4
 )
 
 type dbiolatProcInfo struct {
@@ -211,6 +232,9 @@ type dbiolatQueryEvent struct {
 	TextKind      uint8
 	EmitFlags     uint8
 	Pad           uint16
+	Conn          uint64
+	ReplyId       uint32
+	Pad2          uint32
 	Title         [64]int8
 	Acct          dbiolatQueryAcct
 	Waits         [8]dbiolatWaitTime
@@ -251,7 +275,9 @@ const (
 	dbiolatStatIdSTAT_WIRE_TLS            dbiolatStatId = 19
 	dbiolatStatIdSTAT_FUSE_FULL           dbiolatStatId = 20
 	dbiolatStatIdSTAT_FUSE_UNSEEN         dbiolatStatId = 21
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 22
+	dbiolatStatIdSTAT_MYSQL_CONN_FULL     dbiolatStatId = 22
+	dbiolatStatIdSTAT_MYSQL_REPLY_UNSEEN  dbiolatStatId = 23
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 24
 )
 
 type dbiolatTaskLocal struct {
@@ -291,6 +317,7 @@ type dbiolatTextKind uint32
 const (
 	dbiolatTextKindTEXT_SQL     dbiolatTextKind = 0
 	dbiolatTextKindTEXT_PG_WIRE dbiolatTextKind = 1
+	dbiolatTextKindTEXT_MYSQL   dbiolatTextKind = 2
 )
 
 type dbiolatThreadState struct {
@@ -373,13 +400,14 @@ const (
 	dbiolatWireStateWIRE_IDLE      dbiolatWireState = 5
 	dbiolatWireStateWIRE_BUSY      dbiolatWireState = 6
 	dbiolatWireStateWIRE_ENCRYPTED dbiolatWireState = 7
+	dbiolatWireStateWIRE_MYSQL     dbiolatWireState = 8
 )
 
 type dbiolatWireText struct {
-	_   structs.HostLayout
-	Len uint32
-	Pad uint32
-	Buf [4096]int8
+	_         structs.HostLayout
+	Len       uint32
+	Truncated uint32
+	Buf       [4096]int8
 }
 
 // Names of all BPF objects in the ELF.
@@ -392,6 +420,7 @@ const (
 	dbiolatMapFusePending           = "fuse_pending"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
+	dbiolatMapMyConns               = "my_conns"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
@@ -447,6 +476,8 @@ const (
 	dbiolatProgLockLwlockStart      = "lock_lwlock_start"
 	dbiolatProgLockWaitDone         = "lock_wait_done"
 	dbiolatProgLockWaitStart        = "lock_wait_start"
+	dbiolatProgMysqlRecv            = "mysql_recv"
+	dbiolatProgMysqlSend            = "mysql_send"
 	dbiolatProgProcExit             = "proc_exit"
 	dbiolatProgProcFork             = "proc_fork"
 	dbiolatProgSchedSwitch          = "sched_switch"
@@ -557,6 +588,8 @@ type dbiolatProgramSpecs struct {
 	LockLwlockStart      *ebpf.ProgramSpec `ebpf:"lock_lwlock_start"`
 	LockWaitDone         *ebpf.ProgramSpec `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.ProgramSpec `ebpf:"lock_wait_start"`
+	MysqlRecv            *ebpf.ProgramSpec `ebpf:"mysql_recv"`
+	MysqlSend            *ebpf.ProgramSpec `ebpf:"mysql_send"`
 	ProcExit             *ebpf.ProgramSpec `ebpf:"proc_exit"`
 	ProcFork             *ebpf.ProgramSpec `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.ProgramSpec `ebpf:"sched_switch"`
@@ -580,6 +613,7 @@ type dbiolatMapSpecs struct {
 	FusePending  *ebpf.MapSpec `ebpf:"fuse_pending"`
 	Hists        *ebpf.MapSpec `ebpf:"hists"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
+	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
 	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
 	Procs        *ebpf.MapSpec `ebpf:"procs"`
@@ -634,6 +668,7 @@ type dbiolatMaps struct {
 	FusePending  *ebpf.Map `ebpf:"fuse_pending"`
 	Hists        *ebpf.Map `ebpf:"hists"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
+	MyConns      *ebpf.Map `ebpf:"my_conns"`
 	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
 	Procs        *ebpf.Map `ebpf:"procs"`
@@ -654,6 +689,7 @@ func (m *dbiolatMaps) Close() error {
 		m.FusePending,
 		m.Hists,
 		m.Inflight,
+		m.MyConns,
 		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,
@@ -732,6 +768,8 @@ type dbiolatPrograms struct {
 	LockLwlockStart      *ebpf.Program `ebpf:"lock_lwlock_start"`
 	LockWaitDone         *ebpf.Program `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.Program `ebpf:"lock_wait_start"`
+	MysqlRecv            *ebpf.Program `ebpf:"mysql_recv"`
+	MysqlSend            *ebpf.Program `ebpf:"mysql_send"`
 	ProcExit             *ebpf.Program `ebpf:"proc_exit"`
 	ProcFork             *ebpf.Program `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.Program `ebpf:"sched_switch"`
@@ -792,6 +830,8 @@ func (p *dbiolatPrograms) Close() error {
 		p.LockLwlockStart,
 		p.LockWaitDone,
 		p.LockWaitStart,
+		p.MysqlRecv,
+		p.MysqlSend,
 		p.ProcExit,
 		p.ProcFork,
 		p.SchedSwitch,

@@ -39,6 +39,10 @@ const (
 	// system; on when its daemon is tracked as a storage engine (with FS,
 	// the daemon's work is charged to the query it serves).
 	Fuse
+	// MySQLWire takes query boundaries and text from MySQL's client/server
+	// protocol on a MySQL or MariaDB server's connections, as Wire does
+	// from PostgreSQL's; on when such a server is traced with Wire.
+	MySQLWire
 )
 
 // families names each family and the prefix of its programs' names (the
@@ -50,6 +54,7 @@ var families = []struct {
 }{
 	{Wire, "wire", "wire_"}, {USDT, "usdt", "usdt_"}, {FS, "fs", "fs_"}, {Block, "block", "blk_"},
 	{Sched, "sched", "sched_"}, {Buffers, "buffers", "buffers_"}, {Fuse, "fuse", "fuse_"},
+	{MySQLWire, "mysql-wire", "mysql_"},
 }
 
 // core are the prefixes of programs loaded whatever the families:
@@ -152,6 +157,7 @@ const (
 
 	TextSQL    = dbiolatTextKindTEXT_SQL
 	TextPGWire = dbiolatTextKindTEXT_PG_WIRE
+	TextMySQL  = dbiolatTextKindTEXT_MYSQL
 
 	EmitWanted    = dbiolatEmitFlagEMIT_WANTED
 	EmitStatement = dbiolatEmitFlagEMIT_STATEMENT

@@ -30,11 +30,15 @@ type ProcInfo struct {
 	// Engine says it is a storage engine serving the instance from user
 	// space (a FUSE daemon): its I/O is the layer under the database's.
 	Engine bool
+	// MySQL says it is a MySQL or MariaDB server: any of its threads may
+	// serve a connection in MySQL's protocol (the MySQLWire family).
+	MySQL bool
 }
 
 // Track makes the kernel side trace process tgid (its threads, and every
 // child it forks from now on) as part of an instance; client says it
-// serves a client connection, whose protocol the Wire family reads. A
+// serves a PostgreSQL client connection, whose protocol the Wire family
+// reads (a MySQL server's threads are told by p.MySQL). A
 // process that exits meanwhile is skipped.
 func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	info := dbiolatProcInfo{Instance: uint32(p.Instance), WaitEventPtr: p.WaitEventPtr, AioWaitEvent: p.AIOWaitEvent,
@@ -44,6 +48,9 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	}
 	if p.Engine {
 		info.Flags |= uint32(dbiolatProcFlagPROC_ENGINE)
+	}
+	if p.MySQL {
+		info.Flags |= uint32(dbiolatProcFlagPROC_MYSQL)
 	}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
@@ -67,7 +74,10 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
 		var tl dbiolatTaskLocal
-		if client {
+		switch {
+		case p.MySQL:
+			tl.Wire.State = uint8(dbiolatWireStateWIRE_MYSQL)
+		case client:
 			tl.Wire.State = uint8(dbiolatWireStateWIRE_ATTACHED)
 		}
 		if err := t.setTaskLocal(int(tid), tl); err != nil {

@@ -99,6 +99,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 			delete(s.statements, pid)
 		}
 	}
+	s.forgetConns(now)
 	return err
 }
 
@@ -132,8 +133,12 @@ func fsTotals(fs *[probe.FSAccts]probe.IOAcct) model.FSTotals {
 }
 
 // query turns a record into a model.Query; nil for a record sent only to
-// teach a prepared statement's text.
+// teach what later records need (a prepared statement's text, a
+// connection's user).
 func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
+	if e.TextKind == uint8(probe.TextMySQL) {
+		return s.mysqlQuery(e, text)
+	}
 	truncated := e.TextTruncated != 0
 	if e.TextKind == uint8(probe.TextPGWire) {
 		rt := s.statements.roundTrip(e.Tgid, text)
@@ -154,28 +159,33 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		}
 		s.procs[e.Tgid] = p
 	}
+	in := s.instances[int(e.Instance)]
+	q := s.accounted(e)
+	q.DataDir, q.Port = in.DataDir, in.Port
+	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(p.Role), p.Database, p.User, p.ClientAddr, p.ClientPort
+	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
+	return q
+}
+
+// statement sets a query's text, normalized in the server's dialect
+// unless raw SQL was asked for, and its fingerprint.
+func (s *Session) statement(q *model.Query, text []byte, truncated bool, d sqlnorm.Dialect) {
 	raw := strings.ToValidUTF8(string(text), "\uFFFD")
-	norm, fp := sqlnorm.Of(raw)
+	norm, fp := d.Of(raw)
 	if s.cfg.RawSQL {
 		norm = raw
 	}
+	q.Query, q.Fingerprint, q.Truncated = norm, fmt.Sprintf("%016x", fp), truncated
+}
+
+// accounted is what a query record measured, whichever the database.
+func (s *Session) accounted(e *probe.QueryEvent) *model.Query {
 	a := &e.Acct
-	in := s.instances[int(e.Instance)]
 	q := &model.Query{
 		Type:          "query",
 		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
 		PID:           int(e.Tgid),
 		Instance:      int(e.Instance),
-		DataDir:       in.DataDir,
-		Port:          in.Port,
-		Role:          string(p.Role),
-		Database:      p.Database,
-		User:          p.User,
-		ClientAddr:    p.ClientAddr,
-		ClientPort:    p.ClientPort,
-		Fingerprint:   fmt.Sprintf("%016x", fp),
-		Query:         norm,
-		Truncated:     truncated,
 		QueryNs:       e.EndNs - e.StartNs,
 		FSTotals:      fsTotals(&a.Fs),
 		BlkCount:      a.Blk[0].Count + a.Blk[1].Count + a.Blk[2].Count,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/elfvar"
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/storage"
@@ -34,7 +35,8 @@ type Session struct {
 	cfg       Config
 	tracer    *probe.Tracer
 	Instances []postgres.Instance
-	Engines   []storage.Engine // userspace storage engines serving them (FUSE daemons)
+	MySQL     []mysql.Instance   // MySQL and MariaDB servers
+	Engines   []storage.Engine   // userspace storage engines serving them (FUSE daemons)
 	procs     map[uint32]postgres.Process
 	wallOff   time.Duration // wall clock minus CLOCK_MONOTONIC
 	start     time.Time
@@ -49,6 +51,8 @@ type Session struct {
 	followed    time.Time                 // when follow last looked for restarted instances
 	gone        map[int]bool              // postmasters seen exited, not back yet
 	instances   map[int]postgres.Instance // by postmaster pid, every one attached since the start
+	mysqls      map[int]mysql.Instance    // MySQL servers by pid
+	myConns     map[uint64]*myConn        // MySQL connections by the kernel's key for them
 	boxes       []boxOf                   // where each kernel box goes in a model.Query
 }
 
@@ -64,9 +68,15 @@ func Open(cfg Config) (*Session, error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
-	instances, err := Instances(cfg.PID, cfg.PGData)
+	instances, mysqls, err := Servers(cfg.PID, cfg.PGData)
 	if err != nil {
 		return nil, err
+	}
+	if len(mysqls) > 0 {
+		if cfg.Families&(probe.USDT|probe.Buffers) != 0 {
+			return nil, errors.New("MySQL and MariaDB have no USDT probes: leave out --usdt and --buffers for them (point at a PostgreSQL with --pid or --pgdata)")
+		}
+		cfg.Families |= probe.MySQLWire
 	}
 	// Userspace storage engines under the data directories: their
 	// requests are timed, and they are traced as a layer of their own.
@@ -81,7 +91,13 @@ func Open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Instances = instances
+	s.Instances, s.MySQL = instances, mysqls
+	for _, in := range mysqls {
+		if err := s.attachMySQL(in); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	for _, in := range instances {
 		err := s.attach(in)
 		for _, e := range engines[in.PID] {
@@ -132,7 +148,8 @@ func open(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
-		exited: map[uint32]time.Time{}, gone: map[int]bool{}, instances: map[int]postgres.Instance{}, start: time.Now(), wallOff: wallOffset()}
+		exited: map[uint32]time.Time{}, gone: map[int]bool{}, instances: map[int]postgres.Instance{},
+		mysqls: map[int]mysql.Instance{}, myConns: map[uint64]*myConn{}, start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
 			s.boxes = append(s.boxes, boxOf{i, b.Of})
@@ -146,6 +163,41 @@ func open(cfg Config) (*Session, error) {
 // client connection in PostgreSQL's protocol.
 func (s *Session) Track(pid int, client bool) error {
 	return s.tracer.Track(pid, probe.ProcInfo{Instance: pid}, client)
+}
+
+// Servers finds the database servers a trace attaches to: the one a
+// process belongs to (pid), the one serving a data directory (dir), or,
+// with neither, every PostgreSQL, MySQL and MariaDB running on the host.
+func Servers(pid int, dir string) ([]postgres.Instance, []mysql.Instance, error) {
+	if pid == 0 && dir == "" {
+		pgs, err := postgres.Discover()
+		if err != nil {
+			return nil, nil, err
+		}
+		mys, err := mysql.Discover()
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(pgs)+len(mys) == 0 {
+			return nil, nil, errors.New("no running PostgreSQL, MySQL or MariaDB found: start one, or point at it with --pid or --pgdata")
+		}
+		return pgs, mys, nil
+	}
+	pgs, pgErr := Instances(pid, dir)
+	if pgErr == nil {
+		return pgs, nil, nil
+	}
+	if mys, err := mysqlInstances(pid, dir); err == nil {
+		return nil, mys, nil
+	}
+	// A process we can see that is neither: say so for both kinds; else
+	// PostgreSQL's error says what is wrong (no such process, no permission).
+	if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); pid != 0 && err == nil {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		return nil, nil, fmt.Errorf("process %d (%s) is neither PostgreSQL nor MySQL or MariaDB: give the PID of a postgres, mysqld or mariadbd process, or use --pgdata",
+			pid, strings.TrimSpace(string(comm)))
+	}
+	return nil, nil, pgErr
 }
 
 // Instances finds the instances a trace attaches to: the one a process

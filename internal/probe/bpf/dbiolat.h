@@ -96,7 +96,9 @@ enum stat_id {
 	STAT_WIRE_TLS = 19,        /* not a loss: TLS connections read through their TLS library */
 	STAT_FUSE_FULL = 20,       /* a FUSE request could not be followed (map full) */
 	STAT_FUSE_UNSEEN = 21,     /* not a loss: a FUSE daemon took a request not sent by a traced process */
-	STAT_IDS = 22,
+	STAT_MYSQL_CONN_FULL = 22, /* a MySQL connection's state could not be created: its queries are not seen */
+	STAT_MYSQL_REPLY_UNSEEN = 23, /* the end of a MySQL reply was not recognized: its query ended at the next command */
+	STAT_IDS = 24,
 };
 
 /*
@@ -121,6 +123,7 @@ enum box {
 enum text_kind {
 	TEXT_SQL = 0,     /* the statement (USDT query__start's argument) */
 	TEXT_PG_WIRE = 1, /* the frontend protocol messages of the round trip, as received */
+	TEXT_MYSQL = 2,   /* a MySQL command packet's payload; a connection's first: its handshake response */
 };
 
 /* Why a query record was sent (bits). */
@@ -178,6 +181,11 @@ struct query_event {
 	__u8 text_kind;  /* enum text_kind */
 	__u8 emit_flags; /* enum emit_flag */
 	__u16 pad;
+	/* A MySQL connection: the server's id for it (its greeting's), or, for
+	 * one older than the trace, its socket's address (above 2^32). */
+	__u64 conn;
+	__u32 reply_id; /* what the server's reply named: the id of the statement a COM_STMT_PREPARE prepared */
+	__u32 pad2;
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
@@ -266,6 +274,7 @@ enum wire_state {
 	WIRE_IDLE = 5,      /* between round trips */
 	WIRE_BUSY = 6,      /* from a round trip's first message to its ReadyForQuery */
 	WIRE_ENCRYPTED = 7, /* TLS or GSS: the messages cannot be read */
+	WIRE_MYSQL = 8,     /* a thread of a MySQL server: its connections' state is per socket (mysql.bpf.c) */
 };
 
 /* What the messages of the current round trip showed (bits). */
@@ -306,6 +315,7 @@ struct proc_info {
 enum proc_flag {
 	PROC_TLS_PROBED = 1, /* its TLS library's reads and writes are probed: TLS is read in plaintext */
 	PROC_ENGINE = 2,     /* a storage engine serving an instance from user space (a FUSE daemon) */
+	PROC_MYSQL = 4,      /* a MySQL or MariaDB server: its clients speak MySQL's protocol */
 };
 
 /* A wait event's histogram: events are numbered per database version. */

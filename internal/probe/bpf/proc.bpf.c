@@ -41,11 +41,15 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	tl = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tl)
 		stat_inc(STAT_WATERFALL_FULL);
-	if (ctgid != ptgid) { /* a new process, not a new thread */
-		bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY);
+	if (pi->flags & PROC_MYSQL) { /* any thread may serve connections: they tell by their bytes */
+		if (tl)
+			tl->wire.state = WIRE_MYSQL;
+	} else if (ctgid != ptgid) { /* a new process, not a new thread */
 		if (tl) /* a backend, if it reads a startup packet first */
 			tl->wire.state = WIRE_NEW;
 	}
+	if (ctgid != ptgid)
+		bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY);
 	bpf_map_update_elem(&threads, &ctid, &fresh, BPF_NOEXIST);
 	ts = thread_of(ctid);
 	if (!ts) {

@@ -113,6 +113,8 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	e->pid = (__u32)bpf_get_current_pid_tgid();
 	e->tgid = ts->tgid;
 	e->emit_flags = flags;
+	e->conn = 0; /* the MySQL family sets these */
+	e->reply_id = 0;
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
 	e->acct = ts->acct;

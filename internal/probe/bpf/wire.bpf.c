@@ -11,9 +11,6 @@
  * QUERY_TEXT_MAX - 1 bytes) and sent with the record; Go reads the statement
  * out of them (internal/postgres/wire.go). Encrypted connections cannot be
  * read: they are counted, and --usdt sees their simple-protocol queries.
- *
- * The socket calls' user buffers are found from the syscall's registers:
- * x86-64 only (bpf2go -target amd64).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -21,69 +18,13 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
-#include "query.bpf.h"
+#include "sock.bpf.h"
 
-#define MSG_PEEK 2
-#define TEXT_MASK (QUERY_TEXT_MAX - 1)
 #define WIRE_MAX_MSGS 16 /* messages walked per round trip */
-
-/* x86_64 syscall numbers: the socket calls whose buffer we can find. */
-#define NR_READ 0
-#define NR_WRITE 1
-#define NR_SENDTO 44
-#define NR_RECVFROM 45
-#define NR_SENDMSG 46
-#define NR_RECVMSG 47
 
 /* Startup codes of PostgreSQL's protocol (after the length word). */
 #define PG_SSL_REQUEST 80877103
 #define PG_GSSENC_REQUEST 80877104
-
-/* The bytes a round trip began with; only client backends get one. */
-struct wire_text {
-	__u32 len; /* bytes captured */
-	__u32 pad;
-	char buf[QUERY_TEXT_MAX];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct wire_text);
-} wire_texts SEC(".maps");
-
-/* The user buffer of the socket call in progress: the syscall's own argument. */
-static __always_inline void *sock_buf(struct task_struct *task)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct user_msghdr msg;
-	struct iovec iov;
-
-	switch (regs->orig_ax) {
-	case NR_READ:
-	case NR_WRITE:
-	case NR_RECVFROM:
-	case NR_SENDTO:
-		return (void *)regs->si;
-	case NR_RECVMSG:
-	case NR_SENDMSG:
-		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)regs->si) ||
-		    msg.msg_iovlen != 1 || bpf_probe_read_user(&iov, sizeof(iov), msg.msg_iov))
-			return NULL;
-		return iov.iov_base;
-	}
-	return NULL;
-}
-
-/* n, at most TEXT_MASK, bounded where the verifier can see it. */
-static __always_inline __u32 text_bound(__u64 n)
-{
-	if (n > TEXT_MASK)
-		n = TEXT_MASK;
-	barrier_var(n); /* keep the mask: clang would pass an unbounded copy */
-	return n & TEXT_MASK;
-}
 
 static __always_inline __u32 be32_at(const char *b, __u32 off)
 {

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysandbox"
+	"github.com/dbiolat/dbiolat/internal/testenv"
+)
+
+// MySQL and MariaDB: the same records from MySQL's protocol, checked
+// against the server's own counts. A real MariaDB (Debian's 10.11) runs in
+// a temp directory on a unix socket; sysbench drives it.
+
+// startMariaDB starts a throwaway MariaDB for one test.
+func startMariaDB(t *testing.T, settings map[string]string) *mysandbox.Server {
+	t.Helper()
+	testenv.NeedRoot(t)
+	s, err := mysandbox.Start(mysandbox.Options{Settings: settings})
+	if errors.Is(err, mysandbox.ErrNotInstalled) && os.Getenv("CI") != "true" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	return s
+}
+
+func mysqlContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// comCounters reads the server's statement counters (SHOW GLOBAL STATUS
+// LIKE 'Com_%'); the reading itself counts only in Com_show_status.
+func comCounters(t *testing.T, s *mysandbox.Server) map[string]uint64 {
+	t.Helper()
+	out, err := s.SQL(mysqlContext(t), "", "SHOW GLOBAL STATUS LIKE 'Com\\_%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]uint64{}
+	for _, line := range strings.Split(out, "\n") {
+		if name, v, ok := strings.Cut(line, "\t"); ok {
+			m[strings.ToLower(name)], _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return m
+}
+
+// The statement kinds sysbench's oltp_read_write runs, by the counter the
+// server counts each in (a prepared statement's execution counts under its
+// statement's kind too).
+var sysbenchKinds = map[string]string{
+	"SELECT": "com_select", "INSERT": "com_insert", "UPDATE": "com_update", "DELETE": "com_delete",
+	"BEGIN": "com_begin", "COMMIT": "com_commit",
+}
+
+// sysbenchRun runs oltp_read_write for a fixed number of events in each
+// prepared-statement mode while slowlog traces s, and returns the queries
+// with the server's counters before and after.
+func sysbenchRun(t *testing.T, s *mysandbox.Server) (qs []model.Query, before, after map[string]uint64) {
+	t.Helper()
+	ctx := mysqlContext(t)
+	o := mysandbox.SysbenchOptions{Test: "oltp_read_write", Tables: 2, TableSize: 2000, Threads: 4, Events: 200}
+	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	before = comCounters(t, s)
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
+	for _, mode := range []string{"auto", "disable"} {
+		o.PSMode = mode
+		if _, err := s.Sysbench(ctx, o, "run"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs, _, _ = tr.stop(t)
+	after = comCounters(t, s)
+	checkBoxesAddUp(t, qs)
+	return qs, before, after
+}
+
+// Every statement sysbench ran is one record, counted as the server counts
+// them, by kind; a prepared statement's executions show its text.
+func checkStatementsOnce(t *testing.T, qs []model.Query, before, after map[string]uint64) {
+	t.Helper()
+	got := map[string]uint64{}
+	conns := map[uint32]bool{}
+	for _, q := range qs {
+		if q.Role != "connection" || q.User != "root" || q.Database != "sbtest" {
+			t.Errorf("a query's role, user or database is not the connection's: %+v", q)
+		}
+		if strings.Contains(q.Query, "prepared before the trace") {
+			t.Errorf("an execution's statement was not resolved: %q", q.Query)
+		}
+		kind, _, _ := strings.Cut(q.Query, " ")
+		counter, ok := sysbenchKinds[kind]
+		if !ok {
+			t.Errorf("a statement sysbench does not run: %q", q.Query)
+			continue
+		}
+		got[counter]++
+		conns[q.ConnectionID] = true
+		if q.ConnectionID == 0 || q.TID == 0 {
+			t.Errorf("no connection id or thread: %+v", q)
+		}
+	}
+	for _, counter := range sysbenchKinds {
+		if want := after[counter] - before[counter]; got[counter] != want {
+			t.Errorf("%s: %d records, the server counted %d", counter, got[counter], want)
+		}
+	}
+	// auto prepares (each execution a COM_STMT_EXECUTE), disable does not.
+	executes := after["com_stmt_execute"] - before["com_stmt_execute"]
+	if executes == 0 || executes >= uint64(len(qs)) {
+		t.Errorf("%d executions of prepared statements among %d statements: both modes should have run", executes, len(qs))
+	}
+	if len(conns) != 8 { // 4 threads in each of the two runs
+		t.Errorf("%d connections, want 8", len(conns))
+	}
+	t.Logf("%d statements on %d connections, %d of them executions of prepared statements; by kind %v", len(qs), len(conns), executes, got)
+}
+
+func TestMySQLStatementsOnce(t *testing.T) {
+	s := startMariaDB(t, nil)
+	qs, before, after := sysbenchRun(t, s)
+	checkStatementsOnce(t, qs, before, after)
+}
+
+// MariaDB's thread pool runs a connection's commands on any of its worker
+// threads: the same statements, counted the same.
+func TestMySQLThreadPool(t *testing.T) {
+	s := startMariaDB(t, map[string]string{"thread_handling": "pool-of-threads", "thread_pool_size": "2"})
+	qs, before, after := sysbenchRun(t, s)
+	checkStatementsOnce(t, qs, before, after)
+	threads := map[int]bool{}
+	for _, q := range qs {
+		threads[q.TID] = true
+	}
+	t.Logf("%d worker threads ran them", len(threads))
+}

@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which query is a MySQL or MariaDB thread running? Read from the bytes on
+ * its clients' sockets, as wire.bpf.c reads PostgreSQL's: a query begins
+ * when the server reads a command packet (COM_QUERY, COM_STMT_EXECUTE...)
+ * and ends when it sends the last packet of its reply: an OK, an ERR, or
+ * the EOF after the last row, without "more results exist".
+ *
+ * The state is per connection (socket-local storage), not per thread: in
+ * MariaDB's thread pool a connection's commands run on any worker thread.
+ * A command runs on one thread from its read to its reply, so the query's
+ * accounting stays the thread's, as for PostgreSQL.
+ *
+ * A reply is a stream of packets (3-byte length, sequence number) that the
+ * server sends in buffer-sized pieces: every send is walked packet by
+ * packet to know where the next packet starts, and the first bytes of each
+ * are read to follow the reply: column count, column definitions, an EOF
+ * (unless the client asked for none: CLIENT_DEPRECATE_EOF), rows, and the
+ * EOF or OK that ends them. A reply whose end is missed ends at the
+ * connection's next command, and is counted.
+ *
+ * The client's command packet (up to QUERY_TEXT_MAX - 1 bytes) goes with
+ * the record; Go reads the statement out of it (internal/mysql), the text
+ * of a prepared statement from the COM_STMT_PREPARE that the record of its
+ * reply's statement id taught it, and user and database from the
+ * connection's handshake response, sent as its first record.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "sock.bpf.h"
+
+#define MY_HEAD 32       /* a packet's header and the first payload bytes its kind needs (a power of 2) */
+#define MY_MAX_HOPS 8192 /* packets walked per send: a 16 KiB buffer of 2-byte rows */
+#define MY_MAX_PACKET 0xffffff
+
+/* Commands (the first payload byte of a client's packet with sequence 0). */
+#define COM_QUIT 0x01
+#define COM_INIT_DB 0x02
+#define COM_QUERY 0x03
+#define COM_FIELD_LIST 0x04
+#define COM_STATISTICS 0x09
+#define COM_CHANGE_USER 0x11
+#define COM_BINLOG_DUMP 0x12
+#define COM_REGISTER_SLAVE 0x15
+#define COM_STMT_PREPARE 0x16
+#define COM_STMT_EXECUTE 0x17
+#define COM_STMT_SEND_LONG_DATA 0x18
+#define COM_STMT_CLOSE 0x19
+#define COM_STMT_FETCH 0x1c
+#define COM_BINLOG_DUMP_GTID 0x1e
+#define COM_STMT_BULK_EXECUTE 0xfa /* MariaDB */
+
+#define CLIENT_SSL (1U << 11)
+#define CLIENT_DEPRECATE_EOF (1U << 24)
+#define SERVER_MORE_RESULTS_EXIST 0x0008
+#define SERVER_STATUS_CURSOR_EXISTS 0x0040
+
+/* Where a connection is. */
+enum my_state {
+	MY_UNSEEN = 0,    /* its first packet not seen yet: older than the trace, or new */
+	MY_GREETED = 1,   /* the server sent its greeting: the handshake response comes next */
+	MY_IDLE = 2,      /* between commands */
+	MY_BUSY = 3,      /* from a command to the end of its reply (the handshake too) */
+	MY_OFF = 4,       /* encrypted, a replication stream, or gone: not followed */
+};
+
+/* Where in its reply the server is. */
+enum my_part {
+	PART_FIRST = 0,       /* the first packet of a reply, or of its next result set */
+	PART_AUTH = 1,        /* the authentication exchange: it ends with an OK or an ERR */
+	PART_DEFS = 2,        /* a COM_STMT_PREPARE's parameter and column definitions */
+	PART_COLUMNS = 3,     /* a result set's column definitions */
+	PART_COLUMNS_EOF = 4, /* the EOF after them */
+	PART_ROWS = 5,        /* rows, until an EOF, OK or ERR */
+};
+
+/* What a connection's client is known to do (bits). */
+enum my_flag {
+	MY_NO_EOF = 1, /* CLIENT_DEPRECATE_EOF: no EOF after column definitions */
+};
+
+struct my_conn {
+	__u64 conn;      /* the connection id of the server's greeting; 0: not seen */
+	__u32 carry;     /* bytes of the packet in progress still to be sent */
+	__u32 left;      /* definitions left in this part of the reply */
+	__u32 reply_id;  /* the statement id a COM_STMT_PREPARE's reply gave */
+	__u32 in_len;    /* the client packet whose header was read alone: its length... */
+	__u32 cmd_left;  /* bytes of the client's packet still to be read, past what was captured */
+	__u8 state;      /* enum my_state */
+	__u8 cmd;        /* the command running; 0 for the handshake */
+	__u8 part;       /* enum my_part */
+	__u8 flags;      /* enum my_flag */
+	__u8 have;       /* bytes of head kept from the last send: a packet split across sends */
+	__u8 in_seq;     /* ...its sequence number... */
+	__u8 in_header;  /* ...when its payload comes next (servers read the header first) */
+	__u8 pad;
+	__u8 head[MY_HEAD];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct my_conn);
+} my_conns SEC(".maps");
+
+static __always_inline __u32 le16(const __u8 *p) { return p[0] | (__u32)p[1] << 8; }
+static __always_inline __u32 le24(const __u8 *p) { return p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16; }
+static __always_inline __u32 le32(const __u8 *p) { return le24(p) | (__u32)p[3] << 24; }
+
+/* The size of a length-encoded integer starting with byte b. */
+static __always_inline __u32 lenenc_size(__u8 b)
+{
+	switch (b) {
+	case 0xfc:
+		return 3;
+	case 0xfd:
+		return 4;
+	case 0xfe:
+		return 9;
+	}
+	return 1;
+}
+
+/* The value of a length-encoded integer that fits 32 bits (a count). */
+static __always_inline __u32 lenenc32(const __u8 *p)
+{
+	switch (p[0]) {
+	case 0xfc:
+		return le16(p + 1);
+	case 0xfd:
+		return le24(p + 1);
+	}
+	return p[0];
+}
+
+/*
+ * The status flags of an OK or EOF packet (p: its payload's head, plen its
+ * length): an EOF is 5 bytes (0xfe, warnings, status); an OK is its header,
+ * affected rows, last insert id, then the status.
+ */
+static __always_inline __u32 status_of(const __u8 *p, __u32 plen)
+{
+	__u32 off;
+
+	if (p[0] == 0xfe && plen == 5)
+		return le16(p + 3);
+	off = 1 + lenenc_size(p[1]);
+	off += lenenc_size(p[off & 15]);
+	return le16(p + (off & 31)); /* p has MY_HEAD bytes of slack behind it */
+}
+
+/* The walk through one send, in the loop's context. */
+struct my_walk {
+	void *buf;        /* the send's user buffer */
+	__u32 n;          /* its length */
+	__u32 off;        /* where the next packet starts */
+	struct my_conn c; /* the connection's reply state, copied in and out */
+	__u8 ended;       /* the reply ended with the packet at... */
+	__u8 pad[3];
+	__u32 end_off;    /* ...this offset's end: what follows is not the reply's */
+};
+
+/* Follows the reply by one packet; 1 when it was the reply's last. */
+static __always_inline int my_packet(struct my_conn *c, const __u8 *p, __u32 plen)
+{
+	__u32 status, size;
+
+	switch (c->part) {
+	case PART_AUTH: /* an auth switch (0xfe) or more data (0x01) goes on */
+		return p[0] == 0x00 || p[0] == 0xff;
+	case PART_DEFS:
+		return --c->left == 0;
+	case PART_COLUMNS:
+		if (--c->left == 0)
+			c->part = (c->flags & MY_NO_EOF) ? PART_ROWS : PART_COLUMNS_EOF;
+		return 0;
+	case PART_COLUMNS_EOF:
+		if (p[0] == 0xfe && plen == 5) {
+			c->part = PART_ROWS;
+			/* A cursor was opened: its rows come with COM_STMT_FETCH. */
+			return (le16(p + 3) & SERVER_STATUS_CURSOR_EXISTS) != 0;
+		}
+		c->flags |= MY_NO_EOF; /* a row: the client asked for no EOF after all */
+		c->part = PART_ROWS;
+		/* fallthrough */
+	case PART_ROWS:
+		if (p[0] == 0xff)
+			return 1;
+		if (p[0] != 0xfe || plen >= MY_MAX_PACKET) /* a row (0xfe starts only a huge one) */
+			return 0;
+		if (plen >= 7) /* an OK in place of the EOF */
+			c->flags |= MY_NO_EOF;
+		break;
+	default: /* PART_FIRST */
+		if (p[0] == 0xff)
+			return 1;
+		if (p[0] == 0xfb) /* LOCAL INFILE: the client sends a file, then the server answers */
+			return 0;
+		if (p[0] == 0x00 && c->cmd == COM_STMT_PREPARE && plen >= 9) {
+			/* statement id, columns, parameters; each list of definitions
+			 * is followed by an EOF unless the client asked for none */
+			__u32 cols = le16(p + 5), params = le16(p + 7);
+
+			c->reply_id = le32(p + 1);
+			c->left = cols + params;
+			if (!(c->flags & MY_NO_EOF))
+				c->left += (cols != 0) + (params != 0);
+			c->part = PART_DEFS;
+			return c->left == 0;
+		}
+		if (p[0] != 0x00 && p[0] != 0xfe) {
+			if (c->cmd == COM_STATISTICS) /* a string */
+				return 1;
+			/* A result set: its column count, and with MariaDB's cached
+			 * metadata a byte saying whether the definitions follow. */
+			c->left = lenenc32(p);
+			size = lenenc_size(p[0]);
+			if (plen == size + 1 && !p[size & 15])
+				c->left = 0;
+			c->part = PART_COLUMNS;
+			if (!c->left)
+				c->part = (c->flags & MY_NO_EOF) ? PART_ROWS : PART_COLUMNS_EOF;
+			return 0;
+		}
+	}
+	/* an OK or EOF: the reply goes on if more results follow */
+	status = status_of(p, plen);
+	c->part = PART_FIRST;
+	return !(status & SERVER_MORE_RESULTS_EXIST);
+}
+
+/*
+ * One packet of the send: its head is read (completed from the head the
+ * last send left, for a packet split across sends) and followed.
+ */
+static long my_hop(__u64 i, void *ctx)
+{
+	/* head: the packet's first MY_HEAD bytes, with room for the masked
+	 * offsets and sizes the verifier can check */
+	__u8 head[3 * MY_HEAD] = {};
+	struct my_walk *w = ctx;
+	struct my_conn *c = &w->c;
+	__u32 avail, want, have = c->have & (MY_HEAD - 1), plen;
+	__s32 start = (__s32)w->off - (__s32)have; /* where the packet starts, possibly in the last send */
+
+	if (w->off >= w->n)
+		return 1;
+	if (c->carry) { /* the rest of a packet begun in an earlier send */
+		avail = w->n - w->off;
+		if (c->carry >= avail) {
+			c->carry -= avail;
+			w->off = w->n;
+			return 1;
+		}
+		w->off += c->carry;
+		c->carry = 0;
+		return 0;
+	}
+	/* The head: what the last send left, then this send's bytes. */
+	if (have)
+		__builtin_memcpy(head, c->head, MY_HEAD);
+	avail = w->n - w->off;
+	want = MY_HEAD - have;
+	if (want > avail)
+		want = avail;
+	want &= 2 * MY_HEAD - 1;
+	if (bpf_probe_read_user(head + have, want, w->buf + w->off))
+		return 1;
+	if (have + want < 5) { /* not even the header and kind: keep them for the next send */
+		__builtin_memcpy(c->head, head, MY_HEAD);
+		c->have = have + want;
+		w->off = w->n;
+		return 1;
+	}
+	plen = le24(head);
+	/* A head split across sends whose payload is shorter than the head
+	 * needs is complete once the packet is; else wait for the rest. */
+	if (have + want < MY_HEAD && have + want < plen + 4 && w->off + want >= w->n) {
+		__builtin_memcpy(c->head, head, MY_HEAD);
+		c->have = have + want;
+		w->off = w->n;
+		return 1;
+	}
+	c->have = 0;
+	/* The packet's end, from where it started. */
+	if ((__s64)start + 4 + plen > w->n) {
+		c->carry = start + 4 + plen - w->n;
+		w->off = w->n;
+	} else {
+		w->off = start + 4 + plen;
+	}
+	if (my_packet(c, head + 4, plen)) {
+		w->ended = 1;
+		w->end_off = w->off;
+		return 1;
+	}
+	return 0;
+}
+
+/* Where a reply to cmd starts. */
+static __always_inline __u8 first_part(__u8 cmd)
+{
+	switch (cmd) {
+	case COM_STMT_FETCH: /* rows, then EOF */
+	case COM_FIELD_LIST: /* column definitions, then EOF */
+		return PART_ROWS;
+	case COM_CHANGE_USER:
+		return PART_AUTH;
+	}
+	return PART_FIRST;
+}
+
+/* No query runs after all: the thread's query is dropped, uncounted. */
+static __always_inline void my_cancel(struct thread_state *ts, struct waterfall *wf)
+{
+	if (ts)
+		ts->query_start_ns = 0;
+	if (wf)
+		wf->in_query = 0;
+}
+
+/* The reply ended (or was cut short by the next command): the record goes out. */
+static __always_inline void my_end(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk)
+{
+	struct thread_state *ts = thread_current();
+	struct wire_text *t;
+	struct query_event *e;
+	int ran, teaches;
+	__u32 n = 0;
+
+	c->state = MY_IDLE;
+	if (!ts || !ts->query_start_ns)
+		return;
+	ran = c->cmd == COM_QUERY || c->cmd == COM_STMT_EXECUTE || c->cmd == COM_STMT_BULK_EXECUTE;
+	/* Go learns from these: a statement's text and id, the user and database. */
+	teaches = c->cmd == COM_STMT_PREPARE || c->cmd == COM_INIT_DB || c->cmd == COM_CHANGE_USER ||
+		  c->cmd == COM_QUIT || c->cmd == 0;
+	e = query_end(ts, &tl->wf, bpf_ktime_get_ns(), ran, teaches);
+	if (!e)
+		return;
+	t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+	if (t && t->len)
+		n = text_bound(t->len);
+	if (n && bpf_probe_read_kernel(e->text, n, t->buf))
+		n = 0;
+	e->text_kind = TEXT_MYSQL;
+	e->conn = c->conn ? c->conn : sk;
+	e->reply_id = c->reply_id;
+	query_submit(e, n, t && t->truncated);
+}
+
+/* The server sends n bytes from buf on a connection. */
+static __always_inline void my_sent(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+				    __u64 sk, void *buf, __u32 n)
+{
+	struct my_walk w = { .buf = buf, .n = n };
+	__u8 hello[64] = {};
+	__u32 i;
+
+	if (c->state == MY_UNSEEN) {
+		/* A new connection's greeting: protocol 10, the server's version
+		 * (NUL-terminated), the connection id. */
+		__u32 m = n < sizeof(hello) ? n : sizeof(hello);
+
+		if (m < 16 || bpf_probe_read_user(hello, m, buf) || hello[3] != 0 || hello[4] != 10)
+			return;
+		for (i = 5; i + 4 < m; i++)
+			if (!hello[i]) {
+				c->conn = le32(hello + i + 1);
+				c->state = MY_GREETED;
+				return;
+			}
+		return;
+	}
+	if (c->state != MY_BUSY)
+		return;
+	w.c = *c;
+	bpf_loop(MY_MAX_HOPS, my_hop, &w, 0);
+	*c = w.c;
+	if (w.ended) {
+		c->carry = c->have = 0;
+		my_end(task, tl, c, sk);
+	}
+}
+
+/* The thread's query begins: a command's, or the handshake's. */
+static __always_inline void my_begin(struct task_local *tl)
+{
+	struct thread_state *ts = thread_current();
+
+	if (ts)
+		query_begin(ts, &tl->wf, bpf_ktime_get_ns());
+}
+
+/*
+ * A command's payload arrives: its first n bytes at payload (of len). The
+ * thread's query began at its header.
+ */
+static __always_inline void my_command(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+				       __u64 sk, void *payload, __u32 n, __u32 len)
+{
+	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u32 m = text_bound(n < len ? n : len);
+
+	c->carry = c->have = 0;
+	c->reply_id = 0;
+	if (!t || !m || bpf_probe_read_user(t->buf, m, payload)) {
+		stat_inc(STAT_WIRE_UNREADABLE);
+		my_cancel(thread_current(), &tl->wf);
+		c->state = MY_IDLE;
+		return;
+	}
+	t->len = m;
+	t->truncated = len > m;
+	c->cmd = (__u8)t->buf[0];
+	c->part = first_part(c->cmd);
+	c->state = MY_BUSY;
+	switch (c->cmd) {
+	case COM_STMT_CLOSE:          /* no reply */
+	case COM_STMT_SEND_LONG_DATA: /* no reply */
+		my_cancel(thread_current(), &tl->wf);
+		c->state = MY_IDLE;
+		break;
+	case COM_QUIT: /* Go forgets the connection */
+		my_end(task, tl, c, sk);
+		c->state = MY_OFF;
+		break;
+	case COM_BINLOG_DUMP: /* a replica's stream: never ends */
+	case COM_BINLOG_DUMP_GTID:
+	case COM_REGISTER_SLAVE:
+		my_cancel(thread_current(), &tl->wf);
+		c->state = MY_OFF;
+		break;
+	}
+}
+
+/*
+ * The handshake response, the client's first packet (sequence 1): Go
+ * learns the user and database from it. Its record carries it behind a
+ * command byte 0 (COM_SLEEP, which no client sends); the query it makes
+ * is the authentication, which ends with the server's OK or ERR.
+ */
+static __always_inline void my_handshake(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+					 void *payload, __u32 n, __u32 len)
+{
+	struct wire_text *t;
+	__u8 caps_le[4];
+	__u32 caps, m;
+
+	if (n < 4 || bpf_probe_read_user(caps_le, sizeof(caps_le), payload))
+		return;
+	caps = le32(caps_le);
+	if (caps & CLIENT_SSL) { /* an SSLRequest: TLS follows */
+		stat_inc(STAT_WIRE_ENCRYPTED);
+		c->state = MY_OFF;
+		return;
+	}
+	if (caps & CLIENT_DEPRECATE_EOF)
+		c->flags |= MY_NO_EOF;
+	t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	m = text_bound(n < len ? n : len);
+	if (m > TEXT_MASK - 1)
+		m = TEXT_MASK - 1;
+	if (!t || !m || bpf_probe_read_user(t->buf + 1, m, payload))
+		return;
+	t->buf[0] = 0;
+	t->len = m + 1;
+	t->truncated = len > m;
+	my_begin(tl);
+	c->cmd = 0;
+	c->part = PART_AUTH;
+	c->carry = c->have = 0;
+	c->state = MY_BUSY;
+}
+
+/* A command begins to be read: the connection's query begins. */
+static __always_inline void my_command_begins(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+					      __u64 sk)
+{
+	if (c->state == MY_BUSY) { /* the last reply's end was missed: it ends here */
+		stat_inc(STAT_MYSQL_REPLY_UNSEEN);
+		my_end(task, tl, c, sk);
+	}
+	my_begin(tl);
+}
+
+/*
+ * A client packet: its header said seq and len, and n bytes of its payload
+ * are at payload. begun: a command's header came alone, its query began.
+ */
+static __always_inline void my_client_packet(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+					     __u64 sk, __u8 seq, __u32 len, void *payload, __u32 n, int begun)
+{
+	c->cmd_left = len > n ? len - n : 0;
+	if (c->state == MY_GREETED) {
+		if (seq == 1)
+			my_handshake(task, tl, c, payload, n, len);
+		return;
+	}
+	/* A command has sequence 0; anything else (the rest of an auth
+	 * exchange, a LOCAL INFILE's data) is part of the reply under way. */
+	if (seq != 0 || !len || !n)
+		return;
+	if (!begun)
+		my_command_begins(task, tl, c, sk);
+	my_command(task, tl, c, sk, payload, n, len);
+}
+
+/* The server read n bytes from a connection into buf. */
+static __always_inline void my_received(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+					__u64 sk, void *buf, __u32 n)
+{
+	__u8 hdr[4];
+
+	if (!buf) {
+		stat_inc(STAT_WIRE_UNREADABLE);
+		return;
+	}
+	if (c->state == MY_OFF)
+		return;
+	if (c->in_header) { /* the payload of the packet whose header came alone */
+		c->in_header = 0;
+		my_client_packet(task, tl, c, sk, c->in_seq, c->in_len, buf, n,
+				 c->in_seq == 0 && c->state != MY_GREETED);
+		return;
+	}
+	if (c->cmd_left) { /* more of a long packet */
+		c->cmd_left -= n < c->cmd_left ? n : c->cmd_left;
+		return;
+	}
+	if (n < 4 || bpf_probe_read_user(hdr, sizeof(hdr), buf))
+		return;
+	if (n == 4) { /* the server reads the header first, then the payload */
+		c->in_seq = hdr[3];
+		c->in_len = le24(hdr);
+		c->in_header = 1;
+		if (c->in_seq == 0 && c->state != MY_GREETED && c->in_len)
+			my_command_begins(task, tl, c, sk); /* its query begins as the server reads it */
+		return;
+	}
+	my_client_packet(task, tl, c, sk, hdr[3], le24(hdr), buf + 4, n - 4, 0);
+}
+
+/* The connection of a socket call of a MySQL thread; NULL for any other. */
+static __always_inline struct my_conn *my_conn_of(struct task_struct *task, struct sock *sk, struct task_local **tl)
+{
+	struct my_conn *c;
+
+	*tl = task_local_of(task);
+	if (!*tl || (*tl)->wire.state != WIRE_MYSQL)
+		return NULL;
+	c = bpf_sk_storage_get(&my_conns, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!c)
+		stat_inc(STAT_MYSQL_CONN_FULL);
+	return c;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
+{
+	struct task_struct *task;
+	struct task_local *tl;
+	struct my_conn *c;
+
+	if (ret <= 0 || (flags & MSG_PEEK))
+		return 0;
+	task = bpf_get_current_task_btf();
+	c = my_conn_of(task, sk, &tl);
+	if (c)
+		my_received(task, tl, c, (__u64)sk, sock_buf(task), ret);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
+{
+	struct task_struct *task;
+	struct task_local *tl;
+	struct my_conn *c;
+	void *buf;
+
+	if (ret <= 0)
+		return 0;
+	task = bpf_get_current_task_btf();
+	c = my_conn_of(task, sk, &tl);
+	if (!c)
+		return 0;
+	buf = sock_buf(task);
+	if (!buf) {
+		stat_inc(STAT_WIRE_UNREADABLE);
+		return 0;
+	}
+	my_sent(task, tl, c, (__u64)sk, buf, ret);
+	return 0;
+}

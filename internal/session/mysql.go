@@ -1,0 +1,122 @@
+package session
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysql"
+	"github.com/dbiolat/dbiolat/internal/postgres"
+	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/sqlnorm"
+)
+
+// MySQL and MariaDB servers: traced with the same families as PostgreSQL,
+// their queries taken from MySQL's protocol (probe.MySQLWire), their
+// records read with internal/mysql.
+
+// The roles of a MySQL server's processes and of the threads running its queries.
+const (
+	MySQLServerRole postgres.Role = "mysqld"
+	MySQLConnRole   postgres.Role = "connection"
+)
+
+// myConn is what a MySQL connection's records taught: who connected to
+// which database, and the statements it prepared.
+type myConn struct {
+	user, database string
+	statements     mysql.Statements
+	last           time.Time // its last record: connections idle past forgetAfter are forgotten
+}
+
+// attachMySQL traces a MySQL server: any of its threads may run a
+// connection's commands.
+func (s *Session) attachMySQL(in mysql.Instance) error {
+	s.mysqls[in.PID] = in
+	s.procs[uint32(in.PID)] = postgres.Process{Role: MySQLServerRole}
+	return s.tracer.Track(in.PID, probe.ProcInfo{Instance: in.PID, MySQL: true}, false)
+}
+
+// conn is the state of a connection (the kernel's connection key).
+func (s *Session) conn(key uint64) *myConn {
+	c := s.myConns[key]
+	if c == nil {
+		c = &myConn{statements: mysql.NewStatements()}
+		s.myConns[key] = c
+	}
+	c.last = time.Now()
+	return c
+}
+
+// mysqlQuery turns a MySQL record into a model.Query; nil for a record
+// that only teaches (a handshake, a COM_STMT_PREPARE, a COM_INIT_DB).
+func (s *Session) mysqlQuery(e *probe.QueryEvent, text []byte) *model.Query {
+	c := s.conn(e.Conn)
+	truncated := e.TextTruncated != 0
+	cmd, ok := mysql.ParseCommand(text)
+	switch {
+	case !ok:
+		return nil
+	case cmd.Code == mysql.ComSleep: // the connection's handshake response
+		if h, ok := mysql.ParseHandshakeResponse(text[1:]); ok {
+			c.user, c.database = h.User, h.Database
+		}
+		return nil
+	case cmd.Code == mysql.ComQuit:
+		delete(s.myConns, e.Conn)
+		return nil
+	case cmd.Code == mysql.ComInitDB:
+		c.database = cmd.Text
+	case cmd.Code == mysql.ComChangeUser:
+		if u, db, ok := mysql.ParseChangeUser(text); ok {
+			c.user, c.database = u, db
+		}
+	}
+	stmt := c.statements.Observe(cmd, e.ReplyId)
+	if cmd.Code == mysql.ComStmtExecute { // the text is the prepare's, whole
+		truncated = false
+	}
+	if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
+		return nil
+	}
+	in := s.mysqls[int(e.Instance)]
+	q := s.accounted(e)
+	q.DataDir, q.Port = in.DataDir, in.Port
+	q.Role, q.Database, q.User = string(MySQLConnRole), c.database, c.user
+	q.TID = int(e.Pid)
+	if e.Conn <= 0xffffffff { // else the socket's address: a connection older than the trace
+		q.ConnectionID = uint32(e.Conn)
+	}
+	s.statement(q, []byte(stmt), truncated, sqlnorm.MySQL)
+	return q
+}
+
+// forgetConns drops connections that sent nothing for an hour: one that
+// ends without COM_QUIT (its client was killed) is not seen to end, and
+// churn must not grow the map.
+func (s *Session) forgetConns(now time.Time) {
+	for key, c := range s.myConns {
+		if now.Sub(c.last) > time.Hour {
+			delete(s.myConns, key)
+		}
+	}
+}
+
+// mysqlInstances finds the MySQL servers a trace attaches to, as
+// Instances finds PostgreSQL's.
+func mysqlInstances(pid int, dir string) ([]mysql.Instance, error) {
+	switch {
+	case pid != 0:
+		in, err := mysql.ByPID(pid)
+		return []mysql.Instance{in}, err
+	case dir != "":
+		in, err := mysql.ByDataDir(dir)
+		return []mysql.Instance{in}, err
+	}
+	return mysql.Discover()
+}
+
+// describeMySQL names a MySQL server for summaries: "MariaDB 10.11.19 (pid 123)".
+func describeMySQL(in mysql.Instance) string {
+	return fmt.Sprintf("%s %s (pid %d)", in.Flavor, in.Version, in.PID)
+}
