@@ -35,8 +35,8 @@ type Session struct {
 	cfg       Config
 	tracer    *probe.Tracer
 	Instances []postgres.Instance
-	MySQL     []mysql.Instance   // MySQL and MariaDB servers
-	Engines   []storage.Engine   // userspace storage engines serving them (FUSE daemons)
+	MySQL     []mysql.Instance // MySQL and MariaDB servers
+	Engines   []storage.Engine // userspace storage engines serving them (FUSE daemons)
 	procs     map[uint32]postgres.Process
 	wallOff   time.Duration // wall clock minus CLOCK_MONOTONIC
 	start     time.Time
