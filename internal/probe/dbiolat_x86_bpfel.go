@@ -151,6 +151,7 @@ type dbiolatMyConn struct {
 	Carry    uint32
 	Left     uint32
 	ReplyId  uint32
+	Owner    uint32
 	InLen    uint32
 	CmdLeft  uint32
 	State    uint8
@@ -161,8 +162,18 @@ type dbiolatMyConn struct {
 	InSeq    uint8
 	InHeader uint8
 	Pad      uint8
+	Pad1     uint32
 	Head     [32]uint8
 	_        [4]byte
+}
+
+type dbiolatMyParked struct {
+	_         structs.HostLayout
+	Head      [784]uint8
+	ParkedNs  uint64
+	TextLen   uint32
+	Truncated uint32
+	Text      [512]int8
 }
 
 type dbiolatProcFlag uint32
@@ -347,6 +358,7 @@ type dbiolatThreadState struct {
 	BlkAtSys     uint32
 	FuseConn     uint32
 	FuseBuf      uint64
+	MysqlConn    uint64
 	FsTotal      [5]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
 }
@@ -421,6 +433,7 @@ const (
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
 	dbiolatMapMyConns               = "my_conns"
+	dbiolatMapMyParked              = "my_parked"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
@@ -614,6 +627,7 @@ type dbiolatMapSpecs struct {
 	Hists        *ebpf.MapSpec `ebpf:"hists"`
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
+	MyParked     *ebpf.MapSpec `ebpf:"my_parked"`
 	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
 	Procs        *ebpf.MapSpec `ebpf:"procs"`
@@ -669,6 +683,7 @@ type dbiolatMaps struct {
 	Hists        *ebpf.Map `ebpf:"hists"`
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	MyConns      *ebpf.Map `ebpf:"my_conns"`
+	MyParked     *ebpf.Map `ebpf:"my_parked"`
 	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
 	Procs        *ebpf.Map `ebpf:"procs"`
@@ -690,6 +705,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Hists,
 		m.Inflight,
 		m.MyConns,
+		m.MyParked,
 		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,

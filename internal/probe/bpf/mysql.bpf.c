@@ -87,6 +87,7 @@ struct my_conn {
 	__u32 carry;     /* bytes of the packet in progress still to be sent */
 	__u32 left;      /* definitions left in this part of the reply */
 	__u32 reply_id;  /* the statement id a COM_STMT_PREPARE's reply gave */
+	__u32 owner;     /* the thread whose query the command is */
 	__u32 in_len;    /* the client packet whose header was read alone: its length... */
 	__u32 cmd_left;  /* bytes of the client's packet still to be read, past what was captured */
 	__u8 state;      /* enum my_state */
@@ -97,6 +98,7 @@ struct my_conn {
 	__u8 in_seq;     /* ...its sequence number... */
 	__u8 in_header;  /* ...when its payload comes next (servers read the header first) */
 	__u8 pad;
+	__u32 pad1;
 	__u8 head[MY_HEAD];
 };
 
@@ -106,6 +108,32 @@ struct {
 	__type(key, int);
 	__type(value, struct my_conn);
 } my_conns SEC(".maps");
+
+/*
+ * Queries whose thread left them before their reply: in MariaDB's thread
+ * pool a COMMIT's OK is sent once the redo log is written, by whichever
+ * worker resumes the connection, while the one that ran it takes other
+ * connections' commands. The record waits here, by connection, for the
+ * reply; the time in between is waiting for others' work (BOX_AIO_WAIT).
+ */
+#define MY_PARKED_TEXT 512 /* the command's first bytes: a COM_STMT_EXECUTE's are few */
+struct my_parked {
+	__u8 head[__builtin_offsetof(struct query_event, text)]; /* the record but its text */
+	__u64 parked_ns;
+	__u32 text_len;
+	__u32 truncated;
+	char text[MY_PARKED_TEXT];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64); /* the connection's socket */
+	__type(value, struct my_parked);
+} my_parked SEC(".maps");
+
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
 
 static __always_inline __u32 le16(const __u8 *p) { return p[0] | (__u32)p[1] << 8; }
 static __always_inline __u32 le24(const __u8 *p) { return p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16; }
@@ -323,34 +351,120 @@ static __always_inline void my_cancel(struct thread_state *ts, struct waterfall 
 		wf->in_query = 0;
 }
 
-/* The reply ended (or was cut short by the next command): the record goes out. */
-static __always_inline void my_end(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk)
+/* Which commands count as queries, and which teach Go (a statement's
+ * text and id, the connection's user and database, its end). */
+static __always_inline int my_ran(__u8 cmd)
 {
-	struct thread_state *ts = thread_current();
-	struct wire_text *t;
-	struct query_event *e;
-	int ran, teaches;
-	__u32 n = 0;
+	return cmd == COM_QUERY || cmd == COM_STMT_EXECUTE || cmd == COM_STMT_BULK_EXECUTE;
+}
 
-	c->state = MY_IDLE;
-	if (!ts || !ts->query_start_ns)
-		return;
-	ran = c->cmd == COM_QUERY || c->cmd == COM_STMT_EXECUTE || c->cmd == COM_STMT_BULK_EXECUTE;
-	/* Go learns from these: a statement's text and id, the user and database. */
-	teaches = c->cmd == COM_STMT_PREPARE || c->cmd == COM_INIT_DB || c->cmd == COM_CHANGE_USER ||
-		  c->cmd == COM_QUIT || c->cmd == 0;
-	e = query_end(ts, &tl->wf, bpf_ktime_get_ns(), ran, teaches);
-	if (!e)
-		return;
-	t = bpf_task_storage_get(&wire_texts, task, 0, 0);
-	if (t && t->len)
-		n = text_bound(t->len);
-	if (n && bpf_probe_read_kernel(e->text, n, t->buf))
+static __always_inline int my_teaches(__u8 cmd)
+{
+	return cmd == COM_STMT_PREPARE || cmd == COM_INIT_DB || cmd == COM_CHANGE_USER || cmd == COM_QUIT || cmd == 0;
+}
+
+/* The record goes out with the command's first n bytes from text. */
+static __always_inline void my_submit(struct query_event *e, struct my_conn *c, __u64 sk, const char *text,
+				      __u32 n, int truncated)
+{
+	n = text_bound(n);
+	if (n && bpf_probe_read_kernel(e->text, n, text))
 		n = 0;
 	e->text_kind = TEXT_MYSQL;
 	e->conn = c->conn ? c->conn : sk;
 	e->reply_id = c->reply_id;
-	query_submit(e, n, t && t->truncated);
+	query_submit(e, n, truncated);
+}
+
+/*
+ * A thread leaves the query of connection sk before its reply (task: that
+ * thread; elsewhere: the caller is another thread): its record, complete
+ * but for the wait for the reply, waits in my_parked.
+ */
+static __always_inline void my_park(struct task_struct *task, struct thread_state *ts, struct waterfall *wf,
+				    __u64 sk, int elsewhere)
+{
+	static const struct my_parked fresh;
+	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+	struct my_parked *p;
+	struct query_event *e;
+	__u64 now = bpf_ktime_get_ns();
+
+	/* A record whatever the thresholds: they are applied at the reply. */
+	e = query_end_of(ts, wf, now, 0, 1, elsewhere);
+	if (!e || bpf_map_update_elem(&my_parked, &sk, &fresh, BPF_ANY) ||
+	    !(p = bpf_map_lookup_elem(&my_parked, &sk))) {
+		stat_inc(STAT_MYSQL_CONN_FULL);
+		return;
+	}
+	e->pid = task->pid;
+	bpf_probe_read_kernel(p->head, sizeof(p->head), e);
+	p->parked_ns = now;
+	if (t && t->len) {
+		p->text_len = t->len < MY_PARKED_TEXT ? t->len : MY_PARKED_TEXT;
+		p->truncated = t->truncated || t->len > MY_PARKED_TEXT;
+		bpf_probe_read_kernel(p->text, sizeof(p->text), t->buf);
+	}
+}
+
+/* The reply to a parked query ended: its record goes out from my_parked. */
+static __always_inline void my_end_parked(struct my_conn *c, __u64 sk)
+{
+	struct my_parked *p = bpf_map_lookup_elem(&my_parked, &sk);
+	__u32 zero = 0;
+	struct query_event *e = bpf_map_lookup_elem(&query_scratch, &zero);
+	__u64 now = bpf_ktime_get_ns(), ns;
+	int ran = my_ran(c->cmd);
+
+	if (!p)
+		return;
+	if (!e || bpf_probe_read_kernel(e, sizeof(p->head), p->head))
+		goto out;
+	e->end_ns = now;
+	e->acct.box_ns[BOX_AIO_WAIT] += now - p->parked_ns;
+	ns = now - e->start_ns;
+	e->emit_flags = my_teaches(c->cmd) ? EMIT_STATEMENT : 0;
+	if (ran) {
+		hist_add(HIST_QUERY, ns);
+		if (wanted(&e->acct, ns))
+			e->emit_flags |= EMIT_WANTED;
+	}
+	if (e->emit_flags)
+		my_submit(e, c, sk, p->text, p->text_len, p->truncated);
+out:
+	bpf_map_delete_elem(&my_parked, &sk);
+}
+
+/*
+ * The reply ended (or was cut short by the next command): the record goes
+ * out. Usually the thread that ran the command sends it; in a thread pool
+ * another thread may, and the query is then ended in its owner's stead.
+ */
+static __always_inline void my_end(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk)
+{
+	struct thread_state *ts = thread_current();
+	struct task_struct *owner;
+	struct task_local *otl;
+	struct query_event *e;
+	struct wire_text *t;
+
+	c->state = MY_IDLE;
+	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
+		e = query_end(ts, &tl->wf, bpf_ktime_get_ns(), my_ran(c->cmd), my_teaches(c->cmd));
+		if (!e)
+			return;
+		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+		my_submit(e, c, sk, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
+		return;
+	}
+	/* Another thread's query: still its owner's, or parked already. */
+	ts = thread_of(c->owner);
+	if (ts && ts->query_start_ns && ts->mysql_conn == sk && (owner = bpf_task_from_pid(c->owner))) {
+		otl = task_local_of(owner);
+		my_park(owner, ts, otl ? &otl->wf : NULL, sk, 1);
+		bpf_task_release(owner);
+	}
+	my_end_parked(c, sk);
 }
 
 /* The server sends n bytes from buf on a connection. */
@@ -387,13 +501,22 @@ static __always_inline void my_sent(struct task_struct *task, struct task_local 
 	}
 }
 
-/* The thread's query begins: a command's, or the handshake's. */
-static __always_inline void my_begin(struct task_local *tl)
+/*
+ * The thread's query begins: a command's, or the handshake's, on
+ * connection sk. A query it left before its reply (a thread pool's
+ * worker does, for a COMMIT) waits for the reply in my_parked.
+ */
+static __always_inline void my_begin(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk)
 {
 	struct thread_state *ts = thread_current();
 
-	if (ts)
-		query_begin(ts, &tl->wf, bpf_ktime_get_ns());
+	if (!ts)
+		return;
+	if (ts->query_start_ns && ts->mysql_conn != sk)
+		my_park(task, ts, &tl->wf, ts->mysql_conn, 0);
+	query_begin(ts, &tl->wf, bpf_ktime_get_ns());
+	ts->mysql_conn = sk;
+	c->owner = task->pid;
 }
 
 /*
@@ -445,7 +568,7 @@ static __always_inline void my_command(struct task_struct *task, struct task_loc
  * is the authentication, which ends with the server's OK or ERR.
  */
 static __always_inline void my_handshake(struct task_struct *task, struct task_local *tl, struct my_conn *c,
-					 void *payload, __u32 n, __u32 len)
+					 __u64 sk, void *payload, __u32 n, __u32 len)
 {
 	struct wire_text *t;
 	__u8 caps_le[4];
@@ -470,7 +593,7 @@ static __always_inline void my_handshake(struct task_struct *task, struct task_l
 	t->buf[0] = 0;
 	t->len = m + 1;
 	t->truncated = len > m;
-	my_begin(tl);
+	my_begin(task, tl, c, sk);
 	c->cmd = 0;
 	c->part = PART_AUTH;
 	c->carry = c->have = 0;
@@ -485,7 +608,7 @@ static __always_inline void my_command_begins(struct task_struct *task, struct t
 		stat_inc(STAT_MYSQL_REPLY_UNSEEN);
 		my_end(task, tl, c, sk);
 	}
-	my_begin(tl);
+	my_begin(task, tl, c, sk);
 }
 
 /*
@@ -498,7 +621,7 @@ static __always_inline void my_client_packet(struct task_struct *task, struct ta
 	c->cmd_left = len > n ? len - n : 0;
 	if (c->state == MY_GREETED) {
 		if (seq == 1)
-			my_handshake(task, tl, c, payload, n, len);
+			my_handshake(task, tl, c, sk, payload, n, len);
 		return;
 	}
 	/* A command has sequence 0; anything else (the rest of an auth

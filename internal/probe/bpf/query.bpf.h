@@ -36,9 +36,8 @@ struct {
 	__type(value, struct query_event);
 } query_scratch SEC(".maps");
 
-static __always_inline int wanted(struct thread_state *ts, __u64 ns)
+static __always_inline int wanted(struct query_acct *a, __u64 ns)
 {
-	struct query_acct *a = &ts->acct;
 	__u64 fs = a->fs[FS_READ].ns + a->fs[FS_WRITE].ns + a->fs[FS_SYNC].ns;
 
 	if (ns >= emit_min_query_ns || fs >= emit_min_fs_ns)
@@ -73,10 +72,11 @@ static __always_inline void query_begin(struct thread_state *ts, struct waterfal
  * The query ends: its waterfall closes and, if it ran a statement, it
  * counts in HIST_QUERY. If a record is to be sent (it met the thresholds,
  * or it teaches Go a statement), the per-CPU record is filled but for its
- * text and returned; else NULL.
+ * text and returned; else NULL. elsewhere: another thread ends it (a
+ * MySQL thread pool's), the thread that ran it may be off CPU.
  */
-static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf,
-						     __u64 now, int ran, int teaches)
+static __always_inline struct query_event *query_end_of(struct thread_state *ts, struct waterfall *wf,
+							__u64 now, int ran, int teaches, int elsewhere)
 {
 	__u32 zero = 0, i;
 	struct query_event *e;
@@ -88,15 +88,19 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		wf->in_query = 0;
 		if (wf->oncpu_since)
 			wf->box_ns[BOX_CPU] += now - wf->oncpu_since;
-		else if (wf->offcpu_since) /* it runs, yet its last switch-in was not seen */
+		else if (wf->offcpu_since && !elsewhere) /* it runs, yet its last switch-in was not seen */
 			recover_switch_in(wf, bpf_get_current_task_btf(), now);
+		else if (wf->offcpu_since && wf->asleep) /* another thread ends it: it sleeps... */
+			charge_sleep(wf, now - wf->offcpu_since);
+		else if (wf->offcpu_since) /* ...or waits for a CPU */
+			wf->box_ns[BOX_RUNQ] += now - wf->offcpu_since;
 		for (i = 0; i < BOXES; i++)
 			ts->acct.box_ns[i] = wf->box_ns[i];
 	}
 	ts->query_start_ns = 0; /* the query is over, recorded or not */
 	if (ran) {
 		hist_add(HIST_QUERY, now - start);
-		if (wanted(ts, now - start))
+		if (wanted(&ts->acct, now - start))
 			flags |= EMIT_WANTED;
 	}
 	if (teaches)
@@ -127,6 +131,13 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
 		e->title[0] = 0;
 	return e;
+}
+
+/* The query ends in the thread that ran it. */
+static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf,
+						     __u64 now, int ran, int teaches)
+{
+	return query_end_of(ts, wf, now, ran, teaches, 0);
 }
 
 /*

@@ -40,6 +40,7 @@ struct thread_state {
 	__u32 blk_at_sys;     /* blk_submitted */
 	__u32 fuse_conn;      /* an engine's read of /dev/fuse in progress: the FUSE connection... */
 	__u64 fuse_buf;       /* ...and the buffer the request's header lands in */
+	__u64 mysql_conn;     /* a MySQL thread: the connection (its socket) whose command its query is */
 	struct io_acct fs_total[FS_ACCTS]; /* since attach, by enum fs_op; folded into proc_totals at exit */
 	struct query_acct acct;
 };
