@@ -79,7 +79,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 		n++
 		fmt.Fprintf(os.Stderr, "==> [%d/%d] %s\n", n, steps, fmt.Sprintf(f, a...))
 	}
-	w, err := record.Create(o.Output, record.Environment(o.Dir))
+	w, err := record.Create(o.Output, record.Environment("", o.Dir))
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func runBench(ctx context.Context, o benchOptions) error {
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.Scale)); err != nil {
 		return err
 	}
-	w.Meta(record.Environment(c.DataDir()))
+	w.Meta(record.Environment("", c.DataDir()))
 
 	step("tracing PostgreSQL: %d cold-cache full scans, then pgbench TPC-B-like and select-only, %ds each", o.Scans, o.Seconds)
 	traceCtx, stopTrace := context.WithCancel(ctx)

@@ -57,7 +57,7 @@ func runRecord(ctx context.Context, o recordOptions) error {
 	attached := false
 	sum, err := recordTrace(ctx, o, func(s *session.Session) (*record.Writer, error) {
 		attached = true
-		w.Meta(record.Environment(s.Instances[0].DataDir))
+		w.Meta(record.Environment(s.Server()))
 		return w, nil
 	})
 	err = cmp.Or(err, w.Close())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -45,7 +46,8 @@ func runReportCmd(ctx context.Context, args []string) error {
 // fingerprints by total time with their I/O share, and the histograms.
 func report(r *record.Recording, top int) error {
 	w := stdout
-	fmt.Fprintf(w, "recording of %s (PostgreSQL %s) on %s, kernel %s, %s CPUs\n", r.Meta["data_dir"], r.Meta["postgres_version"],
+	server := cmp.Or(r.Meta["server"], "PostgreSQL "+r.Meta["postgres_version"]) // recordings before "server"
+	fmt.Fprintf(w, "recording of %s (%s) on %s, kernel %s, %s CPUs\n", r.Meta["data_dir"], server,
 		r.Meta["device"], r.Meta["kernel"], r.Meta["cpus"])
 	fmt.Fprintf(w, "file system %s at %s (%s)\n", r.Meta["fs_type"], r.Meta["mount_point"], r.Meta["mount_options"])
 	if r.Summary == nil {

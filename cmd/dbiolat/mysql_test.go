@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,4 +153,36 @@ func TestMySQLThreadPool(t *testing.T) {
 		}
 	}
 	t.Logf("%d worker threads ran them; %d replies were sent by another thread than the one that ran the statement", len(threads), elsewhere)
+}
+
+// record → report on MariaDB: every statement in the recording, the
+// report names the server and its statements.
+func TestMySQLRecordThenReport(t *testing.T) {
+	s := startMariaDB(t, nil)
+	ctx := mysqlContext(t)
+	o := mysandbox.SysbenchOptions{Test: "oltp_read_write", Tables: 1, TableSize: 1000, Threads: 2, Events: 50}
+	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "run.dbiolat")
+	tr := startTrace(t, "record", "-o", file, "--pid", fmt.Sprint(s.PID()))
+	res, err := s.Sysbench(ctx, o, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("record: %v: %s", err, tr.stderr.String())
+	}
+	r := openRecording(t, file)
+	if n := countQueries(t, r); uint64(n) != res.Total+res.Errors {
+		t.Errorf("the recording holds %d statements, sysbench ran %d (%d of them failed)", n, res.Total+res.Errors, res.Errors)
+	}
+	out, err := exec.Command(binary, "report", file).CombinedOutput()
+	for _, want := range []string{"(MariaDB 10.", "SELECT c FROM sbtest1 WHERE id=?", "COMMIT", "nothing dropped"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("the report lacks %q: %v\n%s", want, err, out)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -127,15 +128,20 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 }
 
 func describeInstances(s *session.Session) string {
-	what := fmt.Sprintf("%d PostgreSQL instances", len(s.Instances))
-	if len(s.Instances) == 1 {
-		in := s.Instances[0]
-		what = fmt.Sprintf("PostgreSQL pid %d (%s)", in.PID, in.DataDir)
+	var what []string
+	switch n := len(s.Instances); {
+	case n == 1:
+		what = append(what, fmt.Sprintf("PostgreSQL pid %d (%s)", s.Instances[0].PID, s.Instances[0].DataDir))
+	case n > 1:
+		what = append(what, fmt.Sprintf("%d PostgreSQL instances", n))
+	}
+	for _, in := range s.MySQL {
+		what = append(what, in.String())
 	}
 	for _, e := range s.Engines {
-		what += ", its storage engine " + e.String()
+		what = append(what, "its storage engine "+e.String())
 	}
-	return what
+	return strings.Join(what, ", ")
 }
 
 // finish prints a session's closing summary, as JSON or text; with

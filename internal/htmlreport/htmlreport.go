@@ -7,6 +7,7 @@ package htmlreport
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -186,7 +187,7 @@ func where(r *record.Recording) []kv {
 	}
 	return []kv{
 		{"host", m["hostname"]}, {"kernel", m["kernel"]}, {"CPUs", m["cpus"]}, {"memory", mem},
-		{"PostgreSQL", m["postgres_version"]}, {"data directory", m["data_dir"]},
+		{"server", cmp.Or(m["server"], "PostgreSQL "+m["postgres_version"])}, {"data directory", m["data_dir"]},
 		{"device", m["device"]}, {"file system", strings.TrimSpace(m["fs_type"] + " at " + m["mount_point"])},
 		{"mount options", m["mount_options"]}, {"started", started}, {"duration", duration(r)},
 		{"bench directory", m["bench_dir"]},

@@ -216,7 +216,7 @@ type Interval struct {
 type Summary struct {
 	Type      string   `json:"type"` // "summary"
 	Seconds   float64  `json:"seconds"`
-	Instances []int    `json:"instances"` // postmaster PIDs traced
+	Instances []int    `json:"instances"` // the servers traced: PostgreSQL's postmasters', MySQL servers' PIDs
 	Queries   uint64   `json:"queries"`   // queries seen
 	Reported  uint64   `json:"reported"`  // queries printed (slowlog)
 	Traced    []string `json:"traced"`    // probe families on: wire or usdt (query boundaries), fs, block, sched, buffers

@@ -255,7 +255,7 @@ func Rates(w io.Writer, iv *model.Interval) {
 // Summary is the closing line of every text output: what was traced and
 // everything that was lost.
 func Summary(w io.Writer, s *model.Summary) {
-	fmt.Fprintf(w, "\ntraced %.1fs, PostgreSQL %s, %d queries", s.Seconds, pids(s.Instances), s.Queries)
+	fmt.Fprintf(w, "\ntraced %.1fs, server %s, %d queries", s.Seconds, pids(s.Instances), s.Queries)
 	if s.Reported > 0 || s.Queries > 0 {
 		fmt.Fprintf(w, ", %d reported", s.Reported)
 	}

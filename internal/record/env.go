@@ -12,10 +12,11 @@ import (
 )
 
 // Environment gathers the facts a comparison needs about where a trace
-// ran: kernel, CPUs, memory, and the PostgreSQL data directory's version,
-// file system, device and mount options.
-func Environment(dataDir string) map[string]string {
-	env := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "data_dir": dataDir}
+// ran: kernel, CPUs, memory, the server ("MariaDB 10.11.19"; "" for a
+// PostgreSQL data directory, named by its PG_VERSION), and the data
+// directory's file system, device and mount options.
+func Environment(server, dataDir string) map[string]string {
+	env := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "data_dir": dataDir, "server": server}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		env["kernel"] = unix.ByteSliceToString(u.Release[:])
@@ -27,6 +28,9 @@ func Environment(dataDir string) map[string]string {
 	}
 	if b, err := os.ReadFile(filepath.Join(dataDir, "PG_VERSION")); err == nil {
 		env["postgres_version"] = strings.TrimSpace(string(b))
+		if server == "" {
+			env["server"] = "PostgreSQL " + env["postgres_version"]
+		}
 	}
 	if s, err := storage.Of(dataDir); err == nil {
 		env["mount_point"], env["fs_type"], env["device"], env["mount_options"] = s.Point, s.FSType, s.Source, s.Options

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -114,9 +113,4 @@ func mysqlInstances(pid int, dir string) ([]mysql.Instance, error) {
 		return []mysql.Instance{in}, err
 	}
 	return mysql.Discover()
-}
-
-// describeMySQL names a MySQL server for summaries: "MariaDB 10.11.19 (pid 123)".
-func describeMySQL(in mysql.Instance) string {
-	return fmt.Sprintf("%s %s (pid %d)", in.Flavor, in.Version, in.PID)
 }

@@ -335,6 +335,18 @@ const (
 	sampleLength = time.Second
 )
 
+// Server names the first server traced, PostgreSQL's first, and its
+// data directory: what a recording says it traced.
+func (s *Session) Server() (name, dataDir string) {
+	switch {
+	case len(s.Instances) > 0:
+		return fmt.Sprintf("PostgreSQL %d", s.Instances[0].Version), s.Instances[0].DataDir
+	case len(s.MySQL) > 0:
+		return s.MySQL[0].Flavor + " " + s.MySQL[0].Version, s.MySQL[0].DataDir
+	}
+	return "", ""
+}
+
 // Close detaches everything.
 func (s *Session) Close() error { return s.tracer.Close() }
 

@@ -98,6 +98,9 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 	for _, in := range s.Instances {
 		sum.Instances = append(sum.Instances, in.PID)
 	}
+	for _, in := range s.MySQL {
+		sum.Instances = append(sum.Instances, in.PID)
+	}
 	if withHists {
 		if sum.Hists, err = s.Hists(); err != nil {
 			return nil, err
