@@ -18,7 +18,7 @@ import (
 func runDoctorCmd(ctx context.Context, args []string) error {
 	var o targetOptions
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.IntVar(&o.PID, "pid", 0, "check the PostgreSQL instance this process belongs to")
+	fs.IntVar(&o.PID, "pid", 0, "check the PostgreSQL instance, or the MySQL or MariaDB server, this process belongs to")
 	fs.StringVar(&o.PGData, "pgdata", "", "check the PostgreSQL instance serving this data directory")
 	fs.BoolVar(&o.JSON, "json", false, "print the checks as one JSON object")
 	if _, err := parseArgs(fs, args); err != nil {
@@ -64,8 +64,8 @@ func runDoctor(o targetOptions) error {
 		}
 	}
 
-	instances, err := session.Instances(o.PID, o.PGData)
-	if check("find PostgreSQL", err, "") {
+	instances, mysqls, err := session.Servers(o.PID, o.PGData)
+	if check("find PostgreSQL, MySQL or MariaDB", err, "") {
 		for _, in := range instances {
 			exe, _ := os.Readlink(in.Binary)
 			probes, err := usdt.Open(in.Binary)
@@ -76,12 +76,13 @@ func runDoctor(o targetOptions) error {
 				info("%d probe sites; query__start %d, query__done %d", len(probes),
 					len(usdt.Find(probes, postgres.Provider, postgres.QueryStart)), len(usdt.Find(probes, postgres.Provider, postgres.QueryDone)))
 			}
-			// What the data directory's I/O goes through: the layers a
-			// compare verdict can name, and a storage engine to follow.
-			stack, err := storage.Of(in.DataDir)
-			if check(fmt.Sprintf("storage under the data directory %s", in.DataDir), err, "") {
-				info("%s", stack)
-			}
+			checkStorage(check, info, in.DataDir)
+		}
+		for _, in := range mysqls {
+			exe, _ := os.Readlink(in.Binary)
+			check(fmt.Sprintf("%s server pid %d (data %s, binary %s)", in.Flavor, in.PID, in.DataDir, exe), nil, "")
+			info("queries from MySQL's client protocol, prepared statements too; not yet: TLS connections (counted, not traced), lock waits named (they count as other waits), InnoDB's threads as roles")
+			checkStorage(check, info, in.DataDir)
 		}
 	}
 
@@ -110,4 +111,13 @@ func runDoctor(o targetOptions) error {
 		fmt.Fprintln(stdout, "\nall checks passed: slowlog, hist and iops will work")
 	}
 	return nil
+}
+
+// checkStorage says what a data directory's I/O goes through: the layers
+// a compare verdict can name, and a storage engine to follow.
+func checkStorage(check func(string, error, string) bool, info func(string, ...any), dataDir string) {
+	stack, err := storage.Of(dataDir)
+	if check(fmt.Sprintf("storage under the data directory %s", dataDir), err, "") {
+		info("%s", stack)
+	}
 }

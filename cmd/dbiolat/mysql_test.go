@@ -186,3 +186,15 @@ func TestMySQLRecordThenReport(t *testing.T) {
 		}
 	}
 }
+
+// doctor finds a MariaDB by its PID and says what works for it.
+func TestMySQLDoctor(t *testing.T) {
+	s := startMariaDB(t, nil)
+	out, err := exec.Command(binary, "doctor", "--pid", fmt.Sprint(s.PID())).CombinedOutput()
+	for _, want := range []string{"ok    find PostgreSQL, MySQL or MariaDB", fmt.Sprintf("ok    MariaDB server pid %d", s.PID()),
+		"queries from MySQL's client protocol", "ok    storage under the data directory " + s.DataDir} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("doctor lacks %q: %v\n%s", want, err, out)
+		}
+	}
+}

@@ -97,7 +97,7 @@ func TestBadInputGivesOneSentence(t *testing.T) {
 		want string
 	}{
 		{"no such pid", []string{"slowlog", "--pid", "999999999"}, "no process has PID 999999999"},
-		{"not postgres", []string{"slowlog", "--pid", fmt.Sprint(notPG.Process.Pid)}, "is not PostgreSQL"},
+		{"not a database", []string{"slowlog", "--pid", fmt.Sprint(notPG.Process.Pid)}, "is neither PostgreSQL nor MySQL or MariaDB"},
 		{"bad pgdata", []string{"hist", "--pgdata", "/nonexistent"}, "no PostgreSQL is running on /nonexistent"},
 		{"bad duration", []string{"slowlog", "--duration", "soon"}, "invalid value"},
 		{"unknown flag", []string{"iops", "--frobnicate"}, "flag provided but not defined"},
