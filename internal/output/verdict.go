@@ -266,13 +266,13 @@ func (c *chain) step(q quantity, note string) *Step {
 	return &c.steps[len(c.steps)-1]
 }
 
-// boxList lists the boxes that moved, but one, with their shares of the
-// change (negative: moved against it).
+// boxList lists the boxes that moved, but one, with their change per
+// query (a share of a small change would read as -468%).
 func (c *chain) boxList(but string) string {
 	var parts []string
 	for _, s := range c.steps {
 		if s.Layer == "waterfall" && s.Name != but {
-			parts = append(parts, fmt.Sprintf("%s %+.0f%%", s.What, 100*s.Share))
+			parts = append(parts, fmt.Sprintf("%s %s", s.What, FormatChange(int64(s.B-s.A))))
 		}
 	}
 	if len(parts) == 0 {

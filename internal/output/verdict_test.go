@@ -87,7 +87,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		name: "shrinking",
 		a:    times(4, scan("s", 40, 10, 9.5, 100, 900, 9, 1, 8)),
 		b:    times(4, scan("s", 20, 60, 59, 100, 900, 58, 2, 56)),
-		want: []string{"I/O wait +50ms per query, more than the whole of the change (other boxes: on CPU -67%), in file system reads", "arises at the block device"},
+		want: []string{"I/O wait +50ms per query, more than the whole of the change (other boxes: on CPU -20ms), in file system reads", "arises at the block device"},
 	}, {
 		// As long in all, but the time moved from CPU to I/O wait (the
 		// copying done by a storage engine, now waited for): followed.
