@@ -198,3 +198,48 @@ func TestMySQLDoctor(t *testing.T) {
 		}
 	}
 }
+
+// A row lock another session holds: the blocked statement's time is in
+// the lock box, named as MariaDB names the wait (thd_wait_begin's type).
+func TestMySQLRowLockWait(t *testing.T) {
+	s := startMariaDB(t, nil)
+	ctx := mysqlContext(t)
+	if _, err := s.SQL(ctx, "", "CREATE DATABASE locks; CREATE TABLE locks.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; INSERT INTO locks.t VALUES (1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
+	// The holder locks the row, then keeps it for two seconds.
+	holder := exec.CommandContext(ctx, "mariadb", append(s.ClientArgs(), "locks", "-e",
+		"BEGIN; SELECT v FROM t WHERE id = 1 FOR UPDATE; SELECT SLEEP(2); COMMIT")...)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once InnoDB shows its transaction, the row is locked (or about to be:
+	// the blocked statement then waits the longer).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		out, err := s.SQL(ctx, "", "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_locked > 0")
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the holder's transaction never showed: %v %q", err, out)
+		}
+		if out == "1" {
+			break
+		}
+	}
+	if _, err := s.SQL(ctx, "locks", "UPDATE t SET v = v + 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	qs, _, _ := tr.stop(t)
+	checkBoxesAddUp(t, qs)
+	blocked := only(t, qs, "UPDATE t SET v = v + ? WHERE id = ?", 1)[0]
+	if blocked.LockNs < blocked.QueryNs*9/10 || blocked.Waits["Lock/RowLock"] < blocked.LockNs*9/10 {
+		t.Errorf("the blocked update took %v, of it lock %v, waits %v: want 90%% in the lock box, named Lock/RowLock",
+			time.Duration(blocked.QueryNs), time.Duration(blocked.LockNs), blocked.Waits)
+	}
+	t.Logf("blocked update: %v, lock %v, waits %v", time.Duration(blocked.QueryNs), time.Duration(blocked.LockNs), blocked.Waits)
+	for _, q := range matching(qs, "SELECT SLEEP") {
+		t.Logf("the holder's sleep: %v, waits %v", time.Duration(q.QueryNs), q.Waits)
+	}
+}

@@ -294,21 +294,23 @@ const (
 type dbiolatTaskLocal struct {
 	_  structs.HostLayout
 	Wf struct {
-		_           structs.HostLayout
-		OncpuSince  uint64
-		OffcpuSince uint64
-		BoxNs       [7]uint64
-		Waits       [8]dbiolatWaitTime
-		WaitEvent   uint32
-		WaitVersion uint32
-		InQuery     uint8
-		InFs        uint8
-		WaitingFor  uint8
-		Asleep      uint8
-		AsleepBox   uint8
-		Serving     uint8
-		Pad         [2]uint8
-		ServeCpuNs  uint64
+		_            structs.HostLayout
+		OncpuSince   uint64
+		OffcpuSince  uint64
+		BoxNs        [7]uint64
+		Waits        [8]dbiolatWaitTime
+		WaitEvent    uint32
+		WaitVersion  uint32
+		InQuery      uint8
+		InFs         uint8
+		WaitingFor   uint8
+		Asleep       uint8
+		AsleepBox    uint8
+		Serving      uint8
+		Pad          [2]uint8
+		BracketEvent uint32
+		Pad2         uint32
+		ServeCpuNs   uint64
 	}
 	Wire struct {
 		_       structs.HostLayout
@@ -387,6 +389,12 @@ type dbiolatUsdtSpec struct {
 	Nargs uint32
 	Pad   uint32
 }
+
+type dbiolatWaitClass uint32
+
+const (
+	dbiolatWaitClassWAIT_CLASS_MYSQL dbiolatWaitClass = 1291845632
+)
 
 type dbiolatWaitKey struct {
 	_       structs.HostLayout
@@ -487,6 +495,8 @@ const (
 	dbiolatProgFuseEnd              = "fuse_end"
 	dbiolatProgFuseSend             = "fuse_send"
 	dbiolatProgLockLwlockStart      = "lock_lwlock_start"
+	dbiolatProgLockThdWaitBegin     = "lock_thd_wait_begin"
+	dbiolatProgLockThdWaitEnd       = "lock_thd_wait_end"
 	dbiolatProgLockWaitDone         = "lock_wait_done"
 	dbiolatProgLockWaitStart        = "lock_wait_start"
 	dbiolatProgMysqlRecv            = "mysql_recv"
@@ -511,6 +521,7 @@ const (
 	dbiolatVarUnusedProcRun         = "unused_proc_run"
 	dbiolatVarUnusedTextKind        = "unused_text_kind"
 	dbiolatVarUnusedUsdtArgKind     = "unused_usdt_arg_kind"
+	dbiolatVarUnusedWaitClass       = "unused_wait_class"
 	dbiolatVarUnusedWireState       = "unused_wire_state"
 )
 
@@ -599,6 +610,8 @@ type dbiolatProgramSpecs struct {
 	FuseEnd              *ebpf.ProgramSpec `ebpf:"fuse_end"`
 	FuseSend             *ebpf.ProgramSpec `ebpf:"fuse_send"`
 	LockLwlockStart      *ebpf.ProgramSpec `ebpf:"lock_lwlock_start"`
+	LockThdWaitBegin     *ebpf.ProgramSpec `ebpf:"lock_thd_wait_begin"`
+	LockThdWaitEnd       *ebpf.ProgramSpec `ebpf:"lock_thd_wait_end"`
 	LockWaitDone         *ebpf.ProgramSpec `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.ProgramSpec `ebpf:"lock_wait_start"`
 	MysqlRecv            *ebpf.ProgramSpec `ebpf:"mysql_recv"`
@@ -653,6 +666,7 @@ type dbiolatVariableSpecs struct {
 	UnusedProcRun     *ebpf.VariableSpec `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.VariableSpec `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.VariableSpec `ebpf:"unused_usdt_arg_kind"`
+	UnusedWaitClass   *ebpf.VariableSpec `ebpf:"unused_wait_class"`
 	UnusedWireState   *ebpf.VariableSpec `ebpf:"unused_wire_state"`
 }
 
@@ -732,6 +746,7 @@ type dbiolatVariables struct {
 	UnusedProcRun     *ebpf.Variable `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.Variable `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.Variable `ebpf:"unused_usdt_arg_kind"`
+	UnusedWaitClass   *ebpf.Variable `ebpf:"unused_wait_class"`
 	UnusedWireState   *ebpf.Variable `ebpf:"unused_wire_state"`
 }
 
@@ -782,6 +797,8 @@ type dbiolatPrograms struct {
 	FuseEnd              *ebpf.Program `ebpf:"fuse_end"`
 	FuseSend             *ebpf.Program `ebpf:"fuse_send"`
 	LockLwlockStart      *ebpf.Program `ebpf:"lock_lwlock_start"`
+	LockThdWaitBegin     *ebpf.Program `ebpf:"lock_thd_wait_begin"`
+	LockThdWaitEnd       *ebpf.Program `ebpf:"lock_thd_wait_end"`
 	LockWaitDone         *ebpf.Program `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.Program `ebpf:"lock_wait_start"`
 	MysqlRecv            *ebpf.Program `ebpf:"mysql_recv"`
@@ -844,6 +861,8 @@ func (p *dbiolatPrograms) Close() error {
 		p.FuseEnd,
 		p.FuseSend,
 		p.LockLwlockStart,
+		p.LockThdWaitBegin,
+		p.LockThdWaitEnd,
 		p.LockWaitDone,
 		p.LockWaitStart,
 		p.MysqlRecv,

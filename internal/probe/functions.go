@@ -50,6 +50,37 @@ func (t *Tracer) AttachAIO(binary string, f AIOFunctions) error {
 	return nil
 }
 
+// WaitFunctions names a database's wait brackets: begin(thread, int type)
+// and end(thread), called by the thread that waits (MySQL's and
+// MariaDB's thd_wait_begin and thd_wait_end).
+type WaitFunctions struct {
+	Begin, End string
+}
+
+// AttachWaits names and boxes the waits a database brackets (lock.bpf.c),
+// in every process running the binary; a binary already attached is
+// skipped.
+func (t *Tracer) AttachWaits(binary string, f WaitFunctions) error {
+	key, err := attachment(binary, "waits")
+	if err != nil || t.binaries[key] {
+		return err
+	}
+	ex, err := link.OpenExecutable(binary)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", binary, err)
+	}
+	for _, fn := range []struct {
+		symbol string
+		prog   *ebpf.Program
+	}{{f.Begin, t.objs.LockThdWaitBegin}, {f.End, t.objs.LockThdWaitEnd}} {
+		if err := t.attachFunction(ex, binary, fn.symbol, fn.prog, false); err != nil {
+			return err
+		}
+	}
+	t.binaries[key] = true
+	return nil
+}
+
 // TLSFunctions names a TLS library's plaintext read and write, both
 // int f(session, void *buf, int num): OpenSSL's SSL_read and SSL_write.
 type TLSFunctions struct {

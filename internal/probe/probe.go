@@ -138,6 +138,10 @@ type (
 // others are full: the time of the events that found no slot.
 const WaitEventsOther = 0xffffffff
 
+// WaitClassMySQL marks the wait events that are MySQL's thd_wait_begin
+// types (the type in the low byte), apart from PostgreSQL's.
+const WaitClassMySQL = uint32(dbiolatWaitClassWAIT_CLASS_MYSQL)
+
 // Names for the generated enum values, so callers read plainly.
 const (
 	FSRead  = dbiolatFsOpFS_READ

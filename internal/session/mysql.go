@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -29,11 +30,15 @@ type myConn struct {
 }
 
 // attachMySQL traces a MySQL server: any of its threads may run a
-// connection's commands.
+// connection's commands; the waits it brackets are named and boxed.
 func (s *Session) attachMySQL(in mysql.Instance) error {
 	s.mysqls[in.PID] = in
 	s.procs[uint32(in.PID)] = postgres.Process{Role: MySQLServerRole}
-	return s.tracer.Track(in.PID, probe.ProcInfo{Instance: in.PID, MySQL: true}, false)
+	err := s.tracer.AttachWaits(in.Binary, probe.WaitFunctions{Begin: mysql.WaitBegin, End: mysql.WaitEnd})
+	if err != nil {
+		s.warn(fmt.Sprintf("%s: its waits cannot be named (%v): lock waits count as other waits", in, err))
+	}
+	return s.tracer.Track(in.PID, probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major}, false)
 }
 
 // conn is the state of a connection (the kernel's connection key).

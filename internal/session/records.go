@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/sqlnorm"
@@ -27,7 +28,7 @@ func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
 		}
 		name := model.OtherWaitEvents
 		if w.Event != probe.WaitEventsOther {
-			name = postgres.WaitEvent(w.Event).Name(s.instances[int(e.Instance)].Version)
+			name = waitName(s.instances[int(e.Instance)].Version, w.Event)
 		}
 		if out == nil {
 			out = map[string]uint64{}
@@ -35,6 +36,15 @@ func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
 		out[name] += w.Ns
 	}
 	return out
+}
+
+// waitName names a wait event as its database does: MySQL's thd_wait
+// types by their class, PostgreSQL's by the server's major version.
+func waitName(version int, event uint32) string {
+	if event&0xff000000 == probe.WaitClassMySQL {
+		return mysql.WaitName(byte(event))
+	}
+	return postgres.WaitEvent(event).Name(version)
 }
 
 // describe caches what a process is; a process that is gone keeps the

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
-	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"golang.org/x/sys/unix"
 )
@@ -66,7 +65,7 @@ func (s *Session) WaitHists() (model.Hists, error) {
 	out := model.Hists{}
 	for k, v := range kh {
 		h := toHist(v)
-		name := postgres.WaitEvent(k.Event).Name(int(k.Version))
+		name := waitName(int(k.Version), k.Event)
 		if prev := out[name]; prev != nil {
 			prev.Merge(h)
 		} else {

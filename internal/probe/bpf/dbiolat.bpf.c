@@ -27,5 +27,6 @@ const enum wire_state *unused_wire_state __attribute__((unused));
 const enum box *unused_box __attribute__((unused));
 const enum proc_flag *unused_proc_flag __attribute__((unused));
 const enum usdt_arg_kind *unused_usdt_arg_kind __attribute__((unused));
+const enum wait_class *unused_wait_class __attribute__((unused));
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

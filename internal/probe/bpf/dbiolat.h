@@ -119,6 +119,15 @@ enum box {
 	BOXES = 7,
 };
 
+/*
+ * Wait events the database does not publish but a probe brackets:
+ * MySQL's and MariaDB's thd_wait_begin(thd, type) types, as events of
+ * this class (top byte), apart from PostgreSQL's classes.
+ */
+enum wait_class {
+	WAIT_CLASS_MYSQL = 0x4d000000, /* | the thd_wait_type: 3 a row lock, 5 a metadata lock... */
+};
+
 /* What the text of a query record is. */
 enum text_kind {
 	TEXT_SQL = 0,     /* the statement (USDT query__start's argument) */
@@ -257,6 +266,8 @@ struct waterfall {
 	__u8 asleep_box;      /* enum box of that sleep */
 	__u8 serving;         /* a storage engine's thread serving a query's request: its CPU is counted */
 	__u8 pad[2];
+	__u32 bracket_event;  /* the wait a probe brackets now, named as a wait event (MySQL's thd_wait_begin) */
+	__u32 pad2;
 	__u64 serve_cpu_ns;   /* its CPU on that request until it last went off CPU */
 };
 

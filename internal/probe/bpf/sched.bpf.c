@@ -89,6 +89,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		wf->asleep = prev_state != 0; /* TASK_RUNNING: preempted, still runnable */
 		if (wf->asleep) {
 			wf->wait_event = published_wait_event(prev, &pi);
+			if (!wf->wait_event) /* none published: the wait a probe brackets, if any */
+				wf->wait_event = wf->bracket_event;
 			wf->wait_version = pi ? pi->version : 0;
 			wf->asleep_box = box_of_sleep(wf, prev, pi);
 		}

@@ -1,0 +1,38 @@
+package mysql
+
+import "fmt"
+
+// The functions with which MySQL and MariaDB bracket a thread's waits:
+// void thd_wait_begin(THD *, int type) and void thd_wait_end(THD *). They
+// are the thread pool's hooks, called in every threading model, by the
+// thread that waits: a row lock in InnoDB, a metadata lock, a group
+// commit. Both servers export them.
+const (
+	WaitBegin = "thd_wait_begin"
+	WaitEnd   = "thd_wait_end"
+)
+
+// waitNames names thd_wait_begin's types (include/mysql/service_thd_wait.h)
+// the way PostgreSQL's wait events are named, class/event, so that both
+// read alike in one output.
+var waitNames = map[byte]string{
+	1:  "Timeout/Sleep",
+	2:  "IO/DiskIO",
+	3:  "Lock/RowLock",
+	4:  "Lock/GlobalReadLock",
+	5:  "Lock/MetadataLock",
+	6:  "Lock/TableLock",
+	7:  "Lock/UserLock",
+	8:  "IO/Binlog",
+	9:  "IO/GroupCommit",
+	10: "IO/Sync",
+	11: "Client/Net",
+}
+
+// WaitName names a thd_wait_begin type.
+func WaitName(typ byte) string {
+	if n, ok := waitNames[typ]; ok {
+		return n
+	}
+	return fmt.Sprintf("Wait/%d", typ)
+}
