@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/probe"
 )
@@ -40,13 +41,13 @@ var (
 	baseline = config{name: "baseline"}
 	// dbiolat's default mode: the slow log with the waterfall.
 	dbiolatDefault = config{name: "default", command: func(e *env) ([]string, string) {
-		return []string{e.dbiolat, "slowlog", "--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
+		return []string{e.dbiolat, "slowlog", "--pid", fmt.Sprint(e.pid())}, "Tracing "
 	}}
 	// Everything dbiolat measures: every query a record, file system
 	// calls timed, shared-buffer counts, raw SQL.
 	dbiolatAll = config{name: "all", usdt: true, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "slowlog", "--min-query", "0", "--fs", "--buffers", "--raw-sql", "--json",
-			"--pid", fmt.Sprint(e.cluster.PostmasterPID())}, "Tracing "
+			"--pid", fmt.Sprint(e.pid())}, "Tracing "
 	}}
 	// The floor of dbiolat's default mode: its kernel hooks (socket
 	// calls, context switches, block requests, forks and exits) with
@@ -72,7 +73,7 @@ var (
 	}}
 	// The far end of the scale, on fewer rounds: it is slow.
 	strace = config{name: "strace", rounds: 3, command: func(e *env) ([]string, string) {
-		return []string{"strace", "-f", "-c", "-o", "/dev/null", "-p", fmt.Sprint(e.cluster.PostmasterPID())}, "attached"
+		return []string{"strace", "-f", "-c", "-o", "/dev/null", "-p", fmt.Sprint(e.pid())}, "attached"
 	}}
 )
 
@@ -181,6 +182,7 @@ type env struct {
 	dbiolat  string // the binary built for this run
 	postgres string // the server binary, for bpftrace's USDT probes
 	cluster  *pgsandbox.Cluster
+	mariadb  *mysandbox.Server // instead of cluster: MariaDB, driven by sysbench
 	tmp      string
 	hasUSDT  bool // the server's build has USDT probes
 }
@@ -202,10 +204,51 @@ func setup() (*env, error) {
 
 func (e *env) cleanup() { os.RemoveAll(e.tmp) }
 
-// measure runs pgbench once with cfg's tracer attached.
-func measure(ctx context.Context, e *env, cfg config, wflag string, clients, secs int, withStats bool) (measurement, error) {
+// pid is the server's: the postmaster's, or mariadbd's.
+func (e *env) pid() int {
+	if e.mariadb != nil {
+		return e.mariadb.PID()
+	}
+	return e.cluster.PostmasterPID()
+}
+
+// sysbenchTest is the sysbench test standing for a pgbench workload on MariaDB.
+var sysbenchTest = map[string]string{"select-only": "oltp_read_only", "tpcb-like": "oltp_read_write"}
+
+// sysbenchTables is the data sysbench runs on: 4 tables of 10,000 rows
+// (about 10 MB), held by the server's buffer pool as pgbench's scale 5 is
+// by shared buffers.
+const sysbenchTables, sysbenchRows = 4, 10000
+
+// load runs the workload once, for secs: transactions and their rate.
+func (e *env) load(ctx context.Context, workload, wflag string, clients, secs int) (tx int64, tps float64, err error) {
+	if e.mariadb != nil {
+		res, err := e.mariadb.Sysbench(ctx, mysandbox.SysbenchOptions{Test: sysbenchTest[workload], Tables: sysbenchTables,
+			TableSize: sysbenchRows, Threads: clients, Time: secs}, "run")
+		if err != nil || res.Transactions == 0 || res.Time <= 0 {
+			return 0, 0, fmt.Errorf("sysbench: %v", err)
+		}
+		return int64(res.Transactions), float64(res.Transactions) / res.Time.Seconds(), nil
+	}
+	args := []string{"-n", "-c", fmt.Sprint(clients), "-T", fmt.Sprint(secs)}
+	if wflag != "" {
+		args = append(args, wflag)
+	}
+	out, err := e.cluster.Pgbench(ctx, "postgres", args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := pgsandbox.ParsePgbench(out)
+	if err != nil || res.Transactions == 0 {
+		return 0, 0, fmt.Errorf("pgbench: %v", err)
+	}
+	return int64(res.Transactions), res.TPS, nil
+}
+
+// measure runs the workload once with cfg's tracer attached.
+func measure(ctx context.Context, e *env, cfg config, workload, wflag string, clients, secs int, withStats bool) (measurement, error) {
 	if e.postgres == "" {
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", e.cluster.PostmasterPID()))
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", e.pid()))
 		if err != nil {
 			return measurement{}, err
 		}
@@ -234,10 +277,6 @@ func measure(ctx context.Context, e *env, cfg config, wflag string, clients, sec
 		}
 		defer stats.Close()
 	}
-	args := []string{"-n", "-c", fmt.Sprint(clients), "-T", fmt.Sprint(secs)}
-	if wflag != "" {
-		args = append(args, wflag)
-	}
 	before, err := busyJiffies()
 	if err != nil {
 		return m, err
@@ -246,7 +285,7 @@ func measure(ctx context.Context, e *env, cfg config, wflag string, clients, sec
 	if t != nil {
 		toolBefore = processCPU(t.cmd.Process.Pid)
 	}
-	out, err := e.cluster.Pgbench(ctx, "postgres", args...)
+	tx, tps, err := e.load(ctx, workload, wflag, clients, secs)
 	if err != nil {
 		return m, err
 	}
@@ -254,15 +293,11 @@ func measure(ctx context.Context, e *env, cfg config, wflag string, clients, sec
 	if err != nil {
 		return m, err
 	}
-	if t != nil { // while pgbench ran: not the start-up's loading and verifying
+	if t != nil { // while the load ran: not the start-up's loading and verifying
 		m.ToolCPU = processCPU(t.cmd.Process.Pid) - toolBefore
 	}
-	res, err := pgsandbox.ParsePgbench(out)
-	if err != nil || res.Transactions == 0 {
-		return m, fmt.Errorf("pgbench: %v", err)
-	}
 	// USER_HZ is 100 on Linux: a jiffy is 10 ms.
-	m.TPS, m.Tx, m.CPUus = res.TPS, int64(res.Transactions), (after-before)*10000/float64(res.Transactions)
+	m.TPS, m.Tx, m.CPUus = tps, tx, (after-before)*10000/float64(tx)
 	if t != nil {
 		m.Programs, m.BPFns, m.BPFRuns = t.programStats()
 		ru, err := t.stop()
@@ -402,4 +437,22 @@ func busyJiffies() (float64, error) {
 		sum += v
 	}
 	return sum, nil
+}
+
+// startMariaDB starts the MariaDB the mariadb "version" runs on, with its
+// sysbench tables loaded and warm.
+func (e *env) startMariaDB(ctx context.Context, clients int) error {
+	s, err := mysandbox.Start(mysandbox.Options{Settings: map[string]string{"innodb_buffer_pool_size": "128M"}})
+	if err != nil {
+		return err
+	}
+	e.mariadb = s
+	fmt.Fprintf(os.Stderr, "MariaDB: loading sysbench, %d tables of %d rows\n", sysbenchTables, sysbenchRows)
+	o := mysandbox.SysbenchOptions{Test: "oltp_read_only", Tables: sysbenchTables, TableSize: sysbenchRows, Threads: clients}
+	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
+		return err
+	}
+	o.Time = 5 // warm the buffer pool once, so round 1 is not special
+	_, err = s.Sysbench(ctx, o, "run")
+	return err
 }

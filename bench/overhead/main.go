@@ -1,5 +1,6 @@
 // Command overhead measures what tracing costs a database: pgbench
-// select-only and TPC-B-like on a throwaway PostgreSQL, with no tracer and
+// select-only and TPC-B-like on a throwaway PostgreSQL (sysbench's
+// oltp_read_only and oltp_read_write on a MariaDB), with no tracer and
 // with each tracer configuration in turn, interleaved (the order rotates
 // every round) so the machine's drift hits all alike. Per configuration it
 // prints the median TPS ratio against the baseline of the same round with
@@ -8,7 +9,7 @@
 // kernel's statistics. Not a test: the figures go into closing notes, and
 // the table as JSON into bench/results/.
 //
-//	go run ./bench/overhead [-rounds 7] [-seconds 10] [-configs default,all,bpftrace,strace]
+//	go run ./bench/overhead [-rounds 7] [-seconds 10] [-configs default,all,bpftrace,strace] [-versions 15,mariadb]
 package main
 
 import (
@@ -28,7 +29,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/usdt"
 )
 
-// measurement is one pgbench run.
+// measurement is one run of the load (pgbench, or sysbench on MariaDB).
 type measurement struct {
 	Workload string                 `json:"workload"`
 	Version  string                 `json:"postgres_version"`
@@ -67,7 +68,8 @@ func main() {
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
-	versions := flag.String("versions", "15", "PostgreSQL major versions, measured side by side in the same rounds: "+strings.Join(pgsandbox.Versions, ","))
+	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
+		"), and mariadb (sysbench oltp_read_only for select-only, oltp_read_write for tpcb-like)")
 	capacityRates := flag.String("capacity", "", "instead, the capacity ladder on a synthetic backend: query rates to hold for -seconds each with every query recorded, e.g. 25000,50000,100000,0 (0: unlimited)")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
@@ -120,12 +122,20 @@ func run(o options) error {
 	// the machine's drift touches them alike.
 	envs := map[string]*env{}
 	for _, v := range o.versions {
+		e := *base
+		if v == "mariadb" {
+			if err := e.startMariaDB(ctx, o.clients); err != nil {
+				return err
+			}
+			defer e.mariadb.Stop()
+			envs[v] = &e
+			continue
+		}
 		c, err := pgsandbox.Start(ctx, pgsandbox.Options{Version: v, Settings: map[string]string{"shared_buffers": o.sharedBuffers}})
 		if err != nil {
 			return err
 		}
 		defer c.Stop()
-		e := *base
 		e.cluster = c
 		_, err = usdt.Open(filepath.Join(c.BinDir(), "postgres"))
 		e.hasUSDT = err == nil
@@ -174,12 +184,12 @@ func run(o options) error {
 				if it.cfg.rounds > 0 && r >= it.cfg.rounds {
 					continue
 				}
-				m, err := measure(ctx, envs[it.version], it.cfg, wflag, o.clients, o.secs, false)
+				m, err := measure(ctx, envs[it.version], it.cfg, wl, wflag, o.clients, o.secs, false)
 				if err != nil {
 					return fmt.Errorf("%s, PostgreSQL %s, %s: %w", wl, it.version, it.cfg.name, err)
 				}
 				m.Workload, m.Version, m.Config, m.Round = wl, it.version, it.cfg.name, r+1
-				fmt.Fprintf(os.Stderr, "%-11s round %d pg%-2s %-9s %8.0f tps %6.1f us CPU/tx  tool %5.2fs CPU %4d MB\n",
+				fmt.Fprintf(os.Stderr, "%-11s round %d %-7s %-9s %8.0f tps %6.1f us CPU/tx  tool %5.2fs CPU %4d MB\n",
 					wl, r+1, it.version, it.cfg.name, m.TPS, m.CPUus, m.ToolCPU, m.ToolRSS>>20)
 				runs = append(runs, m)
 				byItem[key{it.version, it.cfg.name}] = append(byItem[key{it.version, it.cfg.name}], m)
@@ -192,12 +202,12 @@ func run(o options) error {
 			// Where the kernel side's time goes, in one more run with the
 			// kernel's BPF statistics on: they cost much on this kind of VM
 			// (two clock reads per program run), so the rounds run without.
-			p, err := measure(ctx, envs[it.version], it.cfg, wflag, o.clients, o.secs, true)
+			p, err := measure(ctx, envs[it.version], it.cfg, wl, wflag, o.clients, o.secs, true)
 			if err != nil {
 				return fmt.Errorf("%s, PostgreSQL %s, %s with BPF statistics: %w", wl, it.version, it.cfg.name, err)
 			}
 			p.Workload, p.Version, p.Config = wl, it.version, it.cfg.name
-			fmt.Fprintf(os.Stderr, "%-11s profile pg%-2s %-9s %8.0f tps, BPF %6.0f ns/tx\n", wl, it.version, it.cfg.name, p.TPS, float64(p.BPFns)/float64(p.Tx))
+			fmt.Fprintf(os.Stderr, "%-11s profile %-7s %-9s %8.0f tps, BPF %6.0f ns/tx\n", wl, it.version, it.cfg.name, p.TPS, float64(p.BPFns)/float64(p.Tx))
 			runs = append(runs, p)
 			r := summarize(wl, it.cfg.name, byItem[key{it.version, baseline.name}], byItem[key{it.version, it.cfg.name}], p)
 			r.Version = it.version
