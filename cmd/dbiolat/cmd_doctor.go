@@ -81,7 +81,7 @@ func runDoctor(o targetOptions) error {
 		for _, in := range mysqls {
 			exe, _ := os.Readlink(in.Binary)
 			check(fmt.Sprintf("%s server pid %d (data %s, binary %s)", in.Flavor, in.PID, in.DataDir, exe), nil, "")
-			info("queries from MySQL's client protocol, prepared statements too; not yet: TLS connections (counted, not traced), lock waits named (they count as other waits), InnoDB's threads as roles")
+			info("queries from MySQL's client protocol, prepared statements too; waits named by thd_wait_begin (row and metadata locks: lock); not yet: TLS connections (counted, not traced), InnoDB's threads as roles")
 			checkStorage(check, info, in.DataDir)
 		}
 	}

@@ -108,6 +108,7 @@ type Server struct {
 	Port    int    // the TCP port on 127.0.0.1; 0 = none
 
 	logFile string
+	tmpDir  string // the server's and its scripts' temporary files
 	log     io.Writer
 	bin     map[string]string // program name -> path
 	cmd     *exec.Cmd         // mariadbd
@@ -182,6 +183,15 @@ func Start(opts Options) (*Server, error) {
 	s.DataDir = filepath.Join(s.Dir, "data")
 	s.Socket = filepath.Join(s.Dir, "mysqld.sock")
 	s.logFile = filepath.Join(s.Dir, "error.log")
+	// Its own temporary directory: a starting mariadbd deletes every
+	// #sql* file in its tmpdir, so sandboxes sharing /tmp (started side by
+	// side) would delete each other's temporary tables.
+	s.tmpDir = filepath.Join(s.Dir, "tmp")
+	if err := os.Mkdir(s.tmpDir, 0o700); err != nil {
+		os.RemoveAll(s.Dir)
+		return nil, fmt.Errorf("mysandbox: %w", err)
+	}
+	args = append(args, "--tmpdir="+s.tmpDir)
 	s.Port = max(opts.Port, 0)
 	// The socket path must fit in sockaddr_un.sun_path (107 bytes + NUL).
 	if len(s.Socket) > 107 {
@@ -341,10 +351,11 @@ func (s *Server) command(ctx context.Context, name string, args ...string) *exec
 	cmd := exec.CommandContext(ctx, s.bin[name], args...)
 	cmd.Dir = s.Dir
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MYSQL_") {
+		if !strings.HasPrefix(kv, "MYSQL_") && !strings.HasPrefix(kv, "TMPDIR=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, "TMPDIR="+s.tmpDir) // the scripts' own temporary files too
 	return cmd
 }
 

@@ -361,8 +361,17 @@ type dbiolatThreadState struct {
 	FuseConn     uint32
 	FuseBuf      uint64
 	MysqlConn    uint64
+	UringReads   uint32
+	Pad3         uint32
 	FsTotal      [5]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
+}
+
+type dbiolatUringRead struct {
+	_   structs.HostLayout
+	Tid uint32
+	Pad uint32
+	Seq uint64
 }
 
 type dbiolatUsdtArg struct {
@@ -449,6 +458,7 @@ const (
 	dbiolatMapStats                 = "stats"
 	dbiolatMapTasks                 = "tasks"
 	dbiolatMapThreads               = "threads"
+	dbiolatMapUringReads            = "uring_reads"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaitHists             = "wait_hists"
 	dbiolatMapWireTexts             = "wire_texts"
@@ -466,6 +476,7 @@ const (
 	dbiolatProgFsEnterFadvise64     = "fs_enter_fadvise64"
 	dbiolatProgFsEnterFdatasync     = "fs_enter_fdatasync"
 	dbiolatProgFsEnterFsync         = "fs_enter_fsync"
+	dbiolatProgFsEnterIoUringEnter  = "fs_enter_io_uring_enter"
 	dbiolatProgFsEnterPread64       = "fs_enter_pread64"
 	dbiolatProgFsEnterPreadv        = "fs_enter_preadv"
 	dbiolatProgFsEnterPreadv2       = "fs_enter_preadv2"
@@ -479,6 +490,7 @@ const (
 	dbiolatProgFsEnterWritev        = "fs_enter_writev"
 	dbiolatProgFsExitFdatasync      = "fs_exit_fdatasync"
 	dbiolatProgFsExitFsync          = "fs_exit_fsync"
+	dbiolatProgFsExitIoUringEnter   = "fs_exit_io_uring_enter"
 	dbiolatProgFsExitPread64        = "fs_exit_pread64"
 	dbiolatProgFsExitPreadv         = "fs_exit_preadv"
 	dbiolatProgFsExitPreadv2        = "fs_exit_preadv2"
@@ -492,6 +504,8 @@ const (
 	dbiolatProgFsExitWritev         = "fs_exit_writev"
 	dbiolatProgFsRaAsync            = "fs_ra_async"
 	dbiolatProgFsRaSync             = "fs_ra_sync"
+	dbiolatProgFsUringComplete      = "fs_uring_complete"
+	dbiolatProgFsUringSubmit        = "fs_uring_submit"
 	dbiolatProgFuseEnd              = "fuse_end"
 	dbiolatProgFuseSend             = "fuse_send"
 	dbiolatProgLockLwlockStart      = "lock_lwlock_start"
@@ -581,6 +595,7 @@ type dbiolatProgramSpecs struct {
 	FsEnterFadvise64     *ebpf.ProgramSpec `ebpf:"fs_enter_fadvise64"`
 	FsEnterFdatasync     *ebpf.ProgramSpec `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.ProgramSpec `ebpf:"fs_enter_fsync"`
+	FsEnterIoUringEnter  *ebpf.ProgramSpec `ebpf:"fs_enter_io_uring_enter"`
 	FsEnterPread64       *ebpf.ProgramSpec `ebpf:"fs_enter_pread64"`
 	FsEnterPreadv        *ebpf.ProgramSpec `ebpf:"fs_enter_preadv"`
 	FsEnterPreadv2       *ebpf.ProgramSpec `ebpf:"fs_enter_preadv2"`
@@ -594,6 +609,7 @@ type dbiolatProgramSpecs struct {
 	FsEnterWritev        *ebpf.ProgramSpec `ebpf:"fs_enter_writev"`
 	FsExitFdatasync      *ebpf.ProgramSpec `ebpf:"fs_exit_fdatasync"`
 	FsExitFsync          *ebpf.ProgramSpec `ebpf:"fs_exit_fsync"`
+	FsExitIoUringEnter   *ebpf.ProgramSpec `ebpf:"fs_exit_io_uring_enter"`
 	FsExitPread64        *ebpf.ProgramSpec `ebpf:"fs_exit_pread64"`
 	FsExitPreadv         *ebpf.ProgramSpec `ebpf:"fs_exit_preadv"`
 	FsExitPreadv2        *ebpf.ProgramSpec `ebpf:"fs_exit_preadv2"`
@@ -607,6 +623,8 @@ type dbiolatProgramSpecs struct {
 	FsExitWritev         *ebpf.ProgramSpec `ebpf:"fs_exit_writev"`
 	FsRaAsync            *ebpf.ProgramSpec `ebpf:"fs_ra_async"`
 	FsRaSync             *ebpf.ProgramSpec `ebpf:"fs_ra_sync"`
+	FsUringComplete      *ebpf.ProgramSpec `ebpf:"fs_uring_complete"`
+	FsUringSubmit        *ebpf.ProgramSpec `ebpf:"fs_uring_submit"`
 	FuseEnd              *ebpf.ProgramSpec `ebpf:"fuse_end"`
 	FuseSend             *ebpf.ProgramSpec `ebpf:"fuse_send"`
 	LockLwlockStart      *ebpf.ProgramSpec `ebpf:"lock_lwlock_start"`
@@ -648,6 +666,7 @@ type dbiolatMapSpecs struct {
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
 	Tasks        *ebpf.MapSpec `ebpf:"tasks"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	UringReads   *ebpf.MapSpec `ebpf:"uring_reads"`
 	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
 	WaitHists    *ebpf.MapSpec `ebpf:"wait_hists"`
 	WireTexts    *ebpf.MapSpec `ebpf:"wire_texts"`
@@ -705,6 +724,7 @@ type dbiolatMaps struct {
 	Stats        *ebpf.Map `ebpf:"stats"`
 	Tasks        *ebpf.Map `ebpf:"tasks"`
 	Threads      *ebpf.Map `ebpf:"threads"`
+	UringReads   *ebpf.Map `ebpf:"uring_reads"`
 	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
 	WaitHists    *ebpf.Map `ebpf:"wait_hists"`
 	WireTexts    *ebpf.Map `ebpf:"wire_texts"`
@@ -727,6 +747,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Stats,
 		m.Tasks,
 		m.Threads,
+		m.UringReads,
 		m.UsdtSpecs,
 		m.WaitHists,
 		m.WireTexts,
@@ -768,6 +789,7 @@ type dbiolatPrograms struct {
 	FsEnterFadvise64     *ebpf.Program `ebpf:"fs_enter_fadvise64"`
 	FsEnterFdatasync     *ebpf.Program `ebpf:"fs_enter_fdatasync"`
 	FsEnterFsync         *ebpf.Program `ebpf:"fs_enter_fsync"`
+	FsEnterIoUringEnter  *ebpf.Program `ebpf:"fs_enter_io_uring_enter"`
 	FsEnterPread64       *ebpf.Program `ebpf:"fs_enter_pread64"`
 	FsEnterPreadv        *ebpf.Program `ebpf:"fs_enter_preadv"`
 	FsEnterPreadv2       *ebpf.Program `ebpf:"fs_enter_preadv2"`
@@ -781,6 +803,7 @@ type dbiolatPrograms struct {
 	FsEnterWritev        *ebpf.Program `ebpf:"fs_enter_writev"`
 	FsExitFdatasync      *ebpf.Program `ebpf:"fs_exit_fdatasync"`
 	FsExitFsync          *ebpf.Program `ebpf:"fs_exit_fsync"`
+	FsExitIoUringEnter   *ebpf.Program `ebpf:"fs_exit_io_uring_enter"`
 	FsExitPread64        *ebpf.Program `ebpf:"fs_exit_pread64"`
 	FsExitPreadv         *ebpf.Program `ebpf:"fs_exit_preadv"`
 	FsExitPreadv2        *ebpf.Program `ebpf:"fs_exit_preadv2"`
@@ -794,6 +817,8 @@ type dbiolatPrograms struct {
 	FsExitWritev         *ebpf.Program `ebpf:"fs_exit_writev"`
 	FsRaAsync            *ebpf.Program `ebpf:"fs_ra_async"`
 	FsRaSync             *ebpf.Program `ebpf:"fs_ra_sync"`
+	FsUringComplete      *ebpf.Program `ebpf:"fs_uring_complete"`
+	FsUringSubmit        *ebpf.Program `ebpf:"fs_uring_submit"`
 	FuseEnd              *ebpf.Program `ebpf:"fuse_end"`
 	FuseSend             *ebpf.Program `ebpf:"fuse_send"`
 	LockLwlockStart      *ebpf.Program `ebpf:"lock_lwlock_start"`
@@ -832,6 +857,7 @@ func (p *dbiolatPrograms) Close() error {
 		p.FsEnterFadvise64,
 		p.FsEnterFdatasync,
 		p.FsEnterFsync,
+		p.FsEnterIoUringEnter,
 		p.FsEnterPread64,
 		p.FsEnterPreadv,
 		p.FsEnterPreadv2,
@@ -845,6 +871,7 @@ func (p *dbiolatPrograms) Close() error {
 		p.FsEnterWritev,
 		p.FsExitFdatasync,
 		p.FsExitFsync,
+		p.FsExitIoUringEnter,
 		p.FsExitPread64,
 		p.FsExitPreadv,
 		p.FsExitPreadv2,
@@ -858,6 +885,8 @@ func (p *dbiolatPrograms) Close() error {
 		p.FsExitWritev,
 		p.FsRaAsync,
 		p.FsRaSync,
+		p.FsUringComplete,
+		p.FsUringSubmit,
 		p.FuseEnd,
 		p.FuseSend,
 		p.LockLwlockStart,

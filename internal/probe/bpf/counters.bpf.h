@@ -45,19 +45,29 @@ static __always_inline void hist_add(enum hist_id id, __u64 v)
 	h->sum += v;
 }
 
-/* For counters only their own thread writes: no atomics needed. */
-static __always_inline void acct_add_own(struct io_acct *a, __u64 bytes, __u64 ns)
+/* n operations. For counters only their own thread writes: no atomics needed. */
+static __always_inline void acct_addn_own(struct io_acct *a, __u64 n, __u64 bytes, __u64 ns)
 {
-	a->count++;
+	a->count += n;
 	a->bytes += bytes;
 	a->ns += ns;
 }
 
-static __always_inline void acct_add(struct io_acct *a, __u64 bytes, __u64 ns)
+static __always_inline void acct_addn(struct io_acct *a, __u64 n, __u64 bytes, __u64 ns)
 {
-	__sync_fetch_and_add(&a->count, 1);
+	__sync_fetch_and_add(&a->count, n);
 	__sync_fetch_and_add(&a->bytes, bytes);
 	__sync_fetch_and_add(&a->ns, ns);
+}
+
+static __always_inline void acct_add_own(struct io_acct *a, __u64 bytes, __u64 ns)
+{
+	acct_addn_own(a, 1, bytes, ns);
+}
+
+static __always_inline void acct_add(struct io_acct *a, __u64 bytes, __u64 ns)
+{
+	acct_addn(a, 1, bytes, ns);
 }
 
 #endif /* COUNTERS_BPF_H */

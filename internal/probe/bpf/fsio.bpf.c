@@ -15,6 +15,7 @@
 #include "files.bpf.h"
 
 #define POSIX_FADV_WILLNEED 3
+#define FS_URING FS_OPS /* the op of an io_uring_enter until its requests tell */
 
 /* read/write/readv/writev also serve pipes and sockets: count regular files and block devices only. */
 static __always_inline int is_file(int fd)
@@ -33,9 +34,10 @@ static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 		return 0;
 	find_leader(ts);
 	ts->sys_op = op;
+	ts->uring_reads = 0;
 	if (ts->query_start_ns && (wf = waterfall_current()))
 		wf->in_fs = 1; /* a sleep from here to the exit is waiting for I/O */
-	if (op == FS_READ) { /* what tells a miss at its end */
+	if (op == FS_READ || op == FS_URING) { /* what tells a miss at its end */
 		ts->nvcsw_at_sys = bpf_get_current_task_btf()->nvcsw;
 		ts->blk_at_sys = ts->blk_submitted;
 		ts->ra_at_sys = ts->ra_pages;
@@ -68,7 +70,7 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	struct thread_state *ts = thread_current();
 	struct thread_state *q;
 	struct waterfall *wf;
-	__u64 ns, bytes;
+	__u64 ns, bytes, n = 1;
 	__u32 op, class;
 
 	if (!ts || !ts->sys_start_ns)
@@ -78,14 +80,21 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	if (ts->query_start_ns && (wf = waterfall_current()))
 		wf->in_fs = 0;
 	op = ts->sys_op;
+	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
+	if (op == FS_URING) { /* reads if it submitted any; their bytes come at completion */
+		if (!ts->uring_reads)
+			return 0;
+		op = FS_READ;
+		n = ts->uring_reads;
+		bytes = 0;
+	}
 	if (op >= FS_OPS)
 		return 0;
-	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
 	class = op == FS_READ ? read_class(ts) : 0;
 
-	acct_add_own(&ts->fs_total[op], bytes, ns);
+	acct_addn_own(&ts->fs_total[op], n, bytes, ns);
 	if (class)
-		acct_add_own(&ts->fs_total[class], bytes, ns);
+		acct_addn_own(&ts->fs_total[class], n, bytes, ns);
 	/* The query it serves: a parallel worker's leader's, an I/O worker's
 	 * or a storage engine's requester's, else its own. */
 	q = charged(ts);
@@ -93,9 +102,9 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 		q = ts;
 	if (ts->engine) { /* the engine's calls are the layer below the database's: apart */
 		if (q) {
-			acct_add(&q->acct.engine_fs[op], bytes, ns);
+			acct_addn(&q->acct.engine_fs[op], n, bytes, ns);
 			if (class)
-				acct_add(&q->acct.engine_fs[class], bytes, ns);
+				acct_addn(&q->acct.engine_fs[class], n, bytes, ns);
 		}
 		return 0;
 	}
@@ -104,9 +113,9 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 		hist_add(class == FS_READ_MISS ? HIST_FS_READ_MISS : HIST_FS_READ_HIT, ns);
 	if (!q)
 		return 0;
-	acct_add(&q->acct.fs[op], bytes, ns);
+	acct_addn(&q->acct.fs[op], n, bytes, ns);
 	if (class)
-		acct_add(&q->acct.fs[class], bytes, ns);
+		acct_addn(&q->acct.fs[class], n, bytes, ns);
 	return 0;
 }
 
@@ -135,6 +144,76 @@ FS_SYSCALL(pwritev2, FS_WRITE, 0)
 FS_SYSCALL(fsync, FS_SYNC, 0)
 FS_SYSCALL(fdatasync, FS_SYNC, 0)
 FS_SYSCALL(sync_file_range, FS_SYNC, 0)
+FS_SYSCALL(io_uring_enter, FS_URING, 0)
+
+/*
+ * io_uring (MariaDB's InnoDB reads ahead this way): an io_uring_enter that
+ * submits reads is the thread's file-system reads, one per read request,
+ * timed as the call, the span performance_schema times InnoDB's
+ * submissions by; a buffered read the page cache can serve is done within
+ * it. Their bytes come with each request's completion, wherever it
+ * completes, and are the submitter's (and its query's, if still running).
+ * Writes and syncs through io_uring are not counted.
+ */
+struct uring_read {
+	__u32 tid;   /* the submitter */
+	__u32 pad;
+	__u64 seq;   /* its query then (query_seq) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* the request (struct io_kiocb *) */
+	__type(value, struct uring_read);
+} uring_reads SEC(".maps");
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(fs_uring_submit, struct io_kiocb *req)
+{
+	struct thread_state *ts = thread_current();
+	struct uring_read r;
+	__u64 key = (__u64)req;
+
+	if (!ts || !ts->sys_start_ns || ts->sys_op != FS_URING)
+		return 0;
+	switch (req->opcode) {
+	case IORING_OP_READV:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_READ:
+		break;
+	default:
+		return 0;
+	}
+	ts->uring_reads++;
+	r.tid = (__u32)bpf_get_current_pid_tgid();
+	r.pad = 0;
+	r.seq = ts->query_seq;
+	if (bpf_map_update_elem(&uring_reads, &key, &r, BPF_ANY))
+		stat_inc(STAT_INFLIGHT_FULL);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(fs_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	__u64 key = (__u64)req;
+	struct uring_read *r = bpf_map_lookup_elem(&uring_reads, &key);
+	struct thread_state *ts;
+	__s32 res;
+
+	if (!r)
+		return 0;
+	res = BPF_CORE_READ(cqe, res);
+	ts = thread_of(r->tid);
+	if (ts && res > 0) {
+		__sync_fetch_and_add(&ts->fs_total[FS_READ].bytes, res);
+		if (ts->query_start_ns && ts->query_seq == r->seq)
+			__sync_fetch_and_add(&ts->acct.fs[FS_READ].bytes, res);
+	}
+	bpf_map_delete_elem(&uring_reads, &key);
+	return 0;
+}
 
 /*
  * Read-ahead advice: PostgreSQL's prefetch (PrefetchBuffer, and from 17

@@ -41,6 +41,8 @@ struct thread_state {
 	__u32 fuse_conn;      /* an engine's read of /dev/fuse in progress: the FUSE connection... */
 	__u64 fuse_buf;       /* ...and the buffer the request's header lands in */
 	__u64 mysql_conn;     /* a MySQL thread: the connection (its socket) whose command its query is */
+	__u32 uring_reads;    /* read requests the io_uring_enter in progress submitted */
+	__u32 pad3;
 	struct io_acct fs_total[FS_ACCTS]; /* since attach, by enum fs_op; folded into proc_totals at exit */
 	struct query_acct acct;
 };
