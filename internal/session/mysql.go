@@ -26,7 +26,7 @@ const (
 type myConn struct {
 	user, database string
 	statements     mysql.Statements
-	last           time.Time // its last record: connections idle past forgetAfter are forgotten
+	last           time.Time // its last record (forgetConns)
 }
 
 // attachMySQL traces a MySQL server: any of its threads may run a

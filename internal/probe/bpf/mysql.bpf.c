@@ -187,9 +187,7 @@ struct my_walk {
 	__u32 n;          /* its length */
 	__u32 off;        /* where the next packet starts */
 	struct my_conn c; /* the connection's reply state, copied in and out */
-	__u8 ended;       /* the reply ended with the packet at... */
-	__u8 pad[3];
-	__u32 end_off;    /* ...this offset's end: what follows is not the reply's */
+	__u8 ended;       /* the reply's last packet was in this send */
 };
 
 /* Follows the reply by one packet; 1 when it was the reply's last. */
@@ -323,7 +321,6 @@ static long my_hop(__u64 i, void *ctx)
 	}
 	if (my_packet(c, head + 4, plen)) {
 		w->ended = 1;
-		w->end_off = w->off;
 		return 1;
 	}
 	return 0;
