@@ -33,12 +33,13 @@ func benchDir(t *testing.T) string {
 }
 
 // runBenchIn runs a small bench on dir (with group set, inside that
-// cgroup) and returns its recording, opened, and the file.
-func runBenchIn(t *testing.T, dir, group string) (*record.Recording, string) {
+// cgroup; with more, those options too) and returns its recording,
+// opened, and the file.
+func runBenchIn(t *testing.T, dir, group string, more ...string) (*record.Recording, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "bench.dbiolat")
-	args := []string{"bench", "--dir", dir, "-o", file, "--fio-size", "64", "--fio-seconds", "3",
-		"--scale", "3", "--scans", "2", "--seconds", "2"}
+	args := append([]string{"bench", "--dir", dir, "-o", file, "--fio-size", "64", "--fio-seconds", "3",
+		"--scale", "3", "--scans", "2", "--seconds", "2"}, more...)
 	cmd := exec.Command(binary, args...)
 	if group != "" { // the shell joins the group, then becomes dbiolat: everything it starts is in it
 		cmd = exec.Command("sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, group, binary}, args...)...)
@@ -207,5 +208,24 @@ func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
 	dom, console := chromium(t, browser, page, "--dump-dom")
 	if len(console) > 0 || len(rows(dom, "fio")) != 4 {
 		t.Errorf("the HTML comparison of two benches: %d fio rows (want 4), console %q", len(rows(dom, "fio")), console)
+	}
+}
+
+// bench on MariaDB: fio's reference, then sysbench's statements and the
+// cold scans, in one recording that names the server.
+func TestBenchOnMariaDB(t *testing.T) {
+	r, _ := runBenchIn(t, benchDir(t), "", "--engine", "mariadb")
+	scans, statements := 0, 0
+	for q := range r.Queries {
+		switch {
+		case strings.HasPrefix(q.Query, "SELECT SUM(LENGTH(c)) FROM sbtest1"):
+			scans++
+		case strings.HasPrefix(q.Query, "SELECT c FROM sbtest1 WHERE id=?"):
+			statements++
+		}
+	}
+	if len(r.Fio) != 4 || r.Summary == nil || !strings.HasPrefix(r.Meta["server"], "MariaDB ") || scans != 2 || statements == 0 {
+		t.Errorf("bench on MariaDB: %d fio jobs, summary %v, server %q, %d cold scans (want 2), %d point selects",
+			len(r.Fio), r.Summary != nil, r.Meta["server"], scans, statements)
 	}
 }

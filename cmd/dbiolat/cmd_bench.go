@@ -15,7 +15,6 @@ import (
 	"github.com/dbiolat/dbiolat/internal/fio"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
-	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/record"
 	"github.com/dbiolat/dbiolat/internal/session"
@@ -23,6 +22,7 @@ import (
 
 type benchOptions struct {
 	Dir        string
+	Engine     string // "postgres" or "mariadb"
 	Output     string
 	FioSizeMB  int
 	FioSeconds int
@@ -38,9 +38,10 @@ func runBenchCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Output, "o", "", "the recording file to create (required)")
 	fs.IntVar(&o.FioSizeMB, "fio-size", 1024, "size of fio's test file in MiB")
 	fs.IntVar(&o.FioSeconds, "fio-seconds", 15, "seconds per fio job")
-	fs.IntVar(&o.Scale, "scale", 10, "pgbench scale of the PostgreSQL data (15 MB each)")
+	fs.StringVar(&o.Engine, "engine", "postgres", "the database to run on the storage: postgres (pgbench) or mariadb (sysbench)")
+	fs.IntVar(&o.Scale, "scale", 10, "data size: 15 MB each")
 	fs.IntVar(&o.Scans, "scans", 3, "cold-cache full scans")
-	fs.IntVar(&o.Seconds, "seconds", 15, "seconds per pgbench run")
+	fs.IntVar(&o.Seconds, "seconds", 15, "seconds per workload run")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -54,6 +55,8 @@ func runBenchCmd(ctx context.Context, args []string) error {
 		return errors.New("say where to write the recording with -o FILE")
 	case o.FioSizeMB < 1 || o.FioSeconds < 1 || o.Scale < 1 || o.Scans < 0 || o.Seconds < 1:
 		return errors.New("--fio-size, --fio-seconds, --scale and --seconds must be positive, --scans at least 0")
+	case o.Engine != "postgres" && o.Engine != "mariadb":
+		return fmt.Errorf("--engine %q: bench runs postgres or mariadb", o.Engine)
 	}
 	if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("--dir %s is not a directory: create it on the storage to measure", o.Dir)
@@ -69,8 +72,9 @@ func runBenchCmd(ctx context.Context, args []string) error {
 
 // runBench is the storage methodology of the seeds in one command: fio's
 // reference on the storage under --dir, with dbiolat tracing fio's
-// process, then a throwaway PostgreSQL on the same storage running a
-// cold-cache scan, TPC-B-like and select-only pgbench, traced throughout.
+// process, then a throwaway PostgreSQL (or MariaDB) on the same storage
+// running cold-cache scans, read-write and read-only load (pgbench, or
+// sysbench), traced throughout.
 // Everything goes into one recording; two of them go to compare.
 func runBench(ctx context.Context, o benchOptions) error {
 	steps := 2 + len(fio.Reference) + 2
@@ -108,18 +112,17 @@ func runBench(ctx context.Context, o benchOptions) error {
 	}
 	os.Remove(file) // room for PostgreSQL
 
-	step("PostgreSQL: a throwaway instance under %s, pgbench -i -s %d", o.Dir, o.Scale)
-	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Dir: o.Dir})
+	step("%s: a throwaway server under %s, data of scale %d", o.Engine, o.Dir, o.Scale)
+	c, err := startDemoServer(ctx, o.Engine, o.Dir)
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
-	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.Scale)); err != nil {
+	defer c.stop()
+	if err := c.load(ctx, o.Scale); err != nil {
 		return err
 	}
-	w.Meta(record.Environment("", c.DataDir()))
 
-	step("tracing PostgreSQL: %d cold-cache full scans, then pgbench TPC-B-like and select-only, %ds each", o.Scans, o.Seconds)
+	step("tracing it: %d cold-cache full scans, then a read-write and a read-only workload, %ds each", o.Scans, o.Seconds)
 	traceCtx, stopTrace := context.WithCancel(ctx)
 	defer stopTrace()
 	attached := make(chan struct{})
@@ -135,8 +138,9 @@ func runBench(ctx context.Context, o benchOptions) error {
 	}()
 	// Every family, file system calls too: a bench compares storage layers
 	// and runs no production load whose speed the probes could cost.
-	ro := recordOptions{targetOptions: targetOptions{PID: c.PostmasterPID(), FS: true}, Interval: time.Second, keepPrivileges: true}
-	sum, err := recordTrace(traceCtx, ro, func(*session.Session) (*record.Writer, error) {
+	ro := recordOptions{targetOptions: targetOptions{PID: c.pid(), FS: true}, Interval: time.Second, keepPrivileges: true}
+	sum, err := recordTrace(traceCtx, ro, func(s *session.Session) (*record.Writer, error) {
+		w.Meta(record.Environment(s.Server()))
 		close(attached)
 		return w, nil
 	})
@@ -201,18 +205,17 @@ func traceFio(ctx context.Context, j fio.Job, file string, size int64, seconds i
 }
 
 // benchWorkload is what a DBA would run by hand: full scans with the page
-// cache dropped before each, then pgbench TPC-B-like and select-only.
-func benchWorkload(ctx context.Context, c *pgsandbox.Cluster, o benchOptions) error {
+// cache dropped before each, then read-write and read-only load.
+func benchWorkload(ctx context.Context, c demoServer, o benchOptions) error {
 	for i := 0; i < o.Scans; i++ {
-		if err := coldScan(ctx, c); err != nil {
+		if err := c.scan(ctx, true); err != nil {
 			return err
 		}
 	}
-	secs := fmt.Sprint(o.Seconds)
-	if _, err := c.Pgbench(ctx, "postgres", "-c", "2", "-T", secs); err != nil {
+	if err := c.run(ctx, false, o.Seconds); err != nil {
 		return err
 	}
-	if _, err := c.Pgbench(ctx, "postgres", "-S", "-c", "2", "-T", secs); err != nil {
+	if err := c.run(ctx, true, o.Seconds); err != nil {
 		return err
 	}
 	time.Sleep(2 * drainEvery) // the last records reach the ring buffer and are drained

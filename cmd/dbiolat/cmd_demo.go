@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/probe"
@@ -15,36 +16,47 @@ import (
 )
 
 type demoOptions struct {
-	Dir   string
-	Scale int
-	Secs  int
+	Dir    string
+	Engine string // "postgres" or "mariadb"
+	Scale  int
+	Secs   int
 }
 
 func runDemoCmd(ctx context.Context, args []string) error {
 	var o demoOptions
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.StringVar(&o.Dir, "dir", "", "where to create the throwaway PostgreSQL (default: the temp directory)")
-	fs.IntVar(&o.Scale, "scale", 8, "pgbench scale: 8 gives a 120 MB table, 8x shared_buffers")
-	fs.IntVar(&o.Secs, "seconds", 5, "seconds per pgbench run")
+	fs.StringVar(&o.Dir, "dir", "", "where to create the throwaway server (default: the temp directory)")
+	fs.StringVar(&o.Engine, "engine", "postgres", "the server to show it on: postgres (PostgreSQL 15) or mariadb (MariaDB, driven by sysbench)")
+	fs.IntVar(&o.Scale, "scale", 8, "data size: 8 gives a 120 MB table, several times the server's buffers")
+	fs.IntVar(&o.Secs, "seconds", 5, "seconds per workload run")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	return runDemo(ctx, o)
 }
 
-// runDemo shows the whole tool on a throwaway PostgreSQL: a cold and a warm
-// full scan, pgbench select-only and TPC-B-like, traced; then the slow log,
-// the histograms and what was dropped.
+// demoServer is a throwaway server the demo runs on, with its data and
+// its load generator.
+type demoServer interface {
+	pid() int
+	load(ctx context.Context, scale int) error
+	scan(ctx context.Context, cold bool) error
+	run(ctx context.Context, readOnly bool, secs int) error
+	stop()
+}
+
+// runDemo shows the whole tool on a throwaway server: a cold and a warm
+// full scan, a read-only and a read-write workload, traced; then the slow
+// log, the histograms and what was dropped.
 func runDemo(ctx context.Context, o demoOptions) error {
 	step := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "==> "+f+"\n", a...) }
-	step("starting a throwaway PostgreSQL (shared_buffers 16MB)")
-	c, err := pgsandbox.Start(ctx, pgsandbox.Options{Dir: o.Dir})
+	step("starting a throwaway %s", o.Engine)
+	c, err := startDemoServer(ctx, o.Engine, o.Dir)
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
-	step("loading data: pgbench -i -s %d", o.Scale)
-	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(o.Scale)); err != nil {
+	defer c.stop()
+	if err := c.load(ctx, o.Scale); err != nil {
 		return err
 	}
 
@@ -76,7 +88,7 @@ func runDemo(ctx context.Context, o demoOptions) error {
 	slow := slowlogOptions{MinQuery: 50 * time.Millisecond, MinIO: time.Millisecond}
 	var reported uint64
 	var line []byte
-	t := tracer{opts: targetOptions{PID: c.PostmasterPID()}, families: probe.All, emit: slow.emit(), keepPrivileges: true, drain: drain,
+	t := tracer{opts: targetOptions{PID: c.pid()}, families: probe.All, emit: slow.emit(), keepPrivileges: true, drain: drain,
 		onStart: func(*session.Session) error { close(attached); return nil },
 		onQuery: func(q *model.Query) error {
 			reported++
@@ -100,38 +112,119 @@ func runDemo(ctx context.Context, o demoOptions) error {
 
 // demoWorkload runs the demo's steps; step shows what the last one
 // traced, then names the next.
-func demoWorkload(ctx context.Context, c *pgsandbox.Cluster, o demoOptions, step func(string, ...any)) error {
+func demoWorkload(ctx context.Context, c demoServer, o demoOptions, step func(string, ...any)) error {
 	step("cold-cache full scan (page cache dropped)")
-	if err := coldScan(ctx, c); err != nil {
+	if err := c.scan(ctx, true); err != nil {
 		return err
 	}
 	step("the same scan, warm")
-	if _, err := c.Psql(ctx, "postgres", scanQuery); err != nil {
+	if err := c.scan(ctx, false); err != nil {
 		return err
 	}
-	secs := fmt.Sprint(o.Secs)
-	step("pgbench select-only, 2 clients, %ss", secs)
-	if _, err := c.Pgbench(ctx, "postgres", "-S", "-c", "2", "-T", secs); err != nil {
+	step("read-only workload, 2 clients, %ds", o.Secs)
+	if err := c.run(ctx, true, o.Secs); err != nil {
 		return err
 	}
-	step("pgbench TPC-B-like, 2 clients, %ss", secs)
-	_, err := c.Pgbench(ctx, "postgres", "-c", "2", "-T", secs)
-	return err
+	step("read-write workload, 2 clients, %ds", o.Secs)
+	return c.run(ctx, false, o.Secs)
 }
 
-// scanQuery reads all of pgbench_accounts (the filter keeps PostgreSQL
-// from answering count(*) any other way).
-const scanQuery = "SELECT count(*) FROM pgbench_accounts WHERE abalance >= 0"
-
-// coldScan runs scanQuery with nothing of the table in the page cache:
-// dirty pages written first, then the cache dropped.
-func coldScan(ctx context.Context, c *pgsandbox.Cluster) error {
-	if _, err := c.Psql(ctx, "postgres", "CHECKPOINT"); err != nil {
-		return err
-	}
+// dropPageCache empties the page cache, dirty pages written first.
+func dropPageCache() error {
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
 		return fmt.Errorf("dropping the page cache: %w", err)
 	}
-	_, err := c.Psql(ctx, "postgres", scanQuery)
+	return nil
+}
+
+// startDemoServer starts a throwaway server of an engine under dir.
+func startDemoServer(ctx context.Context, engine, dir string) (demoServer, error) {
+	switch engine {
+	case "postgres": // PostgreSQL 15, shared_buffers 16MB
+		c, err := pgsandbox.Start(ctx, pgsandbox.Options{Dir: dir})
+		return pgDemo{c}, err
+	case "mariadb": // innodb_buffer_pool_size 32MB
+		s, err := mysandbox.Start(mysandbox.Options{Dir: dir})
+		return mariaDemo{s}, err
+	}
+	return nil, fmt.Errorf("--engine %q: postgres or mariadb", engine)
+}
+
+// pgDemo: PostgreSQL 15 and pgbench.
+type pgDemo struct{ c *pgsandbox.Cluster }
+
+func (d pgDemo) pid() int { return d.c.PostmasterPID() }
+func (d pgDemo) stop()    { d.c.Stop() }
+
+func (d pgDemo) load(ctx context.Context, scale int) error {
+	fmt.Fprintf(os.Stderr, "==> loading data: pgbench -i -s %d\n", scale)
+	_, err := d.c.Pgbench(ctx, "postgres", "-i", "-q", "-s", fmt.Sprint(scale))
 	return err
+}
+
+// pgScan reads all of pgbench_accounts (the filter keeps PostgreSQL from
+// answering count(*) any other way).
+const pgScan = "SELECT count(*) FROM pgbench_accounts WHERE abalance >= 0"
+
+func (d pgDemo) scan(ctx context.Context, cold bool) error {
+	if cold {
+		if _, err := d.c.Psql(ctx, "postgres", "CHECKPOINT"); err != nil {
+			return err
+		}
+		if err := dropPageCache(); err != nil {
+			return err
+		}
+	}
+	_, err := d.c.Psql(ctx, "postgres", pgScan)
+	return err
+}
+
+func (d pgDemo) run(ctx context.Context, readOnly bool, secs int) error {
+	args := []string{"-c", "2", "-T", fmt.Sprint(secs)}
+	if readOnly {
+		args = append(args, "-S")
+	}
+	_, err := d.c.Pgbench(ctx, "postgres", args...)
+	return err
+}
+
+// mariaDemo: MariaDB and sysbench, one table of 60,000 rows per scale
+// unit (about 15 MB).
+type mariaDemo struct{ s *mysandbox.Server }
+
+func (d mariaDemo) pid() int { return d.s.PID() }
+func (d mariaDemo) stop()    { d.s.Stop() }
+
+func (d mariaDemo) sysbench(ctx context.Context, test string, rows, secs int, phase string) error {
+	_, err := d.s.Sysbench(ctx, mysandbox.SysbenchOptions{Test: test, Tables: 1, TableSize: rows, Threads: 2, Time: secs}, phase)
+	return err
+}
+
+func (d mariaDemo) load(ctx context.Context, scale int) error {
+	fmt.Fprintf(os.Stderr, "==> loading data: sysbench prepare, %d rows\n", 60000*scale)
+	return d.sysbench(ctx, "oltp_read_only", 60000*scale, 0, "prepare")
+}
+
+// mariaScan reads every row of sbtest1 (its clustered index, not k's).
+const mariaScan = "SELECT SUM(LENGTH(c)) FROM sbtest1"
+
+func (d mariaDemo) scan(ctx context.Context, cold bool) error {
+	if cold { // InnoDB's dirty pages written first
+		if _, err := d.s.SQL(ctx, "sbtest", "FLUSH TABLES sbtest1 FOR EXPORT; UNLOCK TABLES"); err != nil {
+			return err
+		}
+		if err := dropPageCache(); err != nil {
+			return err
+		}
+	}
+	_, err := d.s.SQL(ctx, "sbtest", mariaScan)
+	return err
+}
+
+func (d mariaDemo) run(ctx context.Context, readOnly bool, secs int) error {
+	test := "oltp_read_write"
+	if readOnly {
+		test = "oltp_read_only"
+	}
+	return d.sysbench(ctx, test, 0, secs, "run")
 }

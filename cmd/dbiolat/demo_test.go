@@ -33,7 +33,7 @@ func TestDemoShowsEachStepUnderItsHeading(t *testing.T) {
 	const scan = "SELECT count(*) FROM pgbench_accounts"
 	for _, step := range []struct{ heading, next string }{
 		{"cold-cache full scan", "the same scan, warm"},
-		{"the same scan, warm", "pgbench select-only"},
+		{"the same scan, warm", "read-only workload"},
 	} {
 		if n := strings.Count(under(step.heading, step.next), scan); n != 1 {
 			t.Errorf("%d scan lines under %q, want 1", n, step.heading)
@@ -41,5 +41,24 @@ func TestDemoShowsEachStepUnderItsHeading(t *testing.T) {
 	}
 	if !strings.Contains(text, "traced ") || !strings.Contains(text, "file system read latency") {
 		t.Errorf("the demo ends without its histograms and summary")
+	}
+}
+
+// The demo on MariaDB: the same steps, its scan a line under each heading,
+// sysbench's statements after.
+func TestDemoOnMariaDB(t *testing.T) {
+	testenv.NeedRoot(t)
+	var out bytes.Buffer
+	cmd := exec.Command(binary, "demo", "--engine", "mariadb", "--scale", "1", "--seconds", "1")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	t.Logf("%s", text)
+	for _, want := range []string{"==> cold-cache full scan", "==> read-write workload", "root@sbtest", "file system read latency", "traced "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo on MariaDB lacks %q", want)
+		}
 	}
 }
