@@ -90,10 +90,20 @@ func sysbenchRun(t *testing.T, s *mysandbox.Server) (qs []model.Query, before, a
 			t.Fatal(err)
 		}
 	}
-	qs, _, _ = tr.stop(t)
+	qs, _, sum := tr.stop(t)
 	after = comCounters(t, s)
 	checkBoxesAddUp(t, qs)
+	checkRepliesEnded(t, sum)
 	return qs, before, after
+}
+
+// checkRepliesEnded: the end of every reply was recognized where it was
+// sent (mysql.bpf.c), none only at the connection's next command.
+func checkRepliesEnded(t *testing.T, sum model.Summary) {
+	t.Helper()
+	if n := sum.Drops["mysql_reply_unseen"]; n != 0 {
+		t.Errorf("%d replies' ends were not recognized", n)
+	}
 }
 
 // Every statement sysbench ran is one record, counted as the server counts
@@ -291,7 +301,14 @@ func TestMySQLColdScan(t *testing.T) {
 		}
 		ps[i] = [2]uint64{n[3] - n[0], n[4] - n[1]}
 	}
-	qs, _, _ := tr.stop(t)
+	// A result of many rows, in many sends: its end is found at the last one's tail.
+	rows, err := s.SQL(ctx, "scan", "SELECT id, pad FROM big WHERE id <= 5000")
+	if err != nil || strings.Count(rows, "\n") != 4999 {
+		t.Fatalf("the 5,000 rows: %v", err)
+	}
+	qs, _, sum := tr.stop(t)
+	checkRepliesEnded(t, sum)
+	only(t, qs, "SELECT id, pad FROM big WHERE id <= ?", 1)
 	scans := only(t, qs, "SELECT SUM(LENGTH(pad)) FROM big", 2)
 	cold, warm := scans[0], scans[1]
 	t.Logf("cold: %v, fs read %v in %d reads (performance_schema %v in %d), %d block requests, io wait %v; warm: %v, fs read %v in %d (performance_schema %v in %d), %d block requests",

@@ -176,11 +176,6 @@ type dbiolatMyParked struct {
 	Text      [512]int8
 }
 
-type dbiolatMySend struct {
-	_   structs.HostLayout
-	Buf [32768]uint8
-}
-
 type dbiolatProcFlag uint32
 
 const (
@@ -456,7 +451,6 @@ const (
 	dbiolatMapInflight              = "inflight"
 	dbiolatMapMyConns               = "my_conns"
 	dbiolatMapMyParked              = "my_parked"
-	dbiolatMapMySends               = "my_sends"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
@@ -665,7 +659,6 @@ type dbiolatMapSpecs struct {
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
 	MyParked     *ebpf.MapSpec `ebpf:"my_parked"`
-	MySends      *ebpf.MapSpec `ebpf:"my_sends"`
 	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
 	Procs        *ebpf.MapSpec `ebpf:"procs"`
@@ -724,7 +717,6 @@ type dbiolatMaps struct {
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	MyConns      *ebpf.Map `ebpf:"my_conns"`
 	MyParked     *ebpf.Map `ebpf:"my_parked"`
-	MySends      *ebpf.Map `ebpf:"my_sends"`
 	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
 	Procs        *ebpf.Map `ebpf:"procs"`
@@ -748,7 +740,6 @@ func (m *dbiolatMaps) Close() error {
 		m.Inflight,
 		m.MyConns,
 		m.MyParked,
-		m.MySends,
 		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,

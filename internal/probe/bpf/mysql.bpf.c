@@ -12,12 +12,13 @@
  * accounting stays the thread's, as for PostgreSQL.
  *
  * A reply is a stream of packets (3-byte length, sequence number) that the
- * server sends in buffer-sized pieces: every send is walked packet by
- * packet to know where the next packet starts, and the first bytes of each
- * are read to follow the reply: column count, column definitions, an EOF
- * (unless the client asked for none: CLIENT_DEPRECATE_EOF), rows, and the
- * EOF or OK that ends them. A reply whose end is missed ends at the
- * connection's next command, and is counted.
+ * server sends in buffer-sized pieces: each send is walked packet by packet
+ * to know where the next packet starts, and the first bytes of each are
+ * read to follow the reply: column count, column definitions, an EOF
+ * (unless the client asked for none: CLIENT_DEPRECATE_EOF); a result's
+ * rows are not walked, their end is the EOF or OK at a send's tail
+ * (my_rows_end). A reply whose end is missed ends at the connection's
+ * next command, and is counted.
  *
  * The client's command packet (up to QUERY_TEXT_MAX - 1 bytes) goes with
  * the record; Go reads the statement out of it (internal/mysql), the text
@@ -33,9 +34,8 @@
 #include "sock.bpf.h"
 
 #define MY_HEAD 32       /* a packet's header and the first payload bytes its kind needs (a power of 2) */
-#define MY_MAX_HOPS 8192 /* packets walked per send: a 16 KiB buffer of 2-byte rows */
+#define MY_MAX_HOPS 1024 /* packets walked per send, before a result's rows */
 #define MY_MAX_PACKET 0xffffff
-#define MY_COPY 16384    /* a send copied whole up to this (the server's net_buffer_length; a power of 2) */
 
 /* Commands (the first payload byte of a client's packet with sequence 0). */
 #define COM_QUIT 0x01
@@ -182,23 +182,6 @@ static __always_inline __u32 status_of(const __u8 *p, __u32 plen)
 	return le16(p + (off & 31)); /* p has MY_HEAD bytes of slack behind it */
 }
 
-/*
- * A send's bytes, copied in one read when it fits: its packets are then
- * walked in kernel memory, not with a read from the server's memory each
- * (a result of 100 rows is 100 packets). Twice the size, for the masks
- * the verifier checks.
- */
-struct my_send {
-	__u8 buf[2 * MY_COPY];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct my_send);
-} my_sends SEC(".maps");
-
 /* The walk through one send, in the loop's context. */
 struct my_walk {
 	void *buf;        /* the send's user buffer */
@@ -281,19 +264,15 @@ static __always_inline int my_packet(struct my_conn *c, const __u8 *p, __u32 ple
  * One packet of the send: its head is read (completed from the head the
  * last send left, for a packet split across sends) and followed.
  */
-/*
- * One packet of the send, its head read by read_head (completed from the
- * head the last send left, for a packet split across sends), followed.
- */
-static __always_inline long my_hop(struct my_walk *w, int from_copy)
+static long my_hop(__u64 i, void *ctx)
 {
 	/* head: the packet's first MY_HEAD bytes, with room for the masked
 	 * offsets and sizes the verifier can check */
 	__u8 head[3 * MY_HEAD] = {};
+	struct my_walk *w = ctx;
 	struct my_conn *c = &w->c;
-	__u32 avail, want, have = c->have & (MY_HEAD - 1), plen, zero = 0;
+	__u32 avail, want, have = c->have & (MY_HEAD - 1), plen;
 	__s32 start = (__s32)w->off - (__s32)have; /* where the packet starts, possibly in the last send */
-	struct my_send *copy;
 
 	if (w->off >= w->n)
 		return 1;
@@ -316,13 +295,8 @@ static __always_inline long my_hop(struct my_walk *w, int from_copy)
 	if (want > avail)
 		want = avail;
 	want &= 2 * MY_HEAD - 1;
-	if (from_copy) {
-		copy = bpf_map_lookup_elem(&my_sends, &zero);
-		if (!copy || bpf_probe_read_kernel(head + have, want, copy->buf + (w->off & (MY_COPY - 1))))
-			return 1;
-	} else if (bpf_probe_read_user(head + have, want, w->buf + w->off)) {
+	if (bpf_probe_read_user(head + have, want, w->buf + w->off))
 		return 1;
-	}
 	if (have + want < 5) { /* not even the header and kind: keep them for the next send */
 		__builtin_memcpy(c->head, head, MY_HEAD);
 		c->have = have + want;
@@ -350,19 +324,7 @@ static __always_inline long my_hop(struct my_walk *w, int from_copy)
 		w->ended = 1;
 		return 1;
 	}
-	return 0;
-}
-
-/* A send read from the server's memory, a packet's head at a time... */
-static long my_hop_user(__u64 i, void *ctx)
-{
-	return my_hop(ctx, 0);
-}
-
-/* ...or, at most MY_COPY bytes, from its copy in my_sends. */
-static long my_hop_copied(__u64 i, void *ctx)
-{
-	return my_hop(ctx, 1);
+	return c->part == PART_ROWS; /* rows: their end is found at a send's tail (my_rows_end) */
 }
 
 /* Where a reply to cmd starts. */
@@ -503,14 +465,54 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 	my_end_parked(c, sk);
 }
 
+/*
+ * A result's rows are not walked one by one (a 100-row range is 100
+ * packets): the reply ends with a send whose last packet is the EOF or
+ * the OK after them, so each send's tail from `from` on is checked for
+ * one: a classic EOF is 9 bytes (length 5, 0xfe, warnings, status); an OK
+ * in its place (CLIENT_DEPRECATE_EOF) starts with 0xfe too, of a length
+ * from 7 on. An error instead of the rest of the rows is not seen here:
+ * the query then ends at the connection's next command, counted. 1 when
+ * the reply ended; with "more results exist" the next result follows.
+ */
+static __always_inline int my_rows_end(struct my_conn *c, void *buf, __u32 from, __u32 n)
+{
+	__u8 tail[2 * MY_HEAD] = {};
+	__u32 m = n - from, len, at;
+	const __u8 *p;
+
+	if (from >= n)
+		return 0;
+	if (m > MY_HEAD)
+		m = MY_HEAD;
+	if (bpf_probe_read_user(tail, m & (2 * MY_HEAD - 1), buf + n - m))
+		return 0;
+	for (len = 5; len <= MY_HEAD - 4; len++) {
+		if (len == 6 || len + 4 > m)
+			continue;
+		at = (m - len - 4) & (MY_HEAD - 1);
+		p = tail + at;
+		if (p[0] != len || p[1] || p[2] || p[4] != 0xfe)
+			continue;
+		if (len >= 7)
+			c->flags |= MY_NO_EOF;
+		c->carry = c->have = 0;
+		if (status_of(p + 4, len) & SERVER_MORE_RESULTS_EXIST) {
+			c->part = PART_FIRST;
+			return 0;
+		}
+		return 1;
+	}
+	return 0;
+}
+
 /* The server sends n bytes from buf on a connection. */
 static __always_inline void my_sent(struct task_struct *task, struct task_local *tl, struct my_conn *c,
 				    __u64 sk, void *buf, __u32 n)
 {
 	struct my_walk w = { .buf = buf, .n = n };
-	struct my_send *copy;
 	__u8 hello[64] = {};
-	__u32 i, zero = 0;
+	__u32 i;
 
 	if (c->state == MY_UNSEEN) {
 		/* A new connection's greeting: protocol 10, the server's version
@@ -530,11 +532,14 @@ static __always_inline void my_sent(struct task_struct *task, struct task_local 
 	if (c->state != MY_BUSY)
 		return;
 	w.c = *c;
-	copy = bpf_map_lookup_elem(&my_sends, &zero);
-	if (copy && n <= MY_COPY && !bpf_probe_read_user(copy->buf, n & (2 * MY_COPY - 1), buf))
-		bpf_loop(MY_MAX_HOPS, my_hop_copied, &w, 0);
-	else
-		bpf_loop(MY_MAX_HOPS, my_hop_user, &w, 0);
+	if (c->part == PART_ROWS) { /* rows since an earlier send: past the packet it ended in */
+		w.off = c->carry < n ? c->carry : n;
+		w.c.carry -= w.off;
+	} else {
+		bpf_loop(MY_MAX_HOPS, my_hop, &w, 0);
+	}
+	if (!w.ended && w.c.part == PART_ROWS)
+		w.ended = my_rows_end(&w.c, buf, w.off, n);
 	*c = w.c;
 	if (w.ended) {
 		c->carry = c->have = 0;
