@@ -17,7 +17,6 @@
 package mysandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dbiolat/dbiolat/internal/cmdrun"
 )
 
 // ErrNotInstalled is returned (wrapped) when MariaDB's programs or sysbench
@@ -219,7 +220,7 @@ func (s *Server) start(settings []string) error {
 	// caller, who runs the server too, and bootstraps as root as well.
 	install := append([]string{"--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db",
 		"--datadir=" + s.DataDir}, settings...)
-	if _, err := runCmd(s.command(ctx, "mariadb-install-db", install...), s.log); err != nil {
+	if _, err := cmdrun.Run(s.command(ctx, "mariadb-install-db", install...), s.log, "mysandbox"); err != nil {
 		return err
 	}
 
@@ -269,7 +270,7 @@ func (s *Server) start(settings []string) error {
 		if _, err := os.Stat(s.Socket); err != nil {
 			continue
 		}
-		if _, err := runCmd(s.command(ping, "mariadb-admin", append(s.ClientArgs(), "ping")...), nil); err == nil {
+		if _, err := cmdrun.Run(s.command(ping, "mariadb-admin", append(s.ClientArgs(), "ping")...), nil, "mysandbox"); err == nil {
 			fmt.Fprintf(s.log, "mysandbox: mariadbd pid %d, socket %s\n", s.PID(), s.Socket)
 			return nil
 		}
@@ -289,7 +290,7 @@ func (s *Server) Stop() error {
 				errs = append(errs, fmt.Errorf("mysandbox: mariadbd had exited before Stop: %v", s.waitErr))
 			default:
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				if _, err := runCmd(s.command(ctx, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.log); err != nil {
+				if _, err := cmdrun.Run(s.command(ctx, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.log, "mysandbox"); err != nil {
 					errs = append(errs, err)
 				}
 				select {
@@ -340,7 +341,7 @@ func (s *Server) SQL(ctx context.Context, db, query string) (string, error) {
 	}
 	cmd := s.command(ctx, "mariadb", args...)
 	cmd.Stdin = strings.NewReader(query)
-	out, err := runCmd(cmd, nil)
+	out, err := cmdrun.Run(cmd, nil, "mysandbox")
 	return strings.TrimSpace(out), err
 }
 
@@ -357,28 +358,6 @@ func (s *Server) command(ctx context.Context, name string, args ...string) *exec
 	}
 	cmd.Env = append(cmd.Env, "TMPDIR="+s.tmpDir) // the scripts' own temporary files too
 	return cmd
-}
-
-// runCmd runs cmd and returns its stdout; the error names the command and
-// includes its stderr. If log is non-nil, stdout and stderr are also copied
-// there.
-func runCmd(cmd *exec.Cmd, log io.Writer) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if log != nil {
-		cmd.Stdout = io.MultiWriter(&stdout, log)
-		cmd.Stderr = io.MultiWriter(&stderr, log)
-	}
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = strings.TrimSpace(stdout.String())
-		}
-		err = fmt.Errorf("mysandbox: %s %s: %w: %s", filepath.Base(cmd.Path), strings.Join(cmd.Args[1:], " "), err, msg)
-	}
-	return stdout.String(), err
 }
 
 func (s *Server) logTail(n int) string {

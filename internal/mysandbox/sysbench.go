@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbiolat/dbiolat/internal/cmdrun"
 )
 
 // SysbenchOptions configures a sysbench run. The zero value runs
@@ -82,7 +84,7 @@ func (s *Server) Sysbench(ctx context.Context, o SysbenchOptions, phase string) 
 	}
 	args = append(args, o.Extra...)
 	args = append(args, phase)
-	out, err := runCmd(s.command(ctx, "sysbench", args...), nil)
+	out, err := cmdrun.Run(s.command(ctx, "sysbench", args...), nil, "mysandbox")
 	if err != nil || phase != "run" {
 		return SysbenchResult{}, err
 	}

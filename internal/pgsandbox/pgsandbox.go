@@ -14,7 +14,6 @@
 package pgsandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/dbiolat/dbiolat/internal/cmdrun"
 )
 
 // ErrNotInstalled is returned (wrapped) by Start when no PostgreSQL server
@@ -355,7 +356,7 @@ func (c *Cluster) Env() []string {
 func (c *Cluster) Psql(ctx context.Context, db, sql string) (string, error) {
 	cmd := c.PsqlCmd(ctx, db, "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-f", "-")
 	cmd.Stdin = strings.NewReader(sql)
-	out, err := runCmd(cmd, nil)
+	out, err := cmdrun.Run(cmd, nil, "pgsandbox")
 	return strings.TrimSpace(out), err
 }
 
@@ -371,7 +372,7 @@ func (c *Cluster) PsqlCmd(ctx context.Context, db string, args ...string) *exec.
 // returns its stdout (the report ParsePgbench reads); on error the error
 // includes pgbench's stderr.
 func (c *Cluster) Pgbench(ctx context.Context, db string, args ...string) (string, error) {
-	return runCmd(c.command(ctx, db, "pgbench", args...), nil)
+	return cmdrun.Run(c.command(ctx, db, "pgbench", args...), nil, "pgsandbox")
 }
 
 // PgbenchCmd returns an *exec.Cmd ready to run pgbench with args against
@@ -417,29 +418,7 @@ func (c *Cluster) command(ctx context.Context, db, name string, args ...string) 
 // run runs a server-side program (initdb, pg_ctl), copying its output to the
 // log.
 func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
-	return runCmd(c.command(ctx, "", name, args...), c.log)
-}
-
-// runCmd runs cmd and returns its stdout; the error names the command and
-// includes its stderr. If log is non-nil, stdout and stderr are also copied
-// there.
-func runCmd(cmd *exec.Cmd, log io.Writer) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if log != nil {
-		cmd.Stdout = io.MultiWriter(&stdout, log)
-		cmd.Stderr = io.MultiWriter(&stderr, log)
-	}
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = strings.TrimSpace(stdout.String())
-		}
-		err = fmt.Errorf("pgsandbox: %s %s: %w: %s", filepath.Base(cmd.Path), strings.Join(cmd.Args[1:], " "), err, msg)
-	}
-	return stdout.String(), err
+	return cmdrun.Run(c.command(ctx, "", name, args...), c.log, "pgsandbox")
 }
 
 func (c *Cluster) socketPath() string {
