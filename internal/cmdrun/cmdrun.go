@@ -1,12 +1,13 @@
 // Package cmdrun runs the programs the throwaway servers need (initdb,
 // pgbench, mariadb-install-db, sysbench...) so that a failure reads as
-// one sentence: which command, and what it said.
+// one sentence: which command, and what it (or the server's log) said.
 package cmdrun
 
 import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,4 +34,18 @@ func Run(cmd *exec.Cmd, log io.Writer, prefix string) (string, error) {
 		err = fmt.Errorf("%s: %s %s: %w: %s", prefix, filepath.Base(cmd.Path), strings.Join(cmd.Args[1:], " "), err, msg)
 	}
 	return stdout.String(), err
+}
+
+// LogTail is the last n lines of a server's log file, for an error that
+// says why the server did not start; "" if it cannot be read.
+func LogTail(file string, n int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

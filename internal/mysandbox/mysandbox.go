@@ -201,7 +201,7 @@ func Start(opts Options) (*Server, error) {
 	}
 
 	if err := s.start(args); err != nil {
-		if tail := s.logTail(20); tail != "" {
+		if tail := cmdrun.LogTail(s.logFile, 20); tail != "" {
 			err = fmt.Errorf("%w\nserver log tail:\n%s", err, tail)
 		}
 		s.Stop()
@@ -358,18 +358,6 @@ func (s *Server) command(ctx context.Context, name string, args ...string) *exec
 	}
 	cmd.Env = append(cmd.Env, "TMPDIR="+s.tmpDir) // the scripts' own temporary files too
 	return cmd
-}
-
-func (s *Server) logTail(n int) string {
-	b, err := os.ReadFile(s.logFile)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // lookPath finds a program on PATH or, since mariadbd lives there and a

@@ -185,7 +185,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 
 	if err := c.start(ctx, settings, opts.DataChecksums); err != nil {
-		if tail := c.logTail(20); tail != "" {
+		if tail := cmdrun.LogTail(c.logFile, 20); tail != "" {
 			err = fmt.Errorf("%w\nserver log tail:\n%s", err, tail)
 			if strings.Contains(tail, "pg_stat_statements") {
 				err = fmt.Errorf("%w\n(is postgresql-contrib installed?)", err)
@@ -423,18 +423,6 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) (string,
 
 func (c *Cluster) socketPath() string {
 	return filepath.Join(c.root, ".s.PGSQL."+strconv.Itoa(c.port))
-}
-
-func (c *Cluster) logTail(n int) string {
-	b, err := os.ReadFile(c.logFile)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func readPostmasterPID(dataDir string) (int, error) {
