@@ -19,6 +19,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
+	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
@@ -315,20 +316,132 @@ func TestMySQLColdScan(t *testing.T) {
 		time.Duration(cold.QueryNs), time.Duration(cold.FSReadNs), cold.FSReadCount, time.Duration(ps[0][1]), ps[0][0], cold.BlkCount, time.Duration(cold.IOWaitNs),
 		time.Duration(warm.QueryNs), time.Duration(warm.FSReadNs), warm.FSReadCount, time.Duration(ps[1][1]), ps[1][0], warm.BlkCount)
 	// performance_schema counts the same requests (preads, and reads
-	// submitted through io_uring, fs.bpf.c) and times them from inside the
-	// server: the call, and InnoDB's own work around it (preparing the
-	// request, taking its mutex: about 2 us here). So its time is at least
-	// ours less 10%, and ours at least its less 10% and 3 us per read.
+	// submitted through io_uring, fsio.bpf.c) and times them from inside
+	// the server: the call, and InnoDB's own work around it (preparing the
+	// request, taking its mutex: about 2 us a read on a quiet machine, where
+	// ours is within 10% of its time; more when the machine is busy, as the
+	// thread then also waits for a CPU inside that span). So ours is at most
+	// its time and 10% (clocks), and what it times beyond ours was spent on
+	// CPU, waiting for one, or in the query's other waits.
 	count, ns := float64(cold.FSReadCount), float64(cold.FSReadNs)
-	if psCount, psNs := float64(ps[0][0]), float64(ps[0][1]); psCount == 0 || math.Abs(count-psCount) > 0.01*psCount ||
-		ns > 1.1*psNs || ns < 0.9*psNs-3000*psCount {
-		t.Errorf("the cold scan's file system reads: %d in %v; performance_schema: %d in %v; want the same count within 1%%, and the time within 10%% (less 3 us per read)",
-			cold.FSReadCount, time.Duration(cold.FSReadNs), ps[0][0], time.Duration(ps[0][1]))
+	psCount, psNs := float64(ps[0][0]), float64(ps[0][1])
+	beside := float64(cold.CPUNs + cold.RunqNs + cold.LockNs + cold.LWLockNs + cold.AIOWaitNs + cold.OtherWaitNs)
+	if psCount == 0 || math.Abs(count-psCount) > 0.01*psCount || ns > 1.1*psNs || psNs-ns > beside {
+		t.Errorf("the cold scan's file system reads: %d in %v; performance_schema: %d in %v; want the same count within 1%%, "+
+			"and the time no more than its and 10%%, and no less than its less the query's CPU, run-queue and other waits (%v)",
+			cold.FSReadCount, time.Duration(cold.FSReadNs), ps[0][0], time.Duration(ps[0][1]), time.Duration(beside))
 	}
+	t.Logf("the cold scan's read time is %.1f%% of performance_schema's", 100*ns/psNs)
 	if cold.BlkCount == 0 || cold.BlkReadCount == 0 {
 		t.Errorf("the cold scan started no block requests: %+v", cold)
 	}
 	if warm.BlkReadCount > cold.BlkReadCount/20 {
 		t.Errorf("the warm scan started %d block reads, the cold one %d", warm.BlkReadCount, cold.BlkReadCount)
 	}
+}
+
+// A server's threads do their I/O under their roles, as many operations
+// as performance_schema counts for the threads it names so: InnoDB's task
+// pool (page writes, purge reads, data-file syncs) and its page cleaner
+// (the doublewrite batches, syncs). The connections' own I/O under a write
+// load is the redo log, which 10.11 does not instrument.
+func TestMySQLThreadRoles(t *testing.T) {
+	s := startMariaDB(t, map[string]string{"innodb_max_dirty_pages_pct": "0"}) // the page cleaner flushes all the time
+	ctx := mysqlContext(t)
+	o := mysandbox.SysbenchOptions{Test: "oltp_write_only", Tables: 2, TableSize: 20000, Threads: 2, Time: 4}
+	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	// The edges are quiet: the load's pages are written back before the
+	// trace, and the run's before the reference is read.
+	waitFlushed(t, s)
+	before := psFileOps(t, s)
+	iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(s.PID()), "0.5")
+	if _, err := s.Sysbench(ctx, o, "run"); err != nil {
+		t.Fatal(err)
+	}
+	waitFlushed(t, s)
+	after := psFileOps(t, s)
+	_, intervals, _ := iops.stop(t)
+	type ops struct{ reads, writes, syncs float64 }
+	byRole := map[string]*ops{}
+	for _, iv := range intervals {
+		for _, r := range iv.Rates {
+			if r.Layer != "fs" {
+				continue
+			}
+			if byRole[r.Role] == nil {
+				byRole[r.Role] = &ops{}
+			}
+			byRole[r.Role].reads += r.ReadOps * iv.Seconds
+			byRole[r.Role].writes += r.WriteOps * iv.Seconds
+			byRole[r.Role].syncs += r.SyncOps * iv.Seconds
+		}
+	}
+	for role, o := range byRole {
+		t.Logf("%-14s fs reads %5.0f, writes %5.0f, syncs %5.0f", role, o.reads, o.writes, o.syncs)
+		switch role {
+		case mysql.RoleConnection, mysql.RoleInnoDBTask, mysql.RolePageCleaner, mysql.RoleInnoDBAIO, mysql.RoleBackground, mysql.RoleServer:
+		default:
+			t.Errorf("file system I/O under %q, not one of the server's thread roles", role)
+		}
+	}
+	ref := func(name string) float64 { return float64(after[name] - before[name]) }
+	total := func(role string) float64 {
+		if o := byRole[role]; o != nil {
+			return o.reads + o.writes + o.syncs
+		}
+		return 0
+	}
+	workers, cleaner := ref("thread/innodb/thread_pool_thread"), ref("thread/innodb/page_cleaner_thread")
+	t.Logf("performance_schema: task pool %.0f, page cleaner %.0f file operations", workers, cleaner)
+	// The task pool: the same operations (5% for requests on the trace's
+	// edges; here within 1%).
+	if got := total(mysql.RoleInnoDBTask); workers == 0 || math.Abs(got-workers) > 0.05*workers {
+		t.Errorf("InnoDB's task pool: %.0f file system operations, performance_schema %.0f: want within 5%%", got, workers)
+	}
+	// The page cleaner also makes the checkpoints: it writes and syncs the
+	// redo log, which performance_schema does not see (a write and a sync
+	// or two per checkpoint: at most three operations per sync of ours).
+	if o := byRole[mysql.RolePageCleaner]; o == nil || cleaner == 0 || total(mysql.RolePageCleaner) < 0.98*cleaner ||
+		total(mysql.RolePageCleaner) > cleaner+3*o.syncs {
+		t.Errorf("the page cleaner: %+v, performance_schema %.0f operations: want as many and its checkpoints'", o, cleaner)
+	}
+	if o := byRole[mysql.RoleConnection]; o == nil || o.writes == 0 || o.syncs == 0 {
+		t.Errorf("the connections wrote and synced no redo log: %+v", o)
+	}
+}
+
+// waitFlushed waits until InnoDB has no dirty pages: the page cleaner
+// wrote back all it had to.
+func waitFlushed(t *testing.T, s *mysandbox.Server) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		out, err := s.SQL(mysqlContext(t), "", "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(strings.TrimSpace(out), "\t0") {
+			return
+		}
+	}
+	t.Fatal("InnoDB still has dirty pages after a minute")
+}
+
+// psFileOps reads performance_schema's file I/O counts by thread name.
+func psFileOps(t *testing.T, s *mysandbox.Server) map[string]uint64 {
+	t.Helper()
+	out, err := s.SQL(mysqlContext(t), "", `SELECT t.NAME, SUM(w.COUNT_STAR) FROM performance_schema.threads t
+		JOIN performance_schema.events_waits_summary_by_thread_by_event_name w USING (THREAD_ID)
+		WHERE w.EVENT_NAME LIKE 'wait/io/file/%' GROUP BY t.NAME`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]uint64{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if name, v, ok := strings.Cut(line, "\t"); ok {
+			m[name], _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return m
 }

@@ -136,6 +136,7 @@ type Process struct {
 	Type      string    `json:"type"` // "process"
 	TS        time.Time `json:"ts"`   // when it started
 	PID       int       `json:"pid"`
+	TID       int       `json:"tid,omitempty"` // a MySQL server's thread: each has its own role and record
 	Instance  int       `json:"instance"`
 	DataDir   string    `json:"data_dir"`
 	Port      int       `json:"port"`

@@ -125,8 +125,9 @@ func (t *Tracer) WaitHists() (map[WaitKey]Hist, error) {
 // BoxNames names the waterfall's boxes of QueryAcct.BoxNs, by index.
 func (t *Tracer) BoxNames() []string { return t.names.boxes }
 
-// ProcTotals returns cumulative file system counters per process: those of
-// its exited threads plus those of its live ones.
+// ProcTotals returns cumulative file system counters per unit (a process,
+// or a MySQL server's thread: thread_state.unit): those of its exited
+// threads plus those of its live ones.
 func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 	out := map[uint32]ProcIO{}
 	var k uint32
@@ -141,27 +142,27 @@ func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 	var ts dbiolatThreadState
 	it = t.objs.Threads.Iterate()
 	for it.Next(&k, &ts) {
-		p := out[ts.Tgid]
+		p := out[ts.Unit]
 		for op := range p.Fs {
 			p.Fs[op].Count += ts.FsTotal[op].Count
 			p.Fs[op].Bytes += ts.FsTotal[op].Bytes
 			p.Fs[op].Ns += ts.FsTotal[op].Ns
 		}
-		out[ts.Tgid] = p
+		out[ts.Unit] = p
 	}
 	return out, it.Err()
 }
 
-// ProcTotal returns the totals its exited threads left for process tgid.
-func (t *Tracer) ProcTotal(tgid uint32) (ProcIO, bool) {
+// ProcTotal returns the totals its exited threads left for a unit.
+func (t *Tracer) ProcTotal(unit uint32) (ProcIO, bool) {
 	var v ProcIO
-	err := t.objs.ProcTotals.Lookup(tgid, &v)
+	err := t.objs.ProcTotals.Lookup(unit, &v)
 	return v, err == nil
 }
 
-// ForgetProc drops the totals of a process that has exited, once read.
-func (t *Tracer) ForgetProc(tgid uint32) {
-	_ = t.objs.ProcTotals.Delete(tgid)
+// ForgetProc drops the totals of a unit that has exited, once read.
+func (t *Tracer) ForgetProc(unit uint32) {
+	_ = t.objs.ProcTotals.Delete(unit)
 }
 
 // BlkTotals returns cumulative block counters per device, owner and op.

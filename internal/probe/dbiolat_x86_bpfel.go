@@ -30,7 +30,7 @@ type dbiolatBlkIo struct {
 type dbiolatBlkKey struct {
 	_     structs.HostLayout
 	Dev   uint32
-	Tgid  uint32
+	Unit  uint32
 	Op    dbiolatBlkOp
 	Owner dbiolatBlkOwner
 }
@@ -130,7 +130,7 @@ type dbiolatInflight struct {
 	IssueNs  uint64
 	QuerySeq uint64
 	Tid      uint32
-	Tgid     uint32
+	Unit     uint32
 	Dev      uint32
 	Bytes    uint32
 	Op       uint8
@@ -336,7 +336,7 @@ const (
 type dbiolatThreadState struct {
 	_            structs.HostLayout
 	Tgid         uint32
-	Pad0         uint32
+	Unit         uint32
 	QueryStartNs uint64
 	QuerySeq     uint64
 	SysStartNs   uint64
@@ -362,15 +362,15 @@ type dbiolatThreadState struct {
 	FuseBuf      uint64
 	MysqlConn    uint64
 	UringReads   uint32
-	Pad3         uint32
+	UringWrites  uint32
 	FsTotal      [5]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
 }
 
-type dbiolatUringRead struct {
+type dbiolatUringReq struct {
 	_   structs.HostLayout
 	Tid uint32
-	Pad uint32
+	Op  uint32
 	Seq uint64
 }
 
@@ -458,7 +458,7 @@ const (
 	dbiolatMapStats                 = "stats"
 	dbiolatMapTasks                 = "tasks"
 	dbiolatMapThreads               = "threads"
-	dbiolatMapUringReads            = "uring_reads"
+	dbiolatMapUringReqs             = "uring_reqs"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaitHists             = "wait_hists"
 	dbiolatMapWireTexts             = "wire_texts"
@@ -666,7 +666,7 @@ type dbiolatMapSpecs struct {
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
 	Tasks        *ebpf.MapSpec `ebpf:"tasks"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
-	UringReads   *ebpf.MapSpec `ebpf:"uring_reads"`
+	UringReqs    *ebpf.MapSpec `ebpf:"uring_reqs"`
 	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
 	WaitHists    *ebpf.MapSpec `ebpf:"wait_hists"`
 	WireTexts    *ebpf.MapSpec `ebpf:"wire_texts"`
@@ -724,7 +724,7 @@ type dbiolatMaps struct {
 	Stats        *ebpf.Map `ebpf:"stats"`
 	Tasks        *ebpf.Map `ebpf:"tasks"`
 	Threads      *ebpf.Map `ebpf:"threads"`
-	UringReads   *ebpf.Map `ebpf:"uring_reads"`
+	UringReqs    *ebpf.Map `ebpf:"uring_reqs"`
 	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
 	WaitHists    *ebpf.Map `ebpf:"wait_hists"`
 	WireTexts    *ebpf.Map `ebpf:"wire_texts"`
@@ -747,7 +747,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Stats,
 		m.Tasks,
 		m.Threads,
-		m.UringReads,
+		m.UringReqs,
 		m.UsdtSpecs,
 		m.WaitHists,
 		m.WireTexts,

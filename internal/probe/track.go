@@ -65,7 +65,10 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 		if err != nil {
 			continue
 		}
-		ts := dbiolatThreadState{Tgid: uint32(tgid)}
+		ts := dbiolatThreadState{Tgid: uint32(tgid), Unit: uint32(tgid)}
+		if p.MySQL { // a server's threads each have a role: each is a unit (as proc_fork makes them)
+			ts.Unit = uint32(tid)
+		}
 		if p.Engine { // as proc_fork marks its later threads
 			ts.Engine, ts.TitleSeen = 1, 1
 		}

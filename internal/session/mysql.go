@@ -2,6 +2,8 @@ package session
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -15,10 +17,11 @@ import (
 // their queries taken from MySQL's protocol (probe.MySQLWire), their
 // records read with internal/mysql.
 
-// The roles of a MySQL server's processes and of the threads running its queries.
+// The roles of a MySQL server's process (and main thread) and of the
+// threads running its queries; its other threads' are mysql.ThreadRole's.
 const (
-	MySQLServerRole postgres.Role = "mysqld"
-	MySQLConnRole   postgres.Role = "connection"
+	MySQLServerRole postgres.Role = mysql.RoleServer
+	MySQLConnRole   postgres.Role = mysql.RoleConnection
 )
 
 // myConn is what a MySQL connection's records taught: who connected to
@@ -30,7 +33,8 @@ type myConn struct {
 }
 
 // attachMySQL traces a MySQL server: any of its threads may run a
-// connection's commands; the waits it brackets are named and boxed.
+// connection's commands; the waits it brackets are named and boxed; each
+// thread's I/O is kept apart, under its role.
 func (s *Session) attachMySQL(in mysql.Instance) error {
 	s.mysqls[in.PID] = in
 	s.procs[uint32(in.PID)] = postgres.Process{Role: MySQLServerRole}
@@ -38,7 +42,46 @@ func (s *Session) attachMySQL(in mysql.Instance) error {
 	if err != nil {
 		s.warn(fmt.Sprintf("%s: its waits cannot be named (%v): lock waits count as other waits", in, err))
 	}
-	return s.tracer.Track(in.PID, probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major}, false)
+	if t, err := mysql.NewThreads(in); err == nil {
+		s.myThreads[in.PID] = t
+	} else {
+		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", in, err))
+	}
+	err = s.tracer.Track(in.PID, probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major}, false)
+	s.learnThreads()
+	return err
+}
+
+// learnThreads tells the roles of the servers' threads not known yet: a
+// thread's stack is read while it waits, and a short-lived thread is
+// gone by the time its record is read. Poll calls it every second.
+func (s *Session) learnThreads() {
+	for pid, t := range s.myThreads {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			continue
+		}
+		for _, task := range tasks {
+			tid, err := strconv.ParseUint(task.Name(), 10, 32)
+			if p, known := s.procs[uint32(tid)]; err != nil || (known && p.Role != postgres.Unknown && p.Role != postgres.Postmaster) {
+				continue // Postmaster: what describe says of a command line that is not a PostgreSQL title
+			}
+			if role, ok := t.ThreadRole(int(tid)); ok {
+				s.procs[uint32(tid)] = postgres.Process{Role: postgres.Role(role)}
+			}
+		}
+	}
+}
+
+// mysqlThread is the role of a MySQL server's thread, if tid is one and
+// its role can be told now.
+func (s *Session) mysqlThread(tid uint32) (postgres.Process, bool) {
+	for _, t := range s.myThreads {
+		if role, ok := t.ThreadRole(int(tid)); ok {
+			return postgres.Process{Role: postgres.Role(role)}, true
+		}
+	}
+	return postgres.Process{}, false
 }
 
 // conn is the state of a connection (the kernel's connection key).
@@ -88,7 +131,8 @@ func (s *Session) mysqlQuery(e *probe.QueryEvent, text []byte) *model.Query {
 	q.DataDir, q.Port = in.DataDir, in.Port
 	q.Role, q.Database, q.User = string(MySQLConnRole), c.database, c.user
 	q.TID = int(e.Pid)
-	if e.Conn <= 0xffffffff { // else the socket's address: a connection older than the trace
+	s.procs[e.Pid] = postgres.Process{Role: MySQLConnRole} // a thread pool's worker is known by its work
+	if e.Conn <= 0xffffffff {                              // else the socket's address: a connection older than the trace
 		q.ConnectionID = uint32(e.Conn)
 	}
 	s.statement(q, []byte(stmt), truncated, sqlnorm.MySQL)

@@ -90,7 +90,7 @@ func (rows rateRows) addBlk(role string, k probe.BlkKey, v, p probe.BlkIO) {
 func (s *Session) blkRole(k probe.BlkKey) string {
 	switch k.Owner {
 	case probe.OwnerTraced:
-		return string(s.describe(k.Tgid).Role)
+		return string(s.describe(k.Unit).Role)
 	case probe.OwnerOther:
 		return "other process"
 	}
@@ -122,7 +122,7 @@ func (s *Session) foldExited() error {
 		return err
 	}
 	for k, v := range blk {
-		if _, gone := s.exited[k.Tgid]; k.Owner == probe.OwnerTraced && gone {
+		if _, gone := s.exited[k.Unit]; k.Owner == probe.OwnerTraced && gone {
 			s.exitedIO.addBlk(s.blkRole(k), k, v, s.prevTotals.blk[k])
 			s.tracer.ForgetBlk(k)
 			delete(s.prevTotals.blk, k)

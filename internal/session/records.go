@@ -53,9 +53,12 @@ func (s *Session) describe(pid uint32) postgres.Process {
 	if p, ok := s.procs[pid]; ok && p.Role != postgres.Postmaster {
 		return p
 	}
-	p, err := postgres.Describe(int(pid))
-	if err != nil {
-		p = postgres.Process{Role: postgres.Unknown}
+	p, ok := s.mysqlThread(pid)
+	if !ok {
+		var err error
+		if p, err = postgres.Describe(int(pid)); err != nil {
+			p = postgres.Process{Role: postgres.Unknown}
+		}
 	}
 	s.procs[pid] = p
 	return p
@@ -98,6 +101,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	})
 	if time.Since(s.folded) >= time.Second {
 		s.folded = time.Now()
+		s.learnThreads()
 		err = cmp.Or(err, s.foldExited())
 	}
 	// Forget exited processes a while after their exit (a late record
@@ -121,9 +125,16 @@ func (s *Session) process(r *probe.ProcRun) *model.Process {
 		sys = r.CpuNs - user
 	}
 	in := s.instances[int(r.Instance)]
+	pid, tid := int(r.Pid), 0
+	if my, ok := s.mysqls[int(r.Instance)]; ok { // a MySQL server's thread (or the server)
+		in.DataDir, in.Port = my.DataDir, my.Port
+		if pid != my.PID {
+			pid, tid = my.PID, pid
+		}
+	}
 	return &model.Process{
 		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
-		PID: int(r.Pid), Instance: int(r.Instance), DataDir: in.DataDir, Port: in.Port,
+		PID: pid, TID: tid, Instance: int(r.Instance), DataDir: in.DataDir, Port: in.Port,
 		Role: string(p.Role), Database: p.Database, User: p.User,
 		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys, RunqNs: r.RunqNs,
 		FSTotals: fsTotals(&r.Fs),

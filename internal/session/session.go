@@ -52,6 +52,7 @@ type Session struct {
 	gone        map[int]bool              // postmasters seen exited, not back yet
 	instances   map[int]postgres.Instance // by postmaster pid, every one attached since the start
 	mysqls      map[int]mysql.Instance    // MySQL servers by pid
+	myThreads   map[int]*mysql.Threads    // what tells their threads' roles, by server pid
 	myConns     map[uint64]*myConn        // MySQL connections by the kernel's key for them
 	boxes       []boxOf                   // where each kernel box goes in a model.Query
 }
@@ -149,7 +150,8 @@ func open(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
 		exited: map[uint32]time.Time{}, gone: map[int]bool{}, instances: map[int]postgres.Instance{},
-		mysqls: map[int]mysql.Instance{}, myConns: map[uint64]*myConn{}, start: time.Now(), wallOff: wallOffset()}
+		mysqls: map[int]mysql.Instance{}, myThreads: map[int]*mysql.Threads{}, myConns: map[uint64]*myConn{},
+		start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
 			s.boxes = append(s.boxes, boxOf{i, b.Of})

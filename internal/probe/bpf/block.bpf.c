@@ -29,7 +29,7 @@ struct inflight {
 	__u64 issue_ns;
 	__u64 query_seq; /* the query it serves, 0: none */
 	__u32 tid;       /* the thread running that query */
-	__u32 tgid;      /* 0 when the owner is not traced */
+	__u32 unit;      /* the owner's unit; 0 when it is not traced */
 	__u32 dev;
 	__u32 bytes;
 	__u8 op;
@@ -72,7 +72,7 @@ static __always_inline void blk_own(struct inflight *in, __u32 op, struct thread
 	q = charged(ts);
 	ts->blk_submitted++; /* only this thread writes it: it runs here */
 	in->owner = OWNER_TRACED;
-	in->tgid = ts->tgid;
+	in->unit = ts->unit;
 	in->tid = q ? charged_tid(ts) : tid;
 	if (!q && ts->query_start_ns)
 		q = ts;
@@ -189,7 +189,7 @@ int BPF_PROG(blk_done, struct request *rq)
 	}
 
 	bk.dev = in->dev;
-	bk.tgid = in->tgid;
+	bk.unit = in->unit;
 	bk.op = in->op;
 	bk.owner = in->owner;
 	b = bpf_map_lookup_elem(&blk_totals, &bk);

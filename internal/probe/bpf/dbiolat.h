@@ -208,17 +208,18 @@ struct query_event {
 };
 
 /*
- * One traced process that exited: its whole run (an autovacuum worker's,
+ * One traced process that exited, or a MySQL server's thread (a unit,
+ * thread_state.unit): its whole run (an autovacuum worker's,
  * a parallel worker's, a connection's), sent at sched_process_exit.
  */
 struct proc_run {
 	__u64 start_ns; /* CLOCK_MONOTONIC, fork */
 	__u64 end_ns;
-	__u64 cpu_ns;   /* sum_exec_runtime of its main thread */
+	__u64 cpu_ns;   /* sum_exec_runtime of the task that ended (a process: its main thread) */
 	__u64 utime_ns; /* the kernel's user/system split of it */
 	__u64 stime_ns;
 	__u64 runq_ns;  /* sched_info.run_delay: runnable, waiting for a CPU */
-	__u32 pid;
+	__u32 pid; /* the unit: a process, or a MySQL server's thread */
 	__u32 instance;
 	struct io_acct fs[FS_ACCTS];
 };
@@ -230,7 +231,7 @@ struct proc_io {
 
 struct blk_key {
 	__u32 dev; /* kernel dev_t of the whole disk: major << 20 | minor */
-	__u32 tgid; /* submitting process when traced, else 0 */
+	__u32 unit; /* the submitter's unit (thread_state.unit) when traced, else 0 */
 	enum blk_op op;
 	enum blk_owner owner;
 };

@@ -34,7 +34,7 @@ static __always_inline int fs_enter(__u32 op, int fd, int check_fd)
 		return 0;
 	find_leader(ts);
 	ts->sys_op = op;
-	ts->uring_reads = 0;
+	ts->uring_reads = ts->uring_writes = 0;
 	if (ts->query_start_ns && (wf = waterfall_current()))
 		wf->in_fs = 1; /* a sleep from here to the exit is waiting for I/O */
 	if (op == FS_READ || op == FS_URING) { /* what tells a miss at its end */
@@ -62,34 +62,18 @@ static __always_inline __u32 read_class(struct thread_state *ts)
 }
 
 /*
- * Only the thread itself writes its totals, here, so plain adds do; a
- * query's counters are also written by its parallel workers, atomically.
+ * n operations of one kind that took ns: the thread's, and the query's it
+ * serves. Only the thread itself writes its totals, here, so plain adds
+ * do; a query's counters are also written by its parallel workers,
+ * atomically.
  */
-static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
+static __always_inline void fs_account(struct thread_state *ts, __u32 op, __u64 n, __u64 bytes, __u64 ns)
 {
-	struct thread_state *ts = thread_current();
 	struct thread_state *q;
-	struct waterfall *wf;
-	__u64 ns, bytes, n = 1;
-	__u32 op, class;
+	__u32 class;
 
-	if (!ts || !ts->sys_start_ns)
-		return 0;
-	ns = bpf_ktime_get_ns() - ts->sys_start_ns;
-	ts->sys_start_ns = 0;
-	if (ts->query_start_ns && (wf = waterfall_current()))
-		wf->in_fs = 0;
-	op = ts->sys_op;
-	bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
-	if (op == FS_URING) { /* reads if it submitted any; their bytes come at completion */
-		if (!ts->uring_reads)
-			return 0;
-		op = FS_READ;
-		n = ts->uring_reads;
-		bytes = 0;
-	}
 	if (op >= FS_OPS)
-		return 0;
+		return;
 	class = op == FS_READ ? read_class(ts) : 0;
 
 	acct_addn_own(&ts->fs_total[op], n, bytes, ns);
@@ -106,16 +90,48 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 			if (class)
 				acct_addn(&q->acct.engine_fs[class], n, bytes, ns);
 		}
-		return 0;
+		return;
 	}
 	hist_add(HIST_FS_READ + op, ns);
 	if (class)
 		hist_add(class == FS_READ_MISS ? HIST_FS_READ_MISS : HIST_FS_READ_HIT, ns);
 	if (!q)
-		return 0;
+		return;
 	acct_addn(&q->acct.fs[op], n, bytes, ns);
 	if (class)
 		acct_addn(&q->acct.fs[class], n, bytes, ns);
+}
+
+static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
+{
+	struct thread_state *ts = thread_current();
+	struct waterfall *wf;
+	__u64 ns, bytes, wns;
+	__u32 op, reads, writes;
+
+	if (!ts || !ts->sys_start_ns)
+		return 0;
+	ns = bpf_ktime_get_ns() - ts->sys_start_ns;
+	ts->sys_start_ns = 0;
+	if (ts->query_start_ns && (wf = waterfall_current()))
+		wf->in_fs = 0;
+	op = ts->sys_op;
+	if (op != FS_URING) {
+		bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;
+		fs_account(ts, op, 1, bytes, ns);
+		return 0;
+	}
+	/* The reads and writes it submitted, their bytes to come at completion;
+	 * a call that submitted both shares its time between them by request. */
+	reads = ts->uring_reads;
+	writes = ts->uring_writes;
+	if (!reads && !writes)
+		return 0;
+	wns = ns * writes / (reads + writes);
+	if (writes)
+		fs_account(ts, FS_WRITE, writes, 0, wns);
+	if (reads)
+		fs_account(ts, FS_READ, reads, 0, ns - wns);
 	return 0;
 }
 
@@ -147,17 +163,18 @@ FS_SYSCALL(sync_file_range, FS_SYNC, 0)
 FS_SYSCALL(io_uring_enter, FS_URING, 0)
 
 /*
- * io_uring (MariaDB's InnoDB reads ahead this way): an io_uring_enter that
- * submits reads is the thread's file-system reads, one per read request,
- * timed as the call, the span performance_schema times InnoDB's
- * submissions by; a buffered read the page cache can serve is done within
- * it. Their bytes come with each request's completion, wherever it
- * completes, and are the submitter's (and its query's, if still running).
- * Writes and syncs through io_uring are not counted.
+ * io_uring (MariaDB's InnoDB reads ahead and writes pages back this way):
+ * an io_uring_enter that submits reads or writes is the thread's
+ * file-system reads or writes, one per request, timed as the call, the
+ * span performance_schema times InnoDB's submissions by; a buffered read
+ * the page cache can serve is done within it. Their bytes come with each
+ * request's completion, wherever it completes, and are the submitter's
+ * (and its query's, if still running). Syncs through io_uring are not
+ * counted (InnoDB syncs with fdatasync).
  */
-struct uring_read {
+struct uring_req {
 	__u32 tid;   /* the submitter */
-	__u32 pad;
+	__u32 op;    /* FS_READ or FS_WRITE */
 	__u64 seq;   /* its query then (query_seq) */
 };
 
@@ -165,14 +182,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64); /* the request (struct io_kiocb *) */
-	__type(value, struct uring_read);
-} uring_reads SEC(".maps");
+	__type(value, struct uring_req);
+} uring_reqs SEC(".maps");
 
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(fs_uring_submit, struct io_kiocb *req)
 {
 	struct thread_state *ts = thread_current();
-	struct uring_read r;
+	struct uring_req r;
 	__u64 key = (__u64)req;
 
 	if (!ts || !ts->sys_start_ns || ts->sys_op != FS_URING)
@@ -181,15 +198,21 @@ int BPF_PROG(fs_uring_submit, struct io_kiocb *req)
 	case IORING_OP_READV:
 	case IORING_OP_READ_FIXED:
 	case IORING_OP_READ:
+		ts->uring_reads++;
+		r.op = FS_READ;
+		break;
+	case IORING_OP_WRITEV:
+	case IORING_OP_WRITE_FIXED:
+	case IORING_OP_WRITE:
+		ts->uring_writes++;
+		r.op = FS_WRITE;
 		break;
 	default:
 		return 0;
 	}
-	ts->uring_reads++;
 	r.tid = (__u32)bpf_get_current_pid_tgid();
-	r.pad = 0;
 	r.seq = ts->query_seq;
-	if (bpf_map_update_elem(&uring_reads, &key, &r, BPF_ANY))
+	if (bpf_map_update_elem(&uring_reqs, &key, &r, BPF_ANY))
 		stat_inc(STAT_INFLIGHT_FULL);
 	return 0;
 }
@@ -198,20 +221,22 @@ SEC("tp_btf/io_uring_complete")
 int BPF_PROG(fs_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
 {
 	__u64 key = (__u64)req;
-	struct uring_read *r = bpf_map_lookup_elem(&uring_reads, &key);
+	struct uring_req *r = bpf_map_lookup_elem(&uring_reqs, &key);
 	struct thread_state *ts;
+	__u32 op;
 	__s32 res;
 
 	if (!r)
 		return 0;
 	res = BPF_CORE_READ(cqe, res);
+	op = r->op == FS_WRITE ? FS_WRITE : FS_READ;
 	ts = thread_of(r->tid);
 	if (ts && res > 0) {
-		__sync_fetch_and_add(&ts->fs_total[FS_READ].bytes, res);
+		__sync_fetch_and_add(&ts->fs_total[op].bytes, res);
 		if (ts->query_start_ns && ts->query_seq == r->seq)
-			__sync_fetch_and_add(&ts->acct.fs[FS_READ].bytes, res);
+			__sync_fetch_and_add(&ts->acct.fs[op].bytes, res);
 	}
-	bpf_map_delete_elem(&uring_reads, &key);
+	bpf_map_delete_elem(&uring_reqs, &key);
 	return 0;
 }
 

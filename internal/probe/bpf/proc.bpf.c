@@ -12,7 +12,8 @@
 #include "counters.bpf.h"
 #include "state.bpf.h"
 
-/* Per-process file system totals of exited threads, read by Go. */
+/* File system totals of exited threads by unit (a process, or a MySQL
+ * server's thread), read by Go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_PROCS);
@@ -57,6 +58,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	ts->tgid = ctgid;
+	ts->unit = pi->flags & PROC_MYSQL ? ctid : ctgid;
 	if (pi->flags & PROC_ENGINE) /* a storage engine's thread: no title to look for */
 		ts->engine = ts->title_seen = 1;
 	return 0;
@@ -77,7 +79,7 @@ static __always_inline void send_proc_run(struct task_struct *task, struct threa
 	e->utime_ns = task->utime;
 	e->stime_ns = task->stime;
 	e->runq_ns = task->sched_info.run_delay;
-	e->pid = ts->tgid;
+	e->pid = ts->unit;
 	e->instance = pi ? pi->instance : 0;
 	__builtin_memcpy(e->fs, ts->fs_total, sizeof(e->fs));
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
@@ -86,19 +88,20 @@ static __always_inline void send_proc_run(struct task_struct *task, struct threa
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *task)
 {
-	__u32 tid = task->pid, tgid = task->tgid, op;
+	__u32 tid = task->pid, tgid = task->tgid, unit, op;
 	struct thread_state *ts = thread_of(tid);
 	struct proc_io *pio;
 
 	if (!ts)
 		return 0;
 	/* Keep the thread's totals: Go reads proc_totals, then deletes the entry. */
-	pio = bpf_map_lookup_elem(&proc_totals, &tgid);
+	unit = ts->unit;
+	pio = bpf_map_lookup_elem(&proc_totals, &unit);
 	if (!pio) {
 		static const struct proc_io zero;
 
-		bpf_map_update_elem(&proc_totals, &tgid, &zero, BPF_NOEXIST);
-		pio = bpf_map_lookup_elem(&proc_totals, &tgid);
+		bpf_map_update_elem(&proc_totals, &unit, &zero, BPF_NOEXIST);
+		pio = bpf_map_lookup_elem(&proc_totals, &unit);
 	}
 	if (pio) {
 		for (op = 0; op < FS_ACCTS; op++) {
@@ -109,7 +112,7 @@ int BPF_PROG(proc_exit, struct task_struct *task)
 	} else {
 		stat_inc(STAT_PROC_TOTALS_FULL);
 	}
-	if (tid == tgid) /* the process ends: one record of its run */
+	if (tid == unit) /* the process (or a MySQL server's thread) ends: one record of its run */
 		send_proc_run(task, ts);
 	bpf_map_delete_elem(&threads, &tid);
 	if (tid == tgid)

@@ -16,7 +16,10 @@
 /* The state of one traced thread. */
 struct thread_state {
 	__u32 tgid;
-	__u32 pad0;
+	/* What its I/O totals, block requests and run are kept under, for
+	 * roles: its process, or for a MySQL server's thread the thread
+	 * itself (a server's threads have roles of their own). */
+	__u32 unit;
 	__u64 query_start_ns; /* 0 when not in a query */
 	__u64 query_seq;      /* increments per query: tags block requests */
 	__u64 sys_start_ns;   /* in a file system syscall since */
@@ -42,7 +45,7 @@ struct thread_state {
 	__u64 fuse_buf;       /* ...and the buffer the request's header lands in */
 	__u64 mysql_conn;     /* a MySQL thread: the connection (its socket) whose command its query is */
 	__u32 uring_reads;    /* read requests the io_uring_enter in progress submitted */
-	__u32 pad3;
+	__u32 uring_writes;   /* and write requests */
 	struct io_acct fs_total[FS_ACCTS]; /* since attach, by enum fs_op; folded into proc_totals at exit */
 	struct query_acct acct;
 };

@@ -1,0 +1,237 @@
+package mysql
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// The roles of a server's threads. MariaDB 10.11 does not name its
+// threads (every one is "mariadbd") and does not export InnoDB's
+// functions, so a thread is told by what its stack holds while it waits
+// in a system call: return addresses into the server's exported
+// functions, and the object it was started with.
+const (
+	RoleServer      = "mysqld"        // the main thread (it accepts connections), and the process
+	RoleConnection  = "connection"    // runs a connection's commands (one per connection, or the thread pool's)
+	RolePageCleaner = "page cleaner"  // InnoDB's page cleaner: flushes dirty pages
+	RoleInnoDBTask  = "innodb worker" // InnoDB's task pool: purge, read completions, page writes, checkpoints
+	RoleInnoDBAIO   = "innodb aio"    // waits for InnoDB's asynchronous I/O to complete (io_uring or libaio)
+	RoleBackground  = "background"    // any other thread of the server
+)
+
+// stackRoles: a return address into one of these functions, on a waiting
+// thread's stack, gives its role; the first that matches wins.
+var stackRoles = []struct{ symbol, role string }{
+	{"handle_one_connection", RoleConnection}, // one thread per connection (and its cache)
+	{"_Z24do_handle_one_connectionP7CONNECTb", RoleConnection},
+	{"_Z11tp_callbackP13TP_connection", RoleConnection}, // the thread pool, while it runs a command
+	{"_ZN5tpool19thread_pool_generic11worker_mainEPNS_11worker_dataE", RoleInnoDBTask},
+	{"_Z11mysqld_mainiPPc", RoleServer},
+}
+
+// threadStates: a thread started as a std::thread keeps the object that
+// runs its function (its vtable is known by the function's type) as the
+// argument of glibc's start_thread, at the top of its stack.
+var threadStates = []struct{ vtable, role string }{
+	// A std::thread of a function without arguments: in MariaDB 10.5 to
+	// 11.x, only buf_flush_page_cleaner is started so.
+	{"_ZTVNSt6thread11_State_implINS_8_InvokerISt5tupleIJPFvvEEEEEEE", RolePageCleaner},
+	{"_ZTVNSt6thread11_State_implINS_8_InvokerISt5tupleIJMN5tpool19thread_pool_genericEFvPNS3_11worker_dataEEPS4_S6_EEEEEE", RoleInnoDBTask},
+}
+
+// The system calls a thread that reaps asynchronous I/O waits in.
+const (
+	sysIOGetevents  = 208 // libaio
+	sysIOUringEnter = 426
+)
+
+// Threads tells the roles of one server's threads.
+type Threads struct {
+	pid    int
+	exe    string            // the binary's path, as the process's mappings name it
+	funcs  []span            // stackRoles' functions, at their file addresses
+	states map[uint64]string // threadStates' vtables' first virtual function slot (vtable+16) -> role
+}
+
+type span struct {
+	lo, hi uint64
+	role   string
+}
+
+// NewThreads reads the server's symbols for ThreadRole.
+func NewThreads(in Instance) (*Threads, error) {
+	f, err := elf.Open(in.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", in.Binary, err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return nil, fmt.Errorf("reading the symbols of %s: %w", in.Binary, err)
+	}
+	byName := map[string]elf.Symbol{}
+	for _, s := range syms {
+		if s.Value != 0 {
+			byName[s.Name] = s
+		}
+	}
+	exe, err := os.Readlink(in.Binary) // /proc/PID/exe
+	if err != nil {
+		exe = in.Binary
+	}
+	t := &Threads{pid: in.PID, exe: exe, states: map[uint64]string{}}
+	for _, r := range stackRoles {
+		if s, ok := byName[r.symbol]; ok && s.Size > 0 {
+			t.funcs = append(t.funcs, span{s.Value, s.Value + s.Size, r.role})
+		}
+	}
+	for _, r := range threadStates {
+		if s, ok := byName[r.vtable]; ok {
+			t.states[s.Value+16] = r.role // past the offset-to-top and typeinfo slots
+		}
+	}
+	return t, nil
+}
+
+// mapping is one line of /proc/PID/maps.
+type mapping struct {
+	lo, hi, offset uint64
+	perms, path    string
+}
+
+func readMaps(pid int) ([]mapping, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) < 5 {
+			continue
+		}
+		lo, hi, _ := strings.Cut(fl[0], "-")
+		m := mapping{perms: fl[1]}
+		m.lo, _ = strconv.ParseUint(lo, 16, 64)
+		m.hi, _ = strconv.ParseUint(hi, 16, 64)
+		m.offset, _ = strconv.ParseUint(fl[2], 16, 64)
+		if len(fl) > 5 {
+			m.path = fl[5]
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+func mappingOf(maps []mapping, addr uint64) (mapping, bool) {
+	for _, m := range maps {
+		if addr >= m.lo && addr < m.hi {
+			return m, true
+		}
+	}
+	return mapping{}, false
+}
+
+// The stack ThreadRole reads: from the stack pointer up, at most this
+// much, and at its top (glibc's struct pthread: the start routine's
+// argument) this much for thread objects.
+const (
+	stackScanMax = 256 << 10
+	stackTopScan = 2 << 10
+)
+
+// ThreadRole tells what thread tid of the server is; false when it cannot
+// tell now: the thread runs (its stack is read while it waits in a system
+// call) or is gone.
+func (t *Threads) ThreadRole(tid int) (string, bool) {
+	sc, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", t.pid, tid))
+	if err != nil {
+		return "", false
+	}
+	fl := strings.Fields(string(sc)) // "nr arg1 … arg6 sp pc", or "running"
+	if len(fl) < 3 {
+		return "", false
+	}
+	nr, err1 := strconv.ParseInt(fl[0], 10, 64)
+	sp, err2 := strconv.ParseUint(strings.TrimPrefix(fl[len(fl)-2], "0x"), 16, 64)
+	if err1 != nil || err2 != nil || nr < 0 {
+		return "", false
+	}
+	maps, err := readMaps(t.pid)
+	if err != nil {
+		return "", false
+	}
+	stack, ok := mappingOf(maps, sp)
+	if !ok {
+		return "", false
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", t.pid))
+	if err != nil {
+		return "", false
+	}
+	defer mem.Close()
+	end := min(stack.hi, sp+stackScanMax)
+	buf := make([]byte, end-sp)
+	if _, err := mem.ReadAt(buf, int64(sp)); err != nil {
+		return "", false
+	}
+	bias := t.loadBias(maps)
+	best := len(t.funcs)
+	for i := 0; i+8 <= len(buf); i += 8 {
+		w := binary.LittleEndian.Uint64(buf[i:]) - bias
+		for j := 0; j < best; j++ {
+			if w >= t.funcs[j].lo && w < t.funcs[j].hi {
+				best = j
+				break
+			}
+		}
+	}
+	if best < len(t.funcs) {
+		return t.funcs[best].role, true
+	}
+	if role := t.threadObject(mem, maps, buf[max(0, len(buf)-stackTopScan):], bias); role != "" {
+		return role, true
+	}
+	if nr == sysIOUringEnter || nr == sysIOGetevents {
+		return RoleInnoDBAIO, true
+	}
+	return RoleBackground, true
+}
+
+// threadObject finds, among the words of top, a pointer to an object whose
+// vtable is one of threadStates'.
+func (t *Threads) threadObject(mem *os.File, maps []mapping, top []byte, bias uint64) string {
+	var word [8]byte
+	for i := 0; i+8 <= len(top); i += 8 {
+		p := binary.LittleEndian.Uint64(top[i:])
+		if m, ok := mappingOf(maps, p); !ok || !strings.HasPrefix(m.perms, "rw") || (m.path != "" && m.path != "[heap]") {
+			continue // objects live in the heap: anonymous, writable
+		}
+		if _, err := mem.ReadAt(word[:], int64(p)); err != nil {
+			continue
+		}
+		if role, ok := t.states[binary.LittleEndian.Uint64(word[:])-bias]; ok {
+			return role
+		}
+	}
+	return ""
+}
+
+// loadBias is where the server's binary is loaded: the address of its
+// first mapping less that mapping's file offset (a PIE's first segment is
+// at file address 0).
+func (t *Threads) loadBias(maps []mapping) uint64 {
+	for _, m := range maps {
+		if m.path == t.exe {
+			return m.lo - m.offset
+		}
+	}
+	return 0
+}
