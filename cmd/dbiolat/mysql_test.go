@@ -4,10 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,8 +38,14 @@ import (
 // startMariaDB starts a throwaway MariaDB for one test.
 func startMariaDB(t *testing.T, settings map[string]string) *mysandbox.Server {
 	t.Helper()
+	return startMariaDBWith(t, mysandbox.Options{Settings: settings})
+}
+
+// startMariaDBWith starts one with more options (a TCP port).
+func startMariaDBWith(t *testing.T, o mysandbox.Options) *mysandbox.Server {
+	t.Helper()
 	testenv.NeedRoot(t)
-	s, err := mysandbox.Start(mysandbox.Options{Settings: settings})
+	s, err := mysandbox.Start(o)
 	if errors.Is(err, mysandbox.ErrNotInstalled) && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
@@ -49,10 +63,11 @@ func mysqlContext(t *testing.T) context.Context {
 }
 
 // comCounters reads the server's statement counters (SHOW GLOBAL STATUS
-// LIKE 'Com_%'); the reading itself counts only in Com_show_status.
+// LIKE 'Com_%'), and the TLS handshakes it accepted (Ssl_accepts); the
+// reading itself counts only in Com_show_status.
 func comCounters(t *testing.T, s *mysandbox.Server) map[string]uint64 {
 	t.Helper()
-	out, err := s.SQL(mysqlContext(t), "", "SHOW GLOBAL STATUS LIKE 'Com\\_%'")
+	out, err := s.SQL(mysqlContext(t), "", "SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Com\\_%' OR Variable_name = 'Ssl_accepts'")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +89,13 @@ var sysbenchKinds = map[string]string{
 }
 
 // sysbenchRun runs oltp_read_write for a fixed number of events in each
-// prepared-statement mode while slowlog traces s, and returns the queries
-// with the server's counters before and after.
-func sysbenchRun(t *testing.T, s *mysandbox.Server) (qs []model.Query, before, after map[string]uint64) {
+// prepared-statement mode while slowlog traces s (over TLS with the
+// client files in tlsDir, writeTLSFiles), and returns the queries and the
+// summary with the server's counters before and after.
+func sysbenchRun(t *testing.T, s *mysandbox.Server, tlsDir string) (qs []model.Query, sum model.Summary, before, after map[string]uint64) {
 	t.Helper()
 	ctx := mysqlContext(t)
-	o := mysandbox.SysbenchOptions{Test: "oltp_read_write", Tables: 2, TableSize: 2000, Threads: 4, Events: 200}
+	o := mysandbox.SysbenchOptions{Test: "oltp_read_write", Tables: 2, TableSize: 2000, Threads: 4, Events: 200, TLSDir: tlsDir}
 	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +107,11 @@ func sysbenchRun(t *testing.T, s *mysandbox.Server) (qs []model.Query, before, a
 			t.Fatal(err)
 		}
 	}
-	qs, _, sum := tr.stop(t)
+	qs, _, sum = tr.stop(t)
 	after = comCounters(t, s)
 	checkBoxesAddUp(t, qs)
 	checkRepliesEnded(t, sum)
-	return qs, before, after
+	return qs, sum, before, after
 }
 
 // checkRepliesEnded: the end of every reply was recognized where it was
@@ -150,7 +166,7 @@ func checkStatementsOnce(t *testing.T, qs []model.Query, before, after map[strin
 
 func TestMySQLStatementsOnce(t *testing.T) {
 	s := startMariaDB(t, nil)
-	qs, before, after := sysbenchRun(t, s)
+	qs, _, before, after := sysbenchRun(t, s, "")
 	checkStatementsOnce(t, qs, before, after)
 }
 
@@ -158,7 +174,7 @@ func TestMySQLStatementsOnce(t *testing.T) {
 // threads: the same statements, counted the same.
 func TestMySQLThreadPool(t *testing.T) {
 	s := startMariaDB(t, map[string]string{"thread_handling": "pool-of-threads", "thread_pool_size": "2"})
-	qs, before, after := sysbenchRun(t, s)
+	qs, _, before, after := sysbenchRun(t, s, "")
 	checkStatementsOnce(t, qs, before, after)
 	threads, elsewhere := map[int]bool{}, 0
 	for _, q := range qs {
@@ -168,6 +184,134 @@ func TestMySQLThreadPool(t *testing.T) {
 		}
 	}
 	t.Logf("%d worker threads ran them; %d replies were sent by another thread than the one that ran the statement", len(threads), elsewhere)
+}
+
+// TLS connections are read in plaintext at the OpenSSL the server maps
+// (libssl.so.3 in Debian's MariaDB): sysbench over TLS, every statement
+// once, as the server counted them; every TLS handshake the server
+// accepted while traced is a connection read so (wire_tls), none unread.
+// A TLS session opened before the trace is read from its next statement.
+func TestMySQLTLS(t *testing.T) {
+	dir := t.TempDir()
+	s := startMariaDBWith(t, mysandbox.Options{Port: 40000 + os.Getpid()%20000, Settings: writeTLSFiles(t, dir)})
+	early := openMariaDBSession(t, s)
+	qs, sum, before, after := sysbenchRun(t, s, dir)
+	checkStatementsOnce(t, qs, before, after)
+	// The mariadb client uses TLS on the socket too, when the server
+	// offers it: the handshake of the connection that read the counters
+	// after the run is counted in them, after the trace.
+	accepted := after["ssl_accepts"] - before["ssl_accepts"] - 1
+	read, unread := sum.Drops.Of("wire_tls"), sum.Drops.Of("wire_encrypted")
+	t.Logf("%d TLS handshakes accepted while traced, %d TLS connections read at OpenSSL, %d unread", accepted, read, unread)
+	if accepted < 8 || read != accepted || unread != 0 {
+		t.Errorf("the server accepted %d TLS handshakes (want at least sysbench's 8); %d connections read at OpenSSL (want as many), %d unread (want 0)",
+			accepted, read, unread)
+	}
+
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
+	early.run(t, "SELECT 4242 AS from_before_the_trace")
+	if _, err := s.SQL(mysqlContext(t), "", "SELECT 4343 AS new_over_tls"); err != nil {
+		t.Fatal(err)
+	}
+	qs, _, sum = tr.stop(t)
+	if len(matching(qs, "SELECT ? AS from_before_the_trace")) != 1 || len(matching(qs, "SELECT ? AS new_over_tls")) != 1 {
+		t.Errorf("the TLS session older than the trace, or a new one, was not seen once: %+v", qs)
+	}
+	if sum.Drops.Of("wire_tls") != 2 || sum.Drops.Of("wire_encrypted") != 0 {
+		t.Errorf("%d TLS connections read at OpenSSL (want 2: the older one, the new one), %d unread (want 0)",
+			sum.Drops.Of("wire_tls"), sum.Drops.Of("wire_encrypted"))
+	}
+}
+
+// mariadbSession is a mariadb client kept open: its statements run on one
+// connection.
+type mariadbSession struct {
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// openMariaDBSession connects a mariadb client to s (over TLS when the
+// server offers it) and checks that it did.
+func openMariaDBSession(t *testing.T, s *mysandbox.Server) *mariadbSession {
+	t.Helper()
+	cmd := exec.Command("mariadb", append(s.ClientArgs(), "--batch", "--skip-column-names", "--unbuffered")...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	m := &mariadbSession{in: in, out: bufio.NewScanner(out)}
+	if cipher := m.run(t, "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'"); cipher == "" {
+		t.Fatal("the session is not over TLS")
+	}
+	return m
+}
+
+// run runs a statement that returns one row, its first line.
+func (m *mariadbSession) run(t *testing.T, query string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(m.in, query+";"); err != nil {
+		t.Fatal(err)
+	}
+	if !m.out.Scan() {
+		t.Fatalf("%s: no answer: %v", query, m.out.Err())
+	}
+	return m.out.Text()
+}
+
+// writeTLSFiles writes a throwaway CA, and a server and a client
+// certificate it signed with their keys, into dir, by the names sysbench
+// 1.0 reads (mysandbox.SysbenchOptions.TLSDir): the server's settings
+// that name its files.
+func writeTLSFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	now := time.Now()
+	caKey := newKey()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "dbiolat test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, kind string, der []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cacert.pem", "CERTIFICATE", caDER)
+	for i, side := range []string{"server", "client"} {
+		k := newKey()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: "127.0.0.1"},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(side+"-cert.pem", "CERTIFICATE", der)
+		write(side+"-key.pem", "PRIVATE KEY", keyDER)
+	}
+	return map[string]string{"ssl_ca": filepath.Join(dir, "cacert.pem"), "ssl_cert": filepath.Join(dir, "server-cert.pem"),
+		"ssl_key": filepath.Join(dir, "server-key.pem")}
 }
 
 // record → report on MariaDB: every statement in the recording, the

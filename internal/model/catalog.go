@@ -40,7 +40,7 @@ var Counters = []Counter{
 	{"programs_skipped", true, false, "program runs skipped by the kernel (already running on that CPU)"},
 	{"wait_hists_full", true, true, "sleeps left out of the wait event histograms (map full)"},
 	{"fuse_full", true, true, "FUSE requests not followed (map full)"},
-	{"mysql_conn_full", true, true, "MySQL connections not followed (socket storage full)"},
+	{"mysql_conn_full", true, true, "MySQL connections not followed (socket storage or TLS connection map full)"},
 	{"query_unfinished", false, true, "queries started again before finishing"},
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},

@@ -26,8 +26,15 @@ type SysbenchOptions struct {
 	// Seed is --rand-seed; 0 = sysbench's, the clock's seconds: two runs
 	// within one second then repeat the same statements, and the second's
 	// updates, setting values already set, change no row.
-	Seed  int
-	Extra []string // more options, e.g. "--range_selects=off"
+	Seed int
+	// TLSDir, if set, has sysbench connect over TCP to the server's Port
+	// on 127.0.0.1 with --mysql-ssl=on, instead of through its socket (the
+	// server needs a port and TLS settings: ssl_cert, ssl_key, ssl_ca).
+	// sysbench 1.0 reads its CA and client certificate from fixed names in
+	// its working directory, cacert.pem, client-cert.pem and
+	// client-key.pem: it runs in TLSDir, which holds them.
+	TLSDir string
+	Extra  []string // more options, e.g. "--range_selects=off"
 }
 
 // SysbenchResult is what sysbench 1.0's run phase reports: its "SQL
@@ -48,9 +55,9 @@ type SysbenchResult struct {
 
 // Sysbench runs sysbench's phase ("prepare", "run" or "cleanup") of
 // o.Test against database sbtest as the server's root user, over the
-// socket. prepare creates the database if it is missing. For run it
-// returns the parsed report (ParseSysbench); for the others, a zero
-// result.
+// socket (over TCP and TLS with o.TLSDir). prepare creates the database if it is
+// missing. For run it returns the parsed report (ParseSysbench); for the
+// others, a zero result.
 func (s *Server) Sysbench(ctx context.Context, o SysbenchOptions, phase string) (SysbenchResult, error) {
 	if phase != "prepare" && phase != "run" && phase != "cleanup" {
 		return SysbenchResult{}, fmt.Errorf("mysandbox: sysbench phase %q is none of prepare, run and cleanup", phase)
@@ -67,7 +74,15 @@ func (s *Server) Sysbench(ctx context.Context, o SysbenchOptions, phase string) 
 	if test == "" {
 		test = "oltp_read_write"
 	}
-	args := []string{test, "--db-driver=mysql", "--mysql-socket=" + s.Socket, "--mysql-user=root", "--mysql-db=sbtest"}
+	args := []string{test, "--db-driver=mysql", "--mysql-user=root", "--mysql-db=sbtest"}
+	switch {
+	case o.TLSDir != "" && s.Port == 0:
+		return SysbenchResult{}, fmt.Errorf("mysandbox: sysbench over TLS connects over TCP, and the server has no port")
+	case o.TLSDir != "":
+		args = append(args, "--mysql-host=127.0.0.1", "--mysql-port="+strconv.Itoa(s.Port), "--mysql-ssl=on")
+	default:
+		args = append(args, "--mysql-socket="+s.Socket)
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -84,7 +99,11 @@ func (s *Server) Sysbench(ctx context.Context, o SysbenchOptions, phase string) 
 	}
 	args = append(args, o.Extra...)
 	args = append(args, phase)
-	out, err := cmdrun.Run(s.command(ctx, "sysbench", args...), nil, "mysandbox")
+	cmd := s.command(ctx, "sysbench", args...)
+	if o.TLSDir != "" {
+		cmd.Dir = o.TLSDir
+	}
+	out, err := cmdrun.Run(cmd, nil, "mysandbox")
 	if err != nil || phase != "run" {
 		return SysbenchResult{}, err
 	}

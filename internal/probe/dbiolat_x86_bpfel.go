@@ -176,6 +176,19 @@ type dbiolatMyParked struct {
 	Text      [512]int8
 }
 
+type dbiolatMyTlsConn struct {
+	_  structs.HostLayout
+	C  dbiolatMyConn
+	Sk uint64
+}
+
+type dbiolatMyTlsKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Ssl  uint64
+}
+
 type dbiolatProcFlag uint32
 
 const (
@@ -316,12 +329,14 @@ type dbiolatTaskLocal struct {
 		_       structs.HostLayout
 		Sk      uint64
 		TlsBuf  uint64
+		TlsSsl  uint64
+		TlsLen  uint32
 		TextOff uint32
 		NextOff uint32
 		State   uint8
 		Flags   uint8
 		Tls     uint8
-		Pad     [5]uint8
+		Pad     [1]uint8
 	}
 }
 
@@ -451,6 +466,7 @@ const (
 	dbiolatMapInflight              = "inflight"
 	dbiolatMapMyConns               = "my_conns"
 	dbiolatMapMyParked              = "my_parked"
+	dbiolatMapMyTlsConns            = "my_tls_conns"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
@@ -515,6 +531,9 @@ const (
 	dbiolatProgLockWaitStart        = "lock_wait_start"
 	dbiolatProgMysqlRecv            = "mysql_recv"
 	dbiolatProgMysqlSend            = "mysql_send"
+	dbiolatProgMysqlTlsRead         = "mysql_tls_read"
+	dbiolatProgMysqlTlsReadDone     = "mysql_tls_read_done"
+	dbiolatProgMysqlTlsWrite        = "mysql_tls_write"
 	dbiolatProgProcExit             = "proc_exit"
 	dbiolatProgProcFork             = "proc_fork"
 	dbiolatProgSchedSwitch          = "sched_switch"
@@ -634,6 +653,9 @@ type dbiolatProgramSpecs struct {
 	LockWaitStart        *ebpf.ProgramSpec `ebpf:"lock_wait_start"`
 	MysqlRecv            *ebpf.ProgramSpec `ebpf:"mysql_recv"`
 	MysqlSend            *ebpf.ProgramSpec `ebpf:"mysql_send"`
+	MysqlTlsRead         *ebpf.ProgramSpec `ebpf:"mysql_tls_read"`
+	MysqlTlsReadDone     *ebpf.ProgramSpec `ebpf:"mysql_tls_read_done"`
+	MysqlTlsWrite        *ebpf.ProgramSpec `ebpf:"mysql_tls_write"`
 	ProcExit             *ebpf.ProgramSpec `ebpf:"proc_exit"`
 	ProcFork             *ebpf.ProgramSpec `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.ProgramSpec `ebpf:"sched_switch"`
@@ -659,6 +681,7 @@ type dbiolatMapSpecs struct {
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
 	MyParked     *ebpf.MapSpec `ebpf:"my_parked"`
+	MyTlsConns   *ebpf.MapSpec `ebpf:"my_tls_conns"`
 	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
 	Procs        *ebpf.MapSpec `ebpf:"procs"`
@@ -717,6 +740,7 @@ type dbiolatMaps struct {
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	MyConns      *ebpf.Map `ebpf:"my_conns"`
 	MyParked     *ebpf.Map `ebpf:"my_parked"`
+	MyTlsConns   *ebpf.Map `ebpf:"my_tls_conns"`
 	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
 	Procs        *ebpf.Map `ebpf:"procs"`
@@ -740,6 +764,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Inflight,
 		m.MyConns,
 		m.MyParked,
+		m.MyTlsConns,
 		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,
@@ -828,6 +853,9 @@ type dbiolatPrograms struct {
 	LockWaitStart        *ebpf.Program `ebpf:"lock_wait_start"`
 	MysqlRecv            *ebpf.Program `ebpf:"mysql_recv"`
 	MysqlSend            *ebpf.Program `ebpf:"mysql_send"`
+	MysqlTlsRead         *ebpf.Program `ebpf:"mysql_tls_read"`
+	MysqlTlsReadDone     *ebpf.Program `ebpf:"mysql_tls_read_done"`
+	MysqlTlsWrite        *ebpf.Program `ebpf:"mysql_tls_write"`
 	ProcExit             *ebpf.Program `ebpf:"proc_exit"`
 	ProcFork             *ebpf.Program `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.Program `ebpf:"sched_switch"`
@@ -896,6 +924,9 @@ func (p *dbiolatPrograms) Close() error {
 		p.LockWaitStart,
 		p.MysqlRecv,
 		p.MysqlSend,
+		p.MysqlTlsRead,
+		p.MysqlTlsReadDone,
+		p.MysqlTlsWrite,
 		p.ProcExit,
 		p.ProcFork,
 		p.SchedSwitch,

@@ -87,11 +87,27 @@ type TLSFunctions struct {
 	Read, Write string
 }
 
-// AttachTLS reads the messages of TLS connections in plaintext at the
-// library (wire.bpf.c), in every process that maps it. A process reads
-// its TLS connections this way once tracked with ProcInfo.TLSProbed.
+// AttachTLS reads the messages of PostgreSQL's TLS connections in
+// plaintext at the library (wire.bpf.c), in every process that maps it. A
+// process reads its TLS connections this way once tracked with
+// ProcInfo.TLSProbed.
 func (t *Tracer) AttachTLS(library string, f TLSFunctions) error {
-	key, err := attachment(library, "tls")
+	o := &t.objs
+	return t.attachTLS(library, "tls", f, o.WireTlsRead, o.WireTlsReadDone, o.WireTlsWrite)
+}
+
+// AttachMySQLTLS does the same for MySQL's protocol (mysql.bpf.c), in a
+// MySQL or MariaDB server's threads: both may be attached to one library,
+// each family's programs ignore the other's threads.
+func (t *Tracer) AttachMySQLTLS(library string, f TLSFunctions) error {
+	o := &t.objs
+	return t.attachTLS(library, "mysql-tls", f, o.MysqlTlsRead, o.MysqlTlsReadDone, o.MysqlTlsWrite)
+}
+
+// attachTLS attaches read at the read function's entry, readDone at its
+// return and write at the write function's entry, once per library and kind.
+func (t *Tracer) attachTLS(library, kind string, f TLSFunctions, read, readDone, write *ebpf.Program) error {
+	key, err := attachment(library, kind)
 	if err != nil || t.binaries[key] {
 		return err
 	}
@@ -99,12 +115,11 @@ func (t *Tracer) AttachTLS(library string, f TLSFunctions) error {
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", library, err)
 	}
-	o := &t.objs
 	for _, fn := range []struct {
 		symbol string
 		prog   *ebpf.Program
 		ret    bool
-	}{{f.Read, o.WireTlsRead, false}, {f.Read, o.WireTlsReadDone, true}, {f.Write, o.WireTlsWrite, false}} {
+	}{{f.Read, read, false}, {f.Read, readDone, true}, {f.Write, write, false}} {
 		if err := t.attachFunction(ex, library, fn.symbol, fn.prog, fn.ret); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/elfvar"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/postgres"
@@ -33,7 +34,8 @@ type myConn struct {
 }
 
 // attachMySQL traces a MySQL server: any of its threads may run a
-// connection's commands; the waits it brackets are named and boxed; each
+// connection's commands; the waits it brackets are named and boxed; its
+// TLS connections are read in plaintext at the OpenSSL it maps; each
 // thread's I/O is kept apart, under its role.
 func (s *Session) attachMySQL(in mysql.Instance) error {
 	s.mysqls[in.PID] = in
@@ -47,7 +49,8 @@ func (s *Session) attachMySQL(in mysql.Instance) error {
 	} else {
 		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", in, err))
 	}
-	err = s.tracer.Track(in.PID, probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major}, false)
+	info := probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major, TLSProbed: s.attachMySQLTLS(in)}
+	err = s.tracer.Track(in.PID, info, false)
 	s.learnThreads()
 	return err
 }
@@ -82,6 +85,25 @@ func (s *Session) mysqlThread(tid uint32) (postgres.Process, bool) {
 		}
 	}
 	return postgres.Process{}, false
+}
+
+// attachMySQLTLS reads the server's TLS connections in plaintext at the
+// OpenSSL it maps (MySQLWire), as attachTLS does PostgreSQL's; false if it
+// maps none or the probes cannot be attached (its TLS connections are then
+// counted, not traced).
+func (s *Session) attachMySQLTLS(in mysql.Instance) bool {
+	if s.cfg.Families&probe.MySQLWire == 0 {
+		return false
+	}
+	lib, err := elfvar.Library(in.PID, mysql.TLSLibrary)
+	if err != nil || lib == "" {
+		return false
+	}
+	if err := s.tracer.AttachMySQLTLS(lib, probe.TLSFunctions{Read: mysql.TLSRead, Write: mysql.TLSWrite}); err != nil {
+		s.warn(fmt.Sprintf("%s: its TLS connections cannot be read (%v): they are counted, not traced", in, err))
+		return false
+	}
+	return true
 }
 
 // conn is the state of a connection (the kernel's connection key).

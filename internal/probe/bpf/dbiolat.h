@@ -299,13 +299,16 @@ enum wire_flag {
 
 struct wire {
 	__u64 sk;       /* the client's socket (struct sock *), once seen */
-	__u64 tls_buf;  /* the plaintext buffer of the TLS library read in progress */
+	__u64 tls_buf;  /* the plaintext buffer of the TLS library call in progress */
+	/* MySQL (mysql.bpf.c): the TLS library call in progress, its plaintext at tls_buf */
+	__u64 tls_ssl;  /* its connection (SSL *); 0: none */
+	__u32 tls_len;  /* SSL_write's plaintext bytes, read at its first send; 0: an SSL_read */
 	__u32 text_off; /* where the round trip's messages start in the captured bytes */
 	__u32 next_off; /* where the next, pipelined, round trip starts in them (0: none) */
 	__u8 state;     /* enum wire_state */
 	__u8 flags;     /* enum wire_flag */
 	__u8 tls;       /* the socket carries TLS: its messages come from the TLS library */
-	__u8 pad[5];
+	__u8 pad[1];
 };
 
 /* The task-local state of a traced thread. */

@@ -25,6 +25,13 @@
  * of a prepared statement from the COM_STMT_PREPARE that the record of its
  * reply's statement id taught it, and user and database from the
  * connection's handshake response, sent as its first record.
+ *
+ * TLS connections are read in plaintext at the TLS library the server
+ * maps (OpenSSL's SSL_read, its return, and SSL_write), as wire.bpf.c
+ * reads PostgreSQL's. A uprobe has no socket storage, so their state is a
+ * second struct my_conn per library connection (SSL *), in my_tls_conns;
+ * the socket only says it carries TLS (MY_TLS), and a socket call inside
+ * SSL_read tells the library connection its socket.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -66,6 +73,7 @@ enum my_state {
 	MY_IDLE = 2,      /* between commands */
 	MY_BUSY = 3,      /* from a command to the end of its reply (the handshake too) */
 	MY_OFF = 4,       /* encrypted, a replication stream, or gone: not followed */
+	MY_TLS = 5,       /* a socket carrying TLS: followed in plaintext at the library (my_tls_conns) */
 };
 
 /* Where in its reply the server is. */
@@ -80,7 +88,8 @@ enum my_part {
 
 /* What a connection's client is known to do (bits). */
 enum my_flag {
-	MY_NO_EOF = 1, /* CLIENT_DEPRECATE_EOF: no EOF after column definitions */
+	MY_NO_EOF = 1,  /* CLIENT_DEPRECATE_EOF: no EOF after column definitions */
+	MY_TLS_NEW = 2, /* a socket whose SSLRequest was seen: its handshake response comes through SSL_read */
 };
 
 struct my_conn {
@@ -132,6 +141,30 @@ struct {
 	__type(key, __u64); /* the connection's socket */
 	__type(value, struct my_parked);
 } my_parked SEC(".maps");
+
+/*
+ * TLS connections, by the TLS library's connection (SSL *) in the server
+ * process: their protocol state, read in plaintext at the library, and
+ * the socket they were last read from (the connection's key elsewhere).
+ * LRU: a connection that ends without COM_QUIT is not seen to end.
+ */
+struct my_tls_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ssl;
+};
+
+struct my_tls_conn {
+	struct my_conn c;
+	__u64 sk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct my_tls_key);
+	__type(value, struct my_tls_conn);
+} my_tls_conns SEC(".maps");
 
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
@@ -437,8 +470,13 @@ out:
  * The reply ended (or was cut short by the next command): the record goes
  * out. Usually the thread that ran the command sends it; in a thread pool
  * another thread may, and the query is then ended in its owner's stead.
+ * lib: called from a uprobe (the TLS library's), which cannot reach
+ * another task (no bpf_task_from_pid): a query its owner still runs is
+ * dropped there. Replies are sent from the socket tracepoint, so only a
+ * reply's end missed until the next command (counted) comes this way.
  */
-static __always_inline void my_end(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk)
+static __always_inline void my_end(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk,
+				   int lib)
 {
 	struct thread_state *ts = thread_current();
 	struct task_struct *owner;
@@ -457,10 +495,14 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 	}
 	/* Another thread's query: still its owner's, or parked already. */
 	ts = thread_of(c->owner);
-	if (ts && ts->query_start_ns && ts->mysql_conn == sk && (owner = bpf_task_from_pid(c->owner))) {
-		otl = task_local_of(owner);
-		my_park(owner, ts, otl ? &otl->wf : NULL, sk, 1);
-		bpf_task_release(owner);
+	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
+		if (lib) {
+			my_cancel(ts, NULL);
+		} else if ((owner = bpf_task_from_pid(c->owner))) {
+			otl = task_local_of(owner);
+			my_park(owner, ts, otl ? &otl->wf : NULL, sk, 1);
+			bpf_task_release(owner);
+		}
 	}
 	my_end_parked(c, sk);
 }
@@ -543,7 +585,7 @@ static __always_inline void my_sent(struct task_struct *task, struct task_local 
 	*c = w.c;
 	if (w.ended) {
 		c->carry = c->have = 0;
-		my_end(task, tl, c, sk);
+		my_end(task, tl, c, sk, 0);
 	}
 }
 
@@ -570,7 +612,7 @@ static __always_inline void my_begin(struct task_struct *task, struct task_local
  * thread's query began at its header.
  */
 static __always_inline void my_command(struct task_struct *task, struct task_local *tl, struct my_conn *c,
-				       __u64 sk, void *payload, __u32 n, __u32 len)
+				       __u64 sk, void *payload, __u32 n, __u32 len, int lib)
 {
 	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u32 m = text_bound(n < len ? n : len);
@@ -595,7 +637,7 @@ static __always_inline void my_command(struct task_struct *task, struct task_loc
 		c->state = MY_IDLE;
 		break;
 	case COM_QUIT: /* Go forgets the connection */
-		my_end(task, tl, c, sk);
+		my_end(task, tl, c, sk, lib);
 		c->state = MY_OFF;
 		break;
 	case COM_BINLOG_DUMP: /* a replica's stream: never ends */
@@ -608,13 +650,33 @@ static __always_inline void my_command(struct task_struct *task, struct task_loc
 }
 
 /*
- * The handshake response, the client's first packet (sequence 1): Go
- * learns the user and database from it. Its record carries it behind a
- * command byte 0 (COM_SLEEP, which no client sends); the query it makes
- * is the authentication, which ends with the server's OK or ERR.
+ * An SSLRequest on a socket: TLS follows. Read in plaintext at the library
+ * when the process's is probed (proc_info), else not followed (counted).
+ */
+static __always_inline void my_tls_begins(struct task_struct *task, struct my_conn *c)
+{
+	__u32 tgid = task->tgid;
+	struct proc_info *pi = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (pi && (pi->flags & PROC_TLS_PROBED)) {
+		c->state = MY_TLS;
+		c->flags |= MY_TLS_NEW;
+		stat_inc(STAT_WIRE_TLS);
+		return;
+	}
+	stat_inc(STAT_WIRE_ENCRYPTED);
+	c->state = MY_OFF;
+}
+
+/*
+ * The handshake response, the client's first packet (sequence 1; 2 over
+ * TLS, after the SSLRequest): Go learns the user and database from it.
+ * Its record carries it behind a command byte 0 (COM_SLEEP, which no
+ * client sends); the query it makes is the authentication, which ends
+ * with the server's OK or ERR. tls: read at the TLS library.
  */
 static __always_inline void my_handshake(struct task_struct *task, struct task_local *tl, struct my_conn *c,
-					 __u64 sk, void *payload, __u32 n, __u32 len)
+					 __u64 sk, void *payload, __u32 n, __u32 len, int tls)
 {
 	struct wire_text *t;
 	__u8 caps_le[4];
@@ -623,9 +685,8 @@ static __always_inline void my_handshake(struct task_struct *task, struct task_l
 	if (n < 4 || bpf_probe_read_user(caps_le, sizeof(caps_le), payload))
 		return;
 	caps = le32(caps_le);
-	if (caps & CLIENT_SSL) { /* an SSLRequest: TLS follows */
-		stat_inc(STAT_WIRE_ENCRYPTED);
-		c->state = MY_OFF;
+	if ((caps & CLIENT_SSL) && !tls) { /* an SSLRequest: TLS follows */
+		my_tls_begins(task, c);
 		return;
 	}
 	if (caps & CLIENT_DEPRECATE_EOF)
@@ -648,11 +709,11 @@ static __always_inline void my_handshake(struct task_struct *task, struct task_l
 
 /* A command begins to be read: the connection's query begins. */
 static __always_inline void my_command_begins(struct task_struct *task, struct task_local *tl, struct my_conn *c,
-					      __u64 sk)
+					      __u64 sk, int lib)
 {
 	if (c->state == MY_BUSY) { /* the last reply's end was missed: it ends here */
 		stat_inc(STAT_MYSQL_REPLY_UNSEEN);
-		my_end(task, tl, c, sk);
+		my_end(task, tl, c, sk, lib);
 	}
 	my_begin(task, tl, c, sk);
 }
@@ -662,12 +723,12 @@ static __always_inline void my_command_begins(struct task_struct *task, struct t
  * are at payload. begun: a command's header came alone, its query began.
  */
 static __always_inline void my_client_packet(struct task_struct *task, struct task_local *tl, struct my_conn *c,
-					     __u64 sk, __u8 seq, __u32 len, void *payload, __u32 n, int begun)
+					     __u64 sk, __u8 seq, __u32 len, void *payload, __u32 n, int begun, int lib)
 {
 	c->cmd_left = len > n ? len - n : 0;
 	if (c->state == MY_GREETED) {
-		if (seq == 1)
-			my_handshake(task, tl, c, sk, payload, n, len);
+		if (seq == 1 || seq == 2)
+			my_handshake(task, tl, c, sk, payload, n, len, seq == 2);
 		return;
 	}
 	/* A command has sequence 0; anything else (the rest of an auth
@@ -675,13 +736,13 @@ static __always_inline void my_client_packet(struct task_struct *task, struct ta
 	if (seq != 0 || !len || !n)
 		return;
 	if (!begun)
-		my_command_begins(task, tl, c, sk);
-	my_command(task, tl, c, sk, payload, n, len);
+		my_command_begins(task, tl, c, sk, lib);
+	my_command(task, tl, c, sk, payload, n, len, lib);
 }
 
-/* The server read n bytes from a connection into buf. */
+/* The server read n bytes from a connection into buf (lib: see my_end). */
 static __always_inline void my_received(struct task_struct *task, struct task_local *tl, struct my_conn *c,
-					__u64 sk, void *buf, __u32 n)
+					__u64 sk, void *buf, __u32 n, int lib)
 {
 	__u8 hdr[4];
 
@@ -694,7 +755,7 @@ static __always_inline void my_received(struct task_struct *task, struct task_lo
 	if (c->in_header) { /* the payload of the packet whose header came alone */
 		c->in_header = 0;
 		my_client_packet(task, tl, c, sk, c->in_seq, c->in_len, buf, n,
-				 c->in_seq == 0 && c->state != MY_GREETED);
+				 c->in_seq == 0 && c->state != MY_GREETED, lib);
 		return;
 	}
 	if (c->cmd_left) { /* more of a long packet */
@@ -708,10 +769,10 @@ static __always_inline void my_received(struct task_struct *task, struct task_lo
 		c->in_len = le24(hdr);
 		c->in_header = 1;
 		if (c->in_seq == 0 && c->state != MY_GREETED && c->in_len)
-			my_command_begins(task, tl, c, sk); /* its query begins as the server reads it */
+			my_command_begins(task, tl, c, sk, lib); /* its query begins as the server reads it */
 		return;
 	}
-	my_client_packet(task, tl, c, sk, hdr[3], le24(hdr), buf + 4, n - 4, 0);
+	my_client_packet(task, tl, c, sk, hdr[3], le24(hdr), buf + 4, n - 4, 0, lib);
 }
 
 /* The connection of a socket call of a MySQL thread; NULL for any other. */
@@ -728,6 +789,36 @@ static __always_inline struct my_conn *my_conn_of(struct task_struct *task, stru
 	return c;
 }
 
+/*
+ * The thread reads ciphertext inside SSL_read: the socket carries TLS
+ * from here on (a connection older than the trace is found so), and the
+ * library connection learns its socket: a new one, after its SSLRequest,
+ * starts where the greeting left the socket; an SSL * that served another
+ * socket before was freed and reused.
+ */
+static __always_inline void my_tls_link(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+					__u64 sk)
+{
+	struct my_tls_key key = { .tgid = task->tgid, .ssl = tl->wire.tls_ssl };
+	struct my_tls_conn *t = bpf_map_lookup_elem(&my_tls_conns, &key);
+	struct my_tls_conn fresh = {};
+
+	if (c->state != MY_TLS) {
+		c->state = MY_TLS;
+		stat_inc(STAT_WIRE_TLS);
+	}
+	if (t && t->sk == sk && !(c->flags & MY_TLS_NEW))
+		return;
+	fresh.sk = sk;
+	if (c->flags & MY_TLS_NEW) {
+		fresh.c.conn = c->conn;
+		fresh.c.state = MY_GREETED;
+		c->flags &= ~MY_TLS_NEW;
+	}
+	if (bpf_map_update_elem(&my_tls_conns, &key, &fresh, BPF_ANY))
+		stat_inc(STAT_MYSQL_CONN_FULL);
+}
+
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
 {
@@ -739,9 +830,36 @@ int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
 		return 0;
 	task = bpf_get_current_task_btf();
 	c = my_conn_of(task, sk, &tl);
-	if (c)
-		my_received(task, tl, c, (__u64)sk, sock_buf(task), ret);
+	if (!c)
+		return 0;
+	if (tl->wire.tls_ssl) /* inside SSL_read: ciphertext */
+		my_tls_link(task, tl, c, (__u64)sk);
+	else if (c->state != MY_TLS)
+		my_received(task, tl, c, (__u64)sk, sock_buf(task), ret, 0);
 	return 0;
+}
+
+/*
+ * The first send inside the thread's SSL_write: the plaintext its entry
+ * noted is read now, in the tracepoint, where a reply another thread's
+ * query waits for can end it (my_end); NULL when the library connection
+ * is not followed (not read yet: older than the trace, found at its next
+ * read) or another socket's (a stale note).
+ */
+static __always_inline struct my_conn *my_tls_sending(struct task_struct *task, struct task_local *tl, __u64 sk,
+						       void **buf, __u32 *n)
+{
+	struct my_tls_key key = { .tgid = task->tgid, .ssl = tl->wire.tls_ssl };
+	struct my_tls_conn *t;
+
+	*buf = (void *)tl->wire.tls_buf;
+	*n = tl->wire.tls_len;
+	tl->wire.tls_ssl = tl->wire.tls_buf = 0; /* the write's next sends are ciphertext only */
+	tl->wire.tls_len = 0;
+	t = bpf_map_lookup_elem(&my_tls_conns, &key);
+	if (!t || t->sk != sk)
+		return NULL;
+	return &t->c;
 }
 
 SEC("tp_btf/sock_send_length")
@@ -751,6 +869,7 @@ int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
 	struct task_local *tl;
 	struct my_conn *c;
 	void *buf;
+	__u32 n = ret;
 
 	if (ret <= 0)
 		return 0;
@@ -758,11 +877,77 @@ int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
 	c = my_conn_of(task, sk, &tl);
 	if (!c)
 		return 0;
-	buf = sock_buf(task);
+	if (tl->wire.tls_ssl) { /* inside SSL_read or SSL_write: ciphertext */
+		if (!tl->wire.tls_len || !(c = my_tls_sending(task, tl, (__u64)sk, &buf, &n)))
+			return 0;
+	} else if (c->state == MY_TLS) {
+		return 0;
+	} else {
+		buf = sock_buf(task);
+	}
 	if (!buf) {
 		stat_inc(STAT_WIRE_UNREADABLE);
 		return 0;
 	}
-	my_sent(task, tl, c, (__u64)sk, buf, ret);
+	my_sent(task, tl, c, (__u64)sk, buf, n);
+	return 0;
+}
+
+/*
+ * TLS connections in plaintext, at the TLS library (OpenSSL's SSL_read and
+ * SSL_write, int f(SSL *, void *buf, int num)), in a MySQL server's threads
+ * only (wire.bpf.c's programs take PostgreSQL's on the same library).
+ * Each call's entry notes it in the thread's state. SSL_read: the socket
+ * read inside it, if any, links its SSL * to the socket (my_tls_link);
+ * its return reads the plaintext. SSL_write: its first send reads the
+ * plaintext (my_tls_sending), so no return probe is needed.
+ */
+SEC("uprobe")
+int mysql_tls_read(struct pt_regs *ctx)
+{
+	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
+
+	if (!tl || tl->wire.state != WIRE_MYSQL)
+		return 0;
+	tl->wire.tls_ssl = PT_REGS_PARM1(ctx);
+	tl->wire.tls_buf = PT_REGS_PARM2(ctx);
+	tl->wire.tls_len = 0;
+	return 0;
+}
+
+SEC("uretprobe")
+int mysql_tls_read_done(struct pt_regs *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_local *tl = task_local_of(task);
+	struct my_tls_key key = { .tgid = task->tgid };
+	struct my_tls_conn *t;
+	int ret = PT_REGS_RC(ctx);
+	void *buf;
+
+	if (!tl || tl->wire.state != WIRE_MYSQL || !tl->wire.tls_ssl || tl->wire.tls_len)
+		return 0;
+	key.ssl = tl->wire.tls_ssl;
+	buf = (void *)tl->wire.tls_buf;
+	tl->wire.tls_ssl = tl->wire.tls_buf = 0;
+	if (ret <= 0 || !(t = bpf_map_lookup_elem(&my_tls_conns, &key)))
+		return 0;
+	my_received(task, tl, &t->c, t->sk, buf, ret, 1);
+	if (t->c.state == MY_OFF && t->c.cmd == COM_QUIT) /* the client left: so does its state */
+		bpf_map_delete_elem(&my_tls_conns, &key);
+	return 0;
+}
+
+SEC("uprobe")
+int mysql_tls_write(struct pt_regs *ctx)
+{
+	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
+	int num = PT_REGS_PARM3(ctx);
+
+	if (!tl || tl->wire.state != WIRE_MYSQL || num <= 0)
+		return 0;
+	tl->wire.tls_ssl = PT_REGS_PARM1(ctx);
+	tl->wire.tls_buf = PT_REGS_PARM2(ctx);
+	tl->wire.tls_len = num;
 	return 0;
 }

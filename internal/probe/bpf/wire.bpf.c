@@ -301,7 +301,7 @@ int wire_tls_read(struct pt_regs *ctx)
 {
 	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
 
-	if (!tl || tl->wire.state == WIRE_OFF)
+	if (!tl || tl->wire.state == WIRE_OFF || tl->wire.state == WIRE_MYSQL) /* MySQL's: mysql.bpf.c */
 		return 0;
 	if (!tl->wire.tls) {
 		tl->wire.tls = 1;
