@@ -8,7 +8,6 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
-	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 )
 
@@ -59,7 +58,7 @@ func runSlowlog(ctx context.Context, o slowlogOptions) error {
 	}, onProcess: func(p *model.Process) error {
 		// Background runs (autovacuum, parallel workers…) have no query
 		// of their own: their whole run is the line. Connections are not.
-		if p.Role == string(postgres.ClientBackend) || p.Role == string(postgres.Postmaster) {
+		if !output.Background(p) {
 			return nil
 		}
 		if o.JSON {

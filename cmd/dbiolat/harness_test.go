@@ -254,6 +254,17 @@ func (tr *trace) stop(t *testing.T) (queries []model.Query, intervals []model.In
 	return queries, intervals, sum
 }
 
+// stopText ends a trace without --json with Ctrl-C and returns its output.
+func (tr *trace) stopText(t *testing.T) string {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat exited with %v: %s", err, tr.stderr.String())
+	}
+	return tr.stdout.String()
+}
+
 // stopRecording ends a `dbiolat record` with Ctrl-C and opens what it wrote.
 func (tr *trace) stopRecording(t *testing.T) *record.Recording {
 	t.Helper()

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -414,6 +415,9 @@ const psDataFileIO = `SELECT COUNT_STAR, SUM_TIMER_WAIT DIV 1000 FROM performanc
  WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_data_file'
  AND THREAD_ID = (SELECT THREAD_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID())`
 
+// greggLine is a MySQL scan's line in the slow-query log, with its fs I/O count.
+var greggLine = regexp.MustCompile(`(?m)^\S+ pid \d+ root@scan query \S+ \(cpu [^)]*\), fs \S+ \((\d+) I/O, [^)]*\)(, blk \S+ \(\d+ req, [^)]*\))? : SELECT SUM\(LENGTH\(pad\)\) FROM big$`)
+
 // A cold full scan of a table several times the buffer pool: its file
 // system reads are the ones performance_schema counts for its thread's
 // data-file reads, in the time it says, and it starts block requests;
@@ -427,6 +431,7 @@ func TestMySQLColdScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
+	gregg := startTrace(t, "slowlog", "--fs", "--min-query", "0", "--pid", fmt.Sprint(s.PID())) // the seeds' line, beside
 	var ps [2][2]uint64 // [cold, warm][count, ns]
 	for i := range ps {
 		if i == 0 {
@@ -452,10 +457,21 @@ func TestMySQLColdScan(t *testing.T) {
 		t.Fatalf("the 5,000 rows: %v", err)
 	}
 	qs, _, sum := tr.stop(t)
+	log := gregg.stopText(t)
 	checkRepliesEnded(t, sum)
 	only(t, qs, "SELECT id, pad FROM big WHERE id <= ?", 1)
 	scans := only(t, qs, "SELECT SUM(LENGTH(pad)) FROM big", 2)
 	cold, warm := scans[0], scans[1]
+	// Gregg's slow-query line, for MySQL: "query 538ms (…), fs 509ms (83
+	// I/O, …), blk …: SELECT …", its I/O count the JSON record's.
+	m := greggLine.FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no slow-query line for the scan:\n%s", log)
+	}
+	if n, _ := strconv.ParseUint(m[1], 10, 64); n < cold.FSCount()*99/100 || n > cold.FSCount()*101/100 {
+		t.Errorf("the slow-query line %q counts %d I/O, the record %d", m[0], n, cold.FSCount())
+	}
+	t.Logf("the slow-query line: %s", m[0])
 	t.Logf("cold: %v, fs read %v in %d reads (performance_schema %v in %d), %d block requests, io wait %v; warm: %v, fs read %v in %d (performance_schema %v in %d), %d block requests",
 		time.Duration(cold.QueryNs), time.Duration(cold.FSReadNs), cold.FSReadCount, time.Duration(ps[0][1]), ps[0][0], cold.BlkCount, time.Duration(cold.IOWaitNs),
 		time.Duration(warm.QueryNs), time.Duration(warm.FSReadNs), warm.FSReadCount, time.Duration(ps[1][1]), ps[1][0], warm.BlkCount)
@@ -475,7 +491,9 @@ func TestMySQLColdScan(t *testing.T) {
 			"and the time no more than its and 10%%, and no less than its less the query's CPU, run-queue and other waits (%v)",
 			cold.FSReadCount, time.Duration(cold.FSReadNs), ps[0][0], time.Duration(ps[0][1]), time.Duration(beside))
 	}
-	t.Logf("the cold scan's read time is %.1f%% of performance_schema's", 100*ns/psNs)
+	t.Logf("the cold scan's read time is %.1f%% of performance_schema's; its boxes: cpu %v, runq %v, io wait %v, aio wait %v, lock %v, other %v; waits %v",
+		100*ns/psNs, time.Duration(cold.CPUNs), time.Duration(cold.RunqNs), time.Duration(cold.IOWaitNs), time.Duration(cold.AIOWaitNs),
+		time.Duration(cold.LockNs), time.Duration(cold.OtherWaitNs), cold.Waits)
 	if cold.BlkCount == 0 || cold.BlkReadCount == 0 {
 		t.Errorf("the cold scan started no block requests: %+v", cold)
 	}

@@ -83,8 +83,12 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 // "autovacuum worker pid 4711 ran 4.1s: cpu 1.02s (user 812ms, sys 208ms),
 // fs read 2.9s (356 I/O, 2.8MiB), write 12ms (3), sync 0ns (0)".
 func ProcessLine(p *model.Process) string {
-	return fmt.Sprintf("%s %s pid %d ran %s: cpu %s (user %s, sys %s), fs read %s (%d I/O, %s), write %s (%d, %s), sync %s (%d)",
-		p.TS.Format("15:04:05.000"), p.Role, p.PID, dur(p.ElapsedNs), dur(p.CPUNs), dur(p.CPUUserNs), dur(p.CPUSysNs),
+	id := fmt.Sprintf("pid %d", p.PID)
+	if p.TID != 0 { // a MySQL server's thread
+		id += fmt.Sprintf(" tid %d", p.TID)
+	}
+	return fmt.Sprintf("%s %s %s ran %s: cpu %s (user %s, sys %s), fs read %s (%d I/O, %s), write %s (%d, %s), sync %s (%d)",
+		p.TS.Format("15:04:05.000"), p.Role, id, dur(p.ElapsedNs), dur(p.CPUNs), dur(p.CPUUserNs), dur(p.CPUSysNs),
 		dur(p.FSReadNs), p.FSReadCount, hist.FormatBytes(p.FSReadBytes), dur(p.FSWriteNs), p.FSWriteCount,
 		hist.FormatBytes(p.FSWriteBytes), dur(p.FSSyncNs), p.FSSyncCount)
 }

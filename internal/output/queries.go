@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 )
 
@@ -98,13 +99,23 @@ func Slowest(qs iter.Seq[model.Query], n int) []model.Query {
 	return out
 }
 
-// BackgroundRuns returns the process runs of background work (autovacuum,
-// parallel workers, checkpointer...): connections are shown as their
-// queries, and the postmaster's run is the whole trace.
+// Background says a process run is background work (autovacuum, parallel
+// workers, checkpointer, InnoDB's threads...), shown as a line of its own:
+// connections are shown as their queries, and a server's main process (or
+// thread) run is the whole trace.
+func Background(p *model.Process) bool {
+	switch p.Role {
+	case string(postgres.ClientBackend), string(postgres.Postmaster), mysql.RoleConnection, mysql.RoleServer:
+		return false
+	}
+	return true
+}
+
+// BackgroundRuns returns the process runs of background work.
 func BackgroundRuns(ps []model.Process) []model.Process {
 	var out []model.Process
 	for _, p := range ps {
-		if p.Role != string(postgres.ClientBackend) && p.Role != string(postgres.Postmaster) {
+		if Background(&p) {
 			out = append(out, p)
 		}
 	}
