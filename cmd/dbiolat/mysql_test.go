@@ -432,7 +432,7 @@ func TestMySQLColdScan(t *testing.T) {
 	}
 	tr := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
 	gregg := startTrace(t, "slowlog", "--fs", "--min-query", "0", "--pid", fmt.Sprint(s.PID())) // the seeds' line, beside
-	var ps [2][2]uint64 // [cold, warm][count, ns]
+	var ps [2][2]uint64                                                                         // [cold, warm][count, ns]
 	for i := range ps {
 		if i == 0 {
 			dropCaches(t)
