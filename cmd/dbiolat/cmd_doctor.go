@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/dbiolat/dbiolat/internal/elfvar"
+	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
@@ -81,7 +88,7 @@ func runDoctor(o targetOptions) error {
 		for _, in := range mysqls {
 			exe, _ := os.Readlink(in.Binary)
 			check(fmt.Sprintf("%s server pid %d (data %s, binary %s)", in.Flavor, in.PID, in.DataDir, exe), nil, "")
-			info("queries from MySQL's client protocol, prepared statements too; waits named by thd_wait_begin (row and metadata locks: lock); not yet: TLS connections (counted, not traced), InnoDB's threads as roles")
+			info("%s", mysqlAbilities(in))
 			checkStorage(check, info, in.DataDir)
 		}
 	}
@@ -111,6 +118,60 @@ func runDoctor(o targetOptions) error {
 		fmt.Fprintln(stdout, "\nall checks passed: slowlog, hist and iops will work")
 	}
 	return nil
+}
+
+// mysqlAbilities says what a trace of a MySQL server will see, by what its
+// binary and libraries export and what its threads' stacks tell.
+func mysqlAbilities(in mysql.Instance) string {
+	var says []string
+	says = append(says, "queries from MySQL's client protocol, prepared statements too")
+	if exports(in.Binary, mysql.WaitBegin, mysql.WaitEnd) {
+		says = append(says, "waits named by thd_wait_begin (row, metadata, table locks: lock; disk I/O: I/O wait)")
+	} else {
+		says = append(says, "no thd_wait_begin: lock waits count as other waits")
+	}
+	if lib, _ := elfvar.Library(in.PID, mysql.TLSLibrary); lib != "" && exports(lib, mysql.TLSRead, mysql.TLSWrite) {
+		says = append(says, "TLS connections read at "+lib)
+	} else {
+		says = append(says, "no OpenSSL to probe: TLS connections are counted, not traced")
+	}
+	roles := map[string]int{}
+	if t, err := mysql.NewThreads(in); err == nil {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", in.PID))
+		for _, task := range tasks {
+			if tid, err := strconv.Atoi(task.Name()); err == nil {
+				if role, ok := t.ThreadRole(tid); ok {
+					roles[role]++
+				}
+			}
+		}
+	}
+	if len(roles) == 0 {
+		says = append(says, "its threads' roles cannot be told: their I/O shows as the server's")
+	} else {
+		var rs []string
+		for _, r := range slices.Sorted(maps.Keys(roles)) {
+			rs = append(rs, fmt.Sprintf("%s %d", r, roles[r]))
+		}
+		says = append(says, "threads by role: "+strings.Join(rs, ", "))
+	}
+	return strings.Join(says, "; ")
+}
+
+// exports says the ELF file defines every function named.
+func exports(file string, names ...string) bool {
+	f, err := elf.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	syms, _ := f.DynamicSymbols()
+	for _, name := range names {
+		if !slices.ContainsFunc(syms, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 }) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkStorage says what a data directory's I/O goes through: the layers

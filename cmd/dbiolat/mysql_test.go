@@ -352,7 +352,8 @@ func TestMySQLDoctor(t *testing.T) {
 	s := startMariaDB(t, nil)
 	out, err := exec.Command(binary, "doctor", "--pid", fmt.Sprint(s.PID())).CombinedOutput()
 	for _, want := range []string{"ok    find PostgreSQL, MySQL or MariaDB", fmt.Sprintf("ok    MariaDB server pid %d", s.PID()),
-		"queries from MySQL's client protocol", "ok    storage under the data directory " + s.DataDir} {
+		"queries from MySQL's client protocol", "waits named by thd_wait_begin", "TLS connections read at ",
+		"threads by role: ", "page cleaner 1", "ok    storage under the data directory " + s.DataDir} {
 		if err != nil || !strings.Contains(string(out), want) {
 			t.Errorf("doctor lacks %q: %v\n%s", want, err, out)
 		}

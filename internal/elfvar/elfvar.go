@@ -63,6 +63,18 @@ func symbol(f *elf.File, name string) (uint64, error) {
 	return 0, ErrNoSymbol
 }
 
+// LoadBias is where the kernel loaded the executable binary (a path that
+// opens it, such as /proc/PID/exe) in process pid: what to add to a
+// symbol's value for its address.
+func LoadBias(pid int, binary string) (uint64, error) {
+	f, err := elf.Open(binary)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return loadBias(pid, binary, f)
+}
+
 // loadBias is where the kernel loaded a position-independent executable
 // in process pid: the start of the mapping of its first loadable segment
 // (found by the file's device and inode, whatever path maps shows), less

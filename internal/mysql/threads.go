@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/dbiolat/dbiolat/internal/elfvar"
 )
 
 // The roles of a server's threads. MariaDB 10.11 does not name its
@@ -53,7 +55,7 @@ const (
 // Threads tells the roles of one server's threads.
 type Threads struct {
 	pid    int
-	exe    string            // the binary's path, as the process's mappings name it
+	bias   uint64            // where the binary is loaded
 	funcs  []span            // stackRoles' functions, at their file addresses
 	states map[uint64]string // threadStates' vtables' first virtual function slot (vtable+16) -> role
 }
@@ -80,11 +82,11 @@ func NewThreads(in Instance) (*Threads, error) {
 			byName[s.Name] = s
 		}
 	}
-	exe, err := os.Readlink(in.Binary) // /proc/PID/exe
+	bias, err := elfvar.LoadBias(in.PID, in.Binary)
 	if err != nil {
-		exe = in.Binary
+		return nil, fmt.Errorf("finding %s in process %d: %w", in.Binary, in.PID, err)
 	}
-	t := &Threads{pid: in.PID, exe: exe, states: map[uint64]string{}}
+	t := &Threads{pid: in.PID, bias: bias, states: map[uint64]string{}}
 	for _, r := range stackRoles {
 		if s, ok := byName[r.symbol]; ok && s.Size > 0 {
 			t.funcs = append(t.funcs, span{s.Value, s.Value + s.Size, r.role})
@@ -100,8 +102,8 @@ func NewThreads(in Instance) (*Threads, error) {
 
 // mapping is one line of /proc/PID/maps.
 type mapping struct {
-	lo, hi, offset uint64
-	perms, path    string
+	lo, hi      uint64
+	perms, path string
 }
 
 func readMaps(pid int) ([]mapping, error) {
@@ -121,7 +123,6 @@ func readMaps(pid int) ([]mapping, error) {
 		m := mapping{perms: fl[1]}
 		m.lo, _ = strconv.ParseUint(lo, 16, 64)
 		m.hi, _ = strconv.ParseUint(hi, 16, 64)
-		m.offset, _ = strconv.ParseUint(fl[2], 16, 64)
 		if len(fl) > 5 {
 			m.path = fl[5]
 		}
@@ -182,10 +183,9 @@ func (t *Threads) ThreadRole(tid int) (string, bool) {
 	if _, err := mem.ReadAt(buf, int64(sp)); err != nil {
 		return "", false
 	}
-	bias := t.loadBias(maps)
 	best := len(t.funcs)
 	for i := 0; i+8 <= len(buf); i += 8 {
-		w := binary.LittleEndian.Uint64(buf[i:]) - bias
+		w := binary.LittleEndian.Uint64(buf[i:]) - t.bias
 		for j := 0; j < best; j++ {
 			if w >= t.funcs[j].lo && w < t.funcs[j].hi {
 				best = j
@@ -196,7 +196,7 @@ func (t *Threads) ThreadRole(tid int) (string, bool) {
 	if best < len(t.funcs) {
 		return t.funcs[best].role, true
 	}
-	if role := t.threadObject(mem, maps, buf[max(0, len(buf)-stackTopScan):], bias); role != "" {
+	if role := t.threadObject(mem, maps, buf[max(0, len(buf)-stackTopScan):]); role != "" {
 		return role, true
 	}
 	if nr == sysIOUringEnter || nr == sysIOGetevents {
@@ -207,7 +207,7 @@ func (t *Threads) ThreadRole(tid int) (string, bool) {
 
 // threadObject finds, among the words of top, a pointer to an object whose
 // vtable is one of threadStates'.
-func (t *Threads) threadObject(mem *os.File, maps []mapping, top []byte, bias uint64) string {
+func (t *Threads) threadObject(mem *os.File, maps []mapping, top []byte) string {
 	var word [8]byte
 	for i := 0; i+8 <= len(top); i += 8 {
 		p := binary.LittleEndian.Uint64(top[i:])
@@ -217,21 +217,9 @@ func (t *Threads) threadObject(mem *os.File, maps []mapping, top []byte, bias ui
 		if _, err := mem.ReadAt(word[:], int64(p)); err != nil {
 			continue
 		}
-		if role, ok := t.states[binary.LittleEndian.Uint64(word[:])-bias]; ok {
+		if role, ok := t.states[binary.LittleEndian.Uint64(word[:])-t.bias]; ok {
 			return role
 		}
 	}
 	return ""
-}
-
-// loadBias is where the server's binary is loaded: the address of its
-// first mapping less that mapping's file offset (a PIE's first segment is
-// at file address 0).
-func (t *Threads) loadBias(maps []mapping) uint64 {
-	for _, m := range maps {
-		if m.path == t.exe {
-			return m.lo - m.offset
-		}
-	}
-	return 0
 }
