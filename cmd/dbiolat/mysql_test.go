@@ -608,3 +608,28 @@ func psFileOps(t *testing.T, s *mysandbox.Server) map[string]uint64 {
 	}
 	return m
 }
+
+// A statement that fails after some of its rows were sent: its reply ends
+// with an ERR in place of the rest, recognized there (mysql_reply_unseen
+// stays 0), not at the connection's next command (here its COM_QUIT).
+func TestMySQLErrorMidResult(t *testing.T) {
+	s := startMariaDB(t, nil)
+	ctx := mysqlContext(t)
+	if _, err := s.SQL(ctx, "", `CREATE DATABASE e; CREATE TABLE e.big (id INT PRIMARY KEY, pad CHAR(200));
+		INSERT INTO e.big SELECT seq, REPEAT('x', 200) FROM e.seq_1_to_5000;
+		CREATE TABLE e.dup (k INT); INSERT INTO e.dup VALUES (4000), (4000)`); err != nil {
+		t.Fatal(err)
+	}
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
+	// The subquery returns two rows for id 4000: ERROR 1242 after 3,999
+	// rows (about 800 KB, many sends), which the client prints as they
+	// come (--quick).
+	out, err := exec.CommandContext(ctx, "mariadb", append(s.ClientArgs(), "--quick", "--batch", "-D", "e", "-e",
+		"SELECT id, pad, (SELECT k FROM dup WHERE dup.k = big.id) FROM big ORDER BY id")...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "1242") || strings.Count(string(out), "\n") < 1000 {
+		t.Fatalf("the statement did not fail mid-result: %v, %d lines before", err, strings.Count(string(out), "\n"))
+	}
+	qs, _, sum := tr.stop(t)
+	checkRepliesEnded(t, sum)
+	only(t, qs, "SELECT id, pad, (SELECT k FROM dup WHERE dup.k = big.id) FROM big ORDER BY id", 1)
+}

@@ -466,6 +466,7 @@ const (
 	dbiolatMapInflight              = "inflight"
 	dbiolatMapMyConns               = "my_conns"
 	dbiolatMapMyParked              = "my_parked"
+	dbiolatMapMyTail                = "my_tail"
 	dbiolatMapMyTlsConns            = "my_tls_conns"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
@@ -681,6 +682,7 @@ type dbiolatMapSpecs struct {
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
 	MyParked     *ebpf.MapSpec `ebpf:"my_parked"`
+	MyTail       *ebpf.MapSpec `ebpf:"my_tail"`
 	MyTlsConns   *ebpf.MapSpec `ebpf:"my_tls_conns"`
 	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
@@ -740,6 +742,7 @@ type dbiolatMaps struct {
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	MyConns      *ebpf.Map `ebpf:"my_conns"`
 	MyParked     *ebpf.Map `ebpf:"my_parked"`
+	MyTail       *ebpf.Map `ebpf:"my_tail"`
 	MyTlsConns   *ebpf.Map `ebpf:"my_tls_conns"`
 	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
 	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
@@ -764,6 +767,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Inflight,
 		m.MyConns,
 		m.MyParked,
+		m.MyTail,
 		m.MyTlsConns,
 		m.ProcRuns,
 		m.ProcTotals,

@@ -508,14 +508,71 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 }
 
 /*
+ * The tail of a send, for an ERR packet ending it: 0xff, the error code, '#'
+ * and the SQL state, the message. No row starts with 0xff (not a
+ * length-encoded string's first byte), so a packet of length len ending
+ * the send and starting so is the ERR. Messages up to MY_ERR_TAIL bytes
+ * are found; a longer one ends its query at the next command, counted.
+ */
+#define MY_ERR_TAIL 256
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[MY_ERR_TAIL]);
+} my_tail SEC(".maps");
+
+/* The scan of a tail of m bytes (in my_tail) for the ERR, one packet
+ * length (9 on: code, '#', state) per round: its own loop, as the walk's. */
+struct my_err_scan {
+	__u32 m;
+	__u32 found;
+};
+
+static int my_err_at(__u32 i, struct my_err_scan *s)
+{
+	__u32 zero = 0, len = 9 + i, at;
+	__u8 *tail = bpf_map_lookup_elem(&my_tail, &zero);
+
+	if (!tail || len + 4 > s->m)
+		return 1;
+	at = (s->m - len - 4) & (MY_ERR_TAIL - 1);
+	if (at + 8 <= MY_ERR_TAIL && le24(tail + at) == len && tail[at + 4] == 0xff && tail[at + 7] == '#') {
+		s->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline int my_rows_err(struct my_conn *c, void *buf, __u32 from, __u32 n)
+{
+	__u32 zero = 0;
+	struct my_err_scan s = { .m = n - from };
+	__u8 *tail = bpf_map_lookup_elem(&my_tail, &zero);
+
+	if (!tail || from >= n)
+		return 0;
+	if (s.m > MY_ERR_TAIL)
+		s.m = MY_ERR_TAIL;
+	if (bpf_probe_read_user(tail, s.m & (2 * MY_ERR_TAIL - 1), buf + n - s.m))
+		return 0;
+	bpf_loop(MY_ERR_TAIL - 12, my_err_at, &s, 0);
+	if (s.found)
+		c->carry = c->have = 0;
+	return s.found;
+}
+
+/*
  * A result's rows are not walked one by one (a 100-row range is 100
  * packets): the reply ends with a send whose last packet is the EOF or
  * the OK after them, so each send's tail from `from` on is checked for
  * one: a classic EOF is 9 bytes (length 5, 0xfe, warnings, status); an OK
  * in its place (CLIENT_DEPRECATE_EOF) starts with 0xfe too, of a length
- * from 7 on. An error instead of the rest of the rows is not seen here:
- * the query then ends at the connection's next command, counted. 1 when
- * the reply ended; with "more results exist" the next result follows.
+ * from 7 on. An error in place of the rest of the rows (a statement
+ * killed, or failing at a row) is an ERR packet at the tail (my_rows_err).
+ * 1 when the reply ended; with "more results exist" the next result
+ * follows.
  */
 static __always_inline int my_rows_end(struct my_conn *c, void *buf, __u32 from, __u32 n)
 {
@@ -545,7 +602,7 @@ static __always_inline int my_rows_end(struct my_conn *c, void *buf, __u32 from,
 		}
 		return 1;
 	}
-	return 0;
+	return my_rows_err(c, buf, from, n);
 }
 
 /* The server sends n bytes from buf on a connection. */
