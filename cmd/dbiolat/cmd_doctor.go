@@ -130,7 +130,7 @@ func mysqlAbilities(in mysql.Instance) string {
 	} else {
 		says = append(says, "no thd_wait_begin: lock waits count as other waits")
 	}
-	if lib, _ := elfvar.Library(in.PID, mysql.TLSLibrary); lib != "" && exports(lib, mysql.TLSRead, mysql.TLSWrite) {
+	if lib, _ := elfvar.Library(in.PID, probe.OpenSSL.Library); lib != "" && exports(lib, probe.OpenSSL.Read, probe.OpenSSL.Write) {
 		says = append(says, "TLS connections read at "+lib)
 	} else {
 		says = append(says, "no OpenSSL to probe: TLS connections are counted, not traced")

@@ -45,15 +45,6 @@ const (
 	MySQL   = "MySQL"
 )
 
-// The TLS library servers link (Debian's MariaDB and MySQL: OpenSSL's
-// libssl.so.3) and its plaintext read and write, both
-// int f(SSL *, void *buf, int num).
-const (
-	TLSLibrary = "libssl.so"
-	TLSRead    = "SSL_read"
-	TLSWrite   = "SSL_write"
-)
-
 // procRoot is /proc; naming it keeps the paths plain.
 const procRoot = "/proc"
 

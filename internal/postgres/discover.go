@@ -28,13 +28,6 @@ const (
 	AIOComplete = "pgaio_io_process_completion"
 )
 
-// PostgreSQL's TLS library, OpenSSL, and its plaintext read and write.
-const (
-	TLSLibrary = "libssl.so"
-	TLSRead    = "SSL_read"
-	TLSWrite   = "SSL_write"
-)
-
 // WaitEventVariable is the exported variable that points at a backend's
 // current wait event (where pg_stat_activity reads it from).
 const WaitEventVariable = "my_wait_event_info"

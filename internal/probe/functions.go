@@ -81,11 +81,15 @@ func (t *Tracer) AttachWaits(binary string, f WaitFunctions) error {
 	return nil
 }
 
-// TLSFunctions names a TLS library's plaintext read and write, both
-// int f(session, void *buf, int num): OpenSSL's SSL_read and SSL_write.
+// TLSFunctions names a TLS library (the start of its file's name) and its
+// plaintext read and write, both int f(session, void *buf, int num).
 type TLSFunctions struct {
-	Read, Write string
+	Library, Read, Write string
 }
+
+// OpenSSL is the TLS library PostgreSQL and MySQL servers link (Debian's:
+// libssl.so.3).
+var OpenSSL = TLSFunctions{Library: "libssl.so", Read: "SSL_read", Write: "SSL_write"}
 
 // AttachTLS reads the messages of PostgreSQL's TLS connections in
 // plaintext at the library (wire.bpf.c), in every process that maps it. A

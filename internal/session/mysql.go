@@ -95,11 +95,11 @@ func (s *Session) attachMySQLTLS(in mysql.Instance) bool {
 	if s.cfg.Families&probe.MySQLWire == 0 {
 		return false
 	}
-	lib, err := elfvar.Library(in.PID, mysql.TLSLibrary)
+	lib, err := elfvar.Library(in.PID, probe.OpenSSL.Library)
 	if err != nil || lib == "" {
 		return false
 	}
-	if err := s.tracer.AttachMySQLTLS(lib, probe.TLSFunctions{Read: mysql.TLSRead, Write: mysql.TLSWrite}); err != nil {
+	if err := s.tracer.AttachMySQLTLS(lib, probe.OpenSSL); err != nil {
 		s.warn(fmt.Sprintf("%s: its TLS connections cannot be read (%v): they are counted, not traced", in, err))
 		return false
 	}

@@ -306,11 +306,11 @@ func (s *Session) attachTLS(in postgres.Instance) bool {
 	if s.cfg.Families&probe.Wire == 0 {
 		return false
 	}
-	lib, err := elfvar.Library(in.PID, postgres.TLSLibrary)
+	lib, err := elfvar.Library(in.PID, probe.OpenSSL.Library)
 	if err != nil || lib == "" {
 		return false
 	}
-	if err := s.tracer.AttachTLS(lib, probe.TLSFunctions{Read: postgres.TLSRead, Write: postgres.TLSWrite}); err != nil {
+	if err := s.tracer.AttachTLS(lib, probe.OpenSSL); err != nil {
 		s.warn(fmt.Sprintf("PostgreSQL %d: its TLS connections cannot be read (%v): they are counted, not traced", in.PID, err))
 		return false
 	}
