@@ -633,3 +633,23 @@ func TestMySQLErrorMidResult(t *testing.T) {
 	checkRepliesEnded(t, sum)
 	only(t, qs, "SELECT id, pad, (SELECT k FROM dup WHERE dup.k = big.id) FROM big ORDER BY id", 1)
 }
+
+// A COM_QUERY of several statements (CLIENT_MULTI_STATEMENTS: the client
+// sends them in one command) is one round trip: one record, its text the
+// whole command, ending with the last statement's result, not the first.
+func TestMySQLMultiStatements(t *testing.T) {
+	s := startMariaDB(t, nil)
+	ctx := mysqlContext(t)
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
+	// With another delimiter, the client sends the three as one command.
+	out, err := s.SQL(ctx, "", "DELIMITER //\nSELECT 1; SELECT SLEEP(0.3); SELECT 3 //\n")
+	if err != nil || strings.Fields(out)[0] != "1" || strings.Fields(out)[2] != "3" {
+		t.Fatalf("the statements: %v %q", err, out)
+	}
+	qs, _, sum := tr.stop(t)
+	checkRepliesEnded(t, sum)
+	q := only(t, qs, "SELECT ?; SELECT SLEEP(?); SELECT ?", 1)[0]
+	if q.QueryNs < uint64(300*time.Millisecond) {
+		t.Errorf("the command took %v: it ended before its last statement's result", time.Duration(q.QueryNs))
+	}
+}
