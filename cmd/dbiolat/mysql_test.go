@@ -345,6 +345,13 @@ func TestMySQLRecordThenReport(t *testing.T) {
 			t.Errorf("the report lacks %q: %v\n%s", want, err, out)
 		}
 	}
+	// A recording compared with itself: every statement in both, unchanged.
+	out, err = exec.Command(binary, "compare", file, file).CombinedOutput()
+	for _, want := range []string{"SELECT c FROM sbtest1 WHERE id=?", "1.00x"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("compare lacks %q: %v\n%s", want, err, out)
+		}
+	}
 }
 
 // doctor finds a MariaDB by its PID and says what works for it.
@@ -369,6 +376,7 @@ func TestMySQLRowLockWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
+	explain := startTrace(t, "explain", "--top", "1", "--pid", fmt.Sprint(s.PID()))
 	// The holder locks the row, then keeps it for two seconds. Its client
 	// prints each result as it comes (--unbuffered): once the locking
 	// read's row is out, the row is locked.
@@ -397,8 +405,14 @@ func TestMySQLRowLockWait(t *testing.T) {
 		t.Fatalf("the holder: %v: %s", err, holderErr.String())
 	}
 	qs, _, _ := tr.stop(t)
+	trees := explain.stopText(t)
 	checkBoxesAddUp(t, qs)
 	blocked := only(t, qs, "UPDATE t SET v = v + ? WHERE id = ?", 1)[0]
+	// explain's slowest query is the holder's SLEEP or the blocked update;
+	// the update's tree, if it is the one, shows the lock box.
+	if !strings.Contains(trees, "SELECT SLEEP(?)") && !(strings.Contains(trees, "UPDATE t SET v = v + ? WHERE id = ?") && strings.Contains(trees, "Lock/RowLock")) {
+		t.Errorf("explain does not show the slowest query's tree:\n%s", trees)
+	}
 	if blocked.LockNs < blocked.QueryNs*9/10 || blocked.Waits["Lock/RowLock"] < blocked.LockNs*9/10 {
 		t.Errorf("the blocked update took %v, of it lock %v, waits %v: want 90%% in the lock box, named Lock/RowLock",
 			time.Duration(blocked.QueryNs), time.Duration(blocked.LockNs), blocked.Waits)
@@ -520,12 +534,14 @@ func TestMySQLThreadRoles(t *testing.T) {
 	waitFlushed(t, s)
 	before := psFileOps(t, s)
 	iops := startTrace(t, "iops", "--json", "--pid", fmt.Sprint(s.PID()), "0.5")
+	hist := startTrace(t, "hist", "--json", "--pid", fmt.Sprint(s.PID()), "0.5")
 	if _, err := s.Sysbench(ctx, o, "run"); err != nil {
 		t.Fatal(err)
 	}
 	waitFlushed(t, s)
 	after := psFileOps(t, s)
 	_, intervals, _ := iops.stop(t)
+	_, _, hsum := hist.stop(t)
 	type ops struct{ reads, writes, syncs float64 }
 	byRole := map[string]*ops{}
 	for _, iv := range intervals {
@@ -572,6 +588,15 @@ func TestMySQLThreadRoles(t *testing.T) {
 	}
 	if o := byRole[mysql.RoleConnection]; o == nil || o.writes == 0 || o.syncs == 0 {
 		t.Errorf("the connections wrote and synced no redo log: %+v", o)
+	}
+	// hist, traced beside it, times the same writes (2% for the traces'
+	// edges, quiet here).
+	var writes float64
+	for _, o := range byRole {
+		writes += o.writes
+	}
+	if h := hsum.Hists["fs_write"]; h == nil || math.Abs(float64(h.Count)-writes) > 0.02*writes {
+		t.Errorf("hist's fs_write histogram %+v; iops counted %.0f writes", h, writes)
 	}
 }
 
