@@ -97,7 +97,6 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 }
 
-
 // Names, units, HELP texts and types follow Prometheus's conventions (its
 // own linter), for every metric the exporter has.
 func TestMetricsLint(t *testing.T) {
