@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dbiolat/dbiolat/internal/exporter"
@@ -48,13 +49,15 @@ func runServe(ctx context.Context, o targetOptions, listen string) error {
 	defer ln.Close()
 	e := exporter.New()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(e)
+	// Its own CPU, memory and file descriptors, and the Go runtime's, as every exporter has them.
+	reg.MustRegister(e, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
+	costAt := time.Now() // the kernel counts our programs one second a minute: read it as often
 	t := tracer{opts: o, families: probe.All, emit: probe.EmitNone, interval: time.Second,
 		onStart: func(*session.Session) error {
 			// On stderr: scripts read the address (with --listen host:0 it is chosen now).
@@ -77,6 +80,10 @@ func runServe(ctx context.Context, o targetOptions, listen string) error {
 				return err
 			}
 			e.SetHists(hs)
+			if time.Since(costAt) >= time.Minute {
+				costAt = time.Now()
+				e.SetCost(s.Cost())
+			}
 			return nil
 		}}
 	s, err := t.run(ctx)

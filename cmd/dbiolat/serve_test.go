@@ -73,5 +73,10 @@ func TestServeCountsQueries(t *testing.T) {
 	if queries != ran || float64(h.GetSampleCount()) != queries {
 		t.Errorf("serve counted %.0f queries (histogram %d); pg_stat_statements %.0f", queries, h.GetSampleCount(), ran)
 	}
+	// Its own cost: the process's CPU and memory, and the share traced.
+	if value("process_cpu_seconds_total") <= 0 || fams["process_resident_memory_bytes"] == nil ||
+		fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue() != 1 {
+		t.Errorf("serve's self-metrics are missing")
+	}
 	tr.stopText(t)
 }

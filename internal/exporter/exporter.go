@@ -24,6 +24,7 @@ type Exporter struct {
 	hists   model.Hists // cumulative, as the kernel keeps them
 	drops   model.Drops // cumulative
 	queries uint64
+	cost    *model.Cost // the last measure of the tracer's own cost; nil: none yet
 }
 
 // ioKey is one row of I/O: a layer ("fs", "blk"), a role and, for block
@@ -70,6 +71,13 @@ func (e *Exporter) Add(iv *model.Interval) {
 	}
 }
 
+// SetCost keeps the last measure of what tracing costs.
+func (e *Exporter) SetCost(c *model.Cost) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cost = c
+}
+
 // SetHists keeps the histograms as they are now (the kernel's, cumulative).
 func (e *Exporter) SetHists(hs model.Hists) {
 	e.mu.Lock()
@@ -89,6 +97,14 @@ var (
 	dropsDesc = prometheus.NewDesc("dbiolat_drops_total",
 		"What the trace could not deliver or attribute, by kind (the summary's drops); loss=true: records or events are missing.",
 		[]string{"kind", "loss"}, nil)
+	tracedDesc = prometheus.NewDesc("dbiolat_traced_ratio",
+		"The share of the time the probes are attached: counters are what was measured in it.", nil, nil)
+	bpfCPUDesc = prometheus.NewDesc("dbiolat_bpf_cpu_ratio",
+		"CPU seconds per second in dbiolat's kernel programs, on all CPUs (the kernel's statistics, sampled one second in every minute).", nil, nil)
+	bpfRunsDesc = prometheus.NewDesc("dbiolat_bpf_runs_per_second",
+		"Runs of dbiolat's kernel programs per second: the events handled (sampled as dbiolat_bpf_cpu_ratio).", nil, nil)
+	bpfMapsDesc = prometheus.NewDesc("dbiolat_bpf_map_bytes",
+		"Kernel memory of dbiolat's BPF maps, fixed when they are loaded.", nil, nil)
 )
 
 // histDesc describes one of the catalog's histograms.
@@ -102,7 +118,7 @@ func histDesc(h model.Histogram) *prometheus.Desc {
 
 // Describe sends the descriptions of every metric the exporter has.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queriesDesc, opsDesc, bytesDesc, dropsDesc} {
+	for _, d := range []*prometheus.Desc{queriesDesc, opsDesc, bytesDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
 		ch <- d
 	}
 	for _, h := range model.Histograms {
@@ -115,6 +131,14 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(e.queries))
+	ch <- prometheus.MustNewConstMetric(tracedDesc, prometheus.GaugeValue, 1) // traced all the time, for now
+	if c := e.cost; c != nil {
+		if c.BPFSampledSeconds > 0 {
+			ch <- prometheus.MustNewConstMetric(bpfCPUDesc, prometheus.GaugeValue, c.BPFCPUPerSec)
+			ch <- prometheus.MustNewConstMetric(bpfRunsDesc, prometheus.GaugeValue, c.BPFRunsPerSec)
+		}
+		ch <- prometheus.MustNewConstMetric(bpfMapsDesc, prometheus.GaugeValue, float64(c.BPFMapBytes))
+	}
 	for k, t := range e.io {
 		for op, n := range t.ops {
 			ch <- prometheus.MustNewConstMetric(opsDesc, prometheus.CounterValue, n, k.layer, k.role, k.device, op)

@@ -103,6 +103,7 @@ func TestMetricsLint(t *testing.T) {
 	e := New()
 	e.Add(&model.Interval{Seconds: 1, Rates: []model.Rate{{Layer: "fs", Role: "r", ReadOps: 1}}})
 	e.SetHists(model.Hists{"query": &hist.Hist{}})
+	e.SetCost(&model.Cost{BPFSampledSeconds: 1, BPFCPUPerSec: 0.01, BPFRunsPerSec: 1e5, BPFMapBytes: 1 << 20})
 	problems, err := testutil.CollectAndLint(e)
 	if err != nil {
 		t.Fatal(err)
