@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dbiolat/dbiolat/internal/exporter"
+	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
 )
@@ -28,37 +30,52 @@ func runServeCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	o.AddFlags(fs)
 	listen := fs.String("listen", defaultListen, "the address to serve /metrics on (host:port; port 0 picks one); default: the loopback only")
+	top := fs.Int("top", 50, "give series of their own to at most N query fingerprints, the busiest by query time; the rest count as fingerprint=\"other\"")
+	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	switch {
+	case len(pos) > 0:
 		return fmt.Errorf("unexpected argument %q: serve takes only options", pos[0])
+	case *top < 1:
+		return fmt.Errorf("--top %d: give a positive number of fingerprints", *top)
+	case *window <= 0:
+		return fmt.Errorf("--window %v: give a positive duration", *window)
+	case o.RawSQL:
+		return errors.New("serve exports normalized query text only: leave out --raw-sql")
 	}
-	return runServe(ctx, o, *listen)
+	return runServe(ctx, o, *listen, *top, *window)
 }
 
 // runServe traces until stopped and serves what it measures to
 // Prometheus: every second, the interval's I/O by role and the
 // histograms go to the exporter, which a scrape reads.
-func runServe(ctx context.Context, o targetOptions, listen string) error {
+func runServe(ctx context.Context, o targetOptions, listen string, top int, window time.Duration) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w (choose another with --listen)", listen, err)
 	}
 	defer ln.Close()
-	e := exporter.New()
+	e := exporter.New(top)
 	reg := prometheus.NewRegistry()
 	// Its own CPU, memory and file descriptors, and the Go runtime's, as every exporter has them.
 	reg.MustRegister(e, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/queries", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(e.Queries()) // fingerprint -> normalized text, never literals
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
 	costAt := time.Now() // the kernel counts our programs one second a minute: read it as often
-	t := tracer{opts: o, families: probe.All, emit: probe.EmitNone, interval: time.Second,
+	windowAt := time.Now()
+	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second,
+		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
 		onStart: func(*session.Session) error {
 			// On stderr: scripts read the address (with --listen host:0 it is chosen now).
 			fmt.Fprintf(os.Stderr, "Serving metrics on http://%s/metrics\n", ln.Addr())
@@ -80,6 +97,10 @@ func runServe(ctx context.Context, o targetOptions, listen string) error {
 				return err
 			}
 			e.SetHists(hs)
+			if time.Since(windowAt) >= window {
+				windowAt = time.Now()
+				e.EndWindow()
+			}
 			if time.Since(costAt) >= time.Minute {
 				costAt = time.Now()
 				e.SetCost(s.Cost())

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"io"
 	"net/http"
 	"regexp"
@@ -46,7 +49,7 @@ func TestServeCountsQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	psql(t, c, "SELECT pg_stat_statements_reset()")
-	tr := startTrace(t, "serve", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "serve", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	m := servingRe.FindStringSubmatch(tr.stderr.String())
 	if m == nil || !strings.HasPrefix(m[1], "http://127.0.0.1:") {
 		t.Fatalf("serve does not say it serves on the loopback: %s", tr.stderr.String())
@@ -54,7 +57,7 @@ func TestServeCountsQueries(t *testing.T) {
 	if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", "2", "-t", "300"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // a second's tick passes: the exporter has what ran
+	time.Sleep(2500 * time.Millisecond) // a second's tick and a window pass: the exporter has what ran
 	fams := scrape(t, m[1])
 	ran, err := strconv.ParseFloat(psql(t, c, "SELECT sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'"), 64)
 	if err != nil {
@@ -73,10 +76,83 @@ func TestServeCountsQueries(t *testing.T) {
 	if queries != ran || float64(h.GetSampleCount()) != queries {
 		t.Errorf("serve counted %.0f queries (histogram %d); pg_stat_statements %.0f", queries, h.GetSampleCount(), ran)
 	}
+	// The fingerprints' series add up to every query; pgbench's SELECT, the
+	// busiest, has one, its text normalized.
+	var calls float64
+	for _, m := range fams["dbiolat_fingerprint_calls_total"].GetMetric() {
+		calls += m.GetCounter().GetValue()
+	}
+	if calls != queries {
+		t.Errorf("the fingerprints' calls add up to %.0f, of %.0f queries", calls, queries)
+	}
+	resp, err := http.Get(strings.TrimSuffix(m[1], "/metrics") + "/queries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts map[string]string
+	if err := json.NewDecoder(resp.Body).Decode(&texts); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !slices.ContainsFunc(slices.Collect(maps.Values(texts)), func(q string) bool {
+		return strings.HasPrefix(q, "SELECT abalance FROM pgbench_accounts WHERE aid = $1")
+	}) {
+		t.Errorf("/queries lacks pgbench's SELECT: %v", texts)
+	}
 	// Its own cost: the process's CPU and memory, and the share traced.
 	if value("process_cpu_seconds_total") <= 0 || fams["process_resident_memory_bytes"] == nil ||
 		fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue() != 1 {
 		t.Errorf("serve's self-metrics are missing")
+	}
+	tr.stopText(t)
+}
+
+// 100,000 distinct statements: the fingerprints' series stay within the
+// bound (--top and "other"), and add up to every statement.
+func TestServeFingerprintsBounded(t *testing.T) {
+	c := startPG(t, nil)
+	const top, statements = 10, 100000
+	tr := startTrace(t, "serve", "--listen", "127.0.0.1:0", "--top", fmt.Sprint(top), "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	var script strings.Builder
+	for i := range statements {
+		fmt.Fprintf(&script, "SELECT %d AS c%d;\n", i, i) // the alias makes each its own fingerprint
+	}
+	cmd := c.PsqlCmd(context.Background(), "postgres", "-q", "-o", "/dev/null", "-v", "ON_ERROR_STOP=1")
+	cmd.Stdin = strings.NewReader(script.String()) // psql runs as the server's user: no file of ours
+	done := make(chan error, 1)
+	go func() {
+		if out, err := cmd.CombinedOutput(); err != nil {
+			done <- fmt.Errorf("psql: %v: %s", err, out)
+		}
+		done <- nil
+	}()
+	most := 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+			time.Sleep(2500 * time.Millisecond) // the last tick and window
+		case <-time.After(time.Second):
+		}
+		series := len(scrape(t, url)["dbiolat_fingerprint_calls_total"].GetMetric())
+		most = max(most, series)
+		if series > top+1 {
+			t.Fatalf("%d fingerprint series, want at most %d", series, top+1)
+		}
+	}
+	fams := scrape(t, url)
+	var calls float64
+	for _, m := range fams["dbiolat_fingerprint_calls_total"].GetMetric() {
+		calls += m.GetCounter().GetValue()
+	}
+	queries := fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	t.Logf("%d statements: at most %d series; the series add up to %.0f calls, of %.0f queries", statements, most, calls, queries)
+	if calls != queries || queries < statements {
+		t.Errorf("the series add up to %.0f calls, of %.0f queries (%d statements run)", calls, queries, statements)
 	}
 	tr.stopText(t)
 }

@@ -25,6 +25,7 @@ type Exporter struct {
 	drops   model.Drops // cumulative
 	queries uint64
 	cost    *model.Cost // the last measure of the tracer's own cost; nil: none yet
+	fps     *fingerprints
 }
 
 // ioKey is one row of I/O: a layer ("fs", "blk"), a role and, for block
@@ -36,9 +37,32 @@ type ioTotals struct {
 	ops, bytes map[string]float64
 }
 
-// New returns an empty exporter.
-func New() *Exporter {
-	return &Exporter{io: map[ioKey]*ioTotals{}}
+// New returns an empty exporter that gives series of their own to at
+// most top fingerprints.
+func New(top int) *Exporter {
+	return &Exporter{io: map[ioKey]*ioTotals{}, fps: newFingerprints(top)}
+}
+
+// Observe counts a finished query under its fingerprint.
+func (e *Exporter) Observe(q *model.Query) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fps.observe(q)
+}
+
+// EndWindow gives the window's busiest fingerprints their series (at most
+// top: see fingerprints) and starts the next window.
+func (e *Exporter) EndWindow() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fps.endWindow()
+}
+
+// Queries maps each fingerprint that has series to its normalized text.
+func (e *Exporter) Queries() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fps.queries()
 }
 
 // Add adds what an interval saw: its rates (per second) times its
@@ -124,6 +148,9 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, h := range model.Histograms {
 		ch <- histDesc(h)
 	}
+	for _, d := range fpDescs {
+		ch <- d
+	}
 }
 
 // Collect sends the metrics as they are now.
@@ -156,6 +183,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(e.drops[c.Name]), c.Name, loss)
 	}
+	e.fps.collect(ch)
 	for _, def := range model.Histograms {
 		h := e.hists[def.Name]
 		if h == nil {

@@ -46,7 +46,7 @@ func labeled(f *dto.MetricFamily, want map[string]string) *dto.Metric {
 
 // Intervals add up to counters: rates times seconds, summed.
 func TestIntervalsAddUp(t *testing.T) {
-	e := New()
+	e := New(10)
 	for _, secs := range []float64{0.5, 1.5} {
 		e.Add(&model.Interval{Seconds: secs, Queries: 10, Drops: model.Drops{"ringbuf_full": 3},
 			Rates: []model.Rate{
@@ -83,7 +83,7 @@ func TestHistogramBuckets(t *testing.T) {
 	for _, ns := range []uint64{1, 3, 1000, 1023, 1024, 5_000_000} {
 		h.Add(ns)
 	}
-	e := New()
+	e := New(10)
 	e.SetHists(model.Hists{"fs_read": h})
 	got := gather(t, e)["dbiolat_fs_read_duration_seconds"].GetMetric()[0].GetHistogram()
 	if got.GetSampleCount() != 6 || math.Abs(got.GetSampleSum()-float64(h.Sum)*1e-9) > 1e-15 {
@@ -100,7 +100,7 @@ func TestHistogramBuckets(t *testing.T) {
 // Names, units, HELP texts and types follow Prometheus's conventions (its
 // own linter), for every metric the exporter has.
 func TestMetricsLint(t *testing.T) {
-	e := New()
+	e := New(10)
 	e.Add(&model.Interval{Seconds: 1, Rates: []model.Rate{{Layer: "fs", Role: "r", ReadOps: 1}}})
 	e.SetHists(model.Hists{"query": &hist.Hist{}})
 	e.SetCost(&model.Cost{BPFSampledSeconds: 1, BPFCPUPerSec: 0.01, BPFRunsPerSec: 1e5, BPFMapBytes: 1 << 20})
