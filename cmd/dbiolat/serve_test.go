@@ -156,3 +156,48 @@ func TestServeFingerprintsBounded(t *testing.T) {
 	}
 	tr.stopText(t)
 }
+
+// serve outlives its database: connection churn (a connection per
+// transaction) and a restart leave its series bounded, and once it says
+// the server is back it counts every query again, as pg_stat_statements.
+func TestServeSurvivesRestartAndChurn(t *testing.T) {
+	c := startPG(t, nil)
+	ctx := context.Background()
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
+		t.Fatal(err)
+	}
+	tr := startTrace(t, "serve", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	churn := func() {
+		if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-C", "-c", "2", "-t", "200"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	churn()
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := fmt.Sprintf("is back as pid %d", c.PostmasterPID())
+	waitFor(t, "serve to find the restarted server", func() bool { return strings.Contains(tr.stderr.String(), back) })
+	psql(t, c, "SELECT pg_stat_statements_reset()")
+	time.Sleep(1500 * time.Millisecond)
+	before := scrape(t, url)["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	churn()
+	time.Sleep(2500 * time.Millisecond)
+	fams := scrape(t, url)
+	after := fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	ran, err := strconv.ParseFloat(psql(t, c, "SELECT sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after the restart: %.0f queries counted, pg_stat_statements %.0f calls; %d I/O series, %d fingerprint series",
+		after-before, ran, len(fams["dbiolat_io_operations_total"].GetMetric()), len(fams["dbiolat_fingerprint_calls_total"].GetMetric()))
+	if after-before != ran {
+		t.Errorf("serve counted %.0f queries after the restart, pg_stat_statements %.0f", after-before, ran)
+	}
+	// 800 connections came and went: the series are by role, not by process.
+	if n := len(fams["dbiolat_io_operations_total"].GetMetric()); n > 100 {
+		t.Errorf("%d I/O series after 800 connections", n)
+	}
+	tr.stopText(t)
+}
