@@ -120,12 +120,20 @@ func Of(pid int) (Info, error) {
 	if in.InContainer() && in.Runtime == "" {
 		in.Runtime = runtimeOfShim(pid)
 	}
-	if in.PodUID != "" {
+	if in.PodUID != "" && ownMountNamespace(pid) {
 		root := fmt.Sprintf("/proc/%d/root", pid)
 		in.Namespace = firstLine(path.Join(root, "var/run/secrets/kubernetes.io/serviceaccount/namespace"))
 		in.Pod = firstLine(path.Join(root, "etc/hostname")) // the pod's name, unless its spec sets a hostname
 	}
 	return in, nil
+}
+
+// ownMountNamespace says the process sees files of its own (a container's
+// root), not the host's as we do: only then are its pod files the pod's.
+func ownMountNamespace(pid int) bool {
+	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	ours, err2 := os.Readlink("/proc/self/ns/mnt")
+	return err1 == nil && err2 == nil && theirs != ours
 }
 
 // runtimeOfShim tells the runtime of a container whose cgroup does not

@@ -7,22 +7,25 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/container"
 	"github.com/dbiolat/dbiolat/internal/hist"
 )
 
 // Query is one finished query and what it spent, from the kernel's view.
 type Query struct {
-	Type       string    `json:"type"` // "query"
-	TS         time.Time `json:"ts"`   // when the query started
-	PID        int       `json:"pid"`
-	Instance   int       `json:"instance"` // the server's PID (PostgreSQL's postmaster)
-	DataDir    string    `json:"data_dir"` // the instance's data directory...
-	Port       int       `json:"port"`     // ...and port
-	Role       string    `json:"role"`
-	Database   string    `json:"database"`
-	User       string    `json:"user"`
-	ClientAddr string    `json:"client_addr,omitempty"` // a TCP client's address; absent over a unix socket
-	ClientPort int       `json:"client_port,omitempty"`
+	Type     string    `json:"type"` // "query"
+	TS       time.Time `json:"ts"`   // when the query started
+	PID      int       `json:"pid"`
+	Instance int       `json:"instance"` // the server's PID (PostgreSQL's postmaster)
+	// The container (and Kubernetes pod) the server runs in; absent on the host.
+	Container  *container.Info `json:"container,omitempty"`
+	DataDir    string          `json:"data_dir"` // the instance's data directory...
+	Port       int             `json:"port"`     // ...and port
+	Role       string          `json:"role"`
+	Database   string          `json:"database"`
+	User       string          `json:"user"`
+	ClientAddr string          `json:"client_addr,omitempty"` // a TCP client's address; absent over a unix socket
+	ClientPort int             `json:"client_port,omitempty"`
 	// A MySQL server's: the thread that ran the query, and the connection's
 	// id as SHOW PROCESSLIST shows it (absent for a connection older than
 	// the trace).
@@ -133,21 +136,22 @@ func (f *FSTotals) FSCount() uint64 { return f.FSReadCount + f.FSWriteCount + f.
 // the log line the pgsql-hackers thread on analyze asked for: elapsed vs
 // CPU vs read and write time.
 type Process struct {
-	Type      string    `json:"type"` // "process"
-	TS        time.Time `json:"ts"`   // when it started
-	PID       int       `json:"pid"`
-	TID       int       `json:"tid,omitempty"` // a MySQL server's thread: each has its own role and record
-	Instance  int       `json:"instance"`
-	DataDir   string    `json:"data_dir"`
-	Port      int       `json:"port"`
-	Role      string    `json:"role"`
-	Database  string    `json:"database"`
-	User      string    `json:"user"`
-	ElapsedNs uint64    `json:"elapsed_ns"`
-	CPUNs     uint64    `json:"cpu_ns"`
-	CPUUserNs uint64    `json:"cpu_user_ns"`
-	CPUSysNs  uint64    `json:"cpu_sys_ns"`
-	RunqNs    uint64    `json:"runq_ns"` // runnable, waiting for a CPU
+	Type      string          `json:"type"` // "process"
+	TS        time.Time       `json:"ts"`   // when it started
+	PID       int             `json:"pid"`
+	TID       int             `json:"tid,omitempty"` // a MySQL server's thread: each has its own role and record
+	Instance  int             `json:"instance"`
+	Container *container.Info `json:"container,omitempty"` // as Query's
+	DataDir   string          `json:"data_dir"`
+	Port      int             `json:"port"`
+	Role      string          `json:"role"`
+	Database  string          `json:"database"`
+	User      string          `json:"user"`
+	ElapsedNs uint64          `json:"elapsed_ns"`
+	CPUNs     uint64          `json:"cpu_ns"`
+	CPUUserNs uint64          `json:"cpu_user_ns"`
+	CPUSysNs  uint64          `json:"cpu_sys_ns"`
+	RunqNs    uint64          `json:"runq_ns"` // runnable, waiting for a CPU
 
 	FSTotals
 }

@@ -39,6 +39,7 @@ type myConn struct {
 // thread's I/O is kept apart, under its role.
 func (s *Session) attachMySQL(in mysql.Instance) error {
 	s.mysqls[in.PID] = in
+	s.learnContainer(in.PID)
 	s.procs[uint32(in.PID)] = postgres.Process{Role: MySQLServerRole}
 	err := s.tracer.AttachWaits(in.Binary, probe.WaitFunctions{Begin: mysql.WaitBegin, End: mysql.WaitEnd})
 	if err != nil {

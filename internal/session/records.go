@@ -134,7 +134,7 @@ func (s *Session) process(r *probe.ProcRun) *model.Process {
 	}
 	return &model.Process{
 		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
-		PID: pid, TID: tid, Instance: int(r.Instance), DataDir: in.DataDir, Port: in.Port,
+		PID: pid, TID: tid, Instance: int(r.Instance), Container: s.containers[int(r.Instance)], DataDir: in.DataDir, Port: in.Port,
 		Role: string(p.Role), Database: p.Database, User: p.User,
 		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys, RunqNs: r.RunqNs,
 		FSTotals: fsTotals(&r.Fs),
@@ -207,6 +207,7 @@ func (s *Session) accounted(e *probe.QueryEvent) *model.Query {
 		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
 		PID:           int(e.Tgid),
 		Instance:      int(e.Instance),
+		Container:     s.containers[int(e.Instance)],
 		QueryNs:       e.EndNs - e.StartNs,
 		FSTotals:      fsTotals(&a.Fs),
 		BlkCount:      a.Blk[0].Count + a.Blk[1].Count + a.Blk[2].Count,

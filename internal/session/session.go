@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/container"
 	"github.com/dbiolat/dbiolat/internal/elfvar"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysql"
@@ -53,6 +54,7 @@ type Session struct {
 	instances   map[int]postgres.Instance // by postmaster pid, every one attached since the start
 	mysqls      map[int]mysql.Instance    // MySQL servers by pid
 	myThreads   map[int]*mysql.Threads    // what tells their threads' roles, by server pid
+	containers  map[int]*container.Info   // the container each server runs in, by its pid; nil: the host
 	myConns     map[uint64]*myConn        // MySQL connections by the kernel's key for them
 	boxes       []boxOf                   // where each kernel box goes in a model.Query
 }
@@ -151,7 +153,8 @@ func open(cfg Config) (*Session, error) {
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
 		exited: map[uint32]time.Time{}, gone: map[int]bool{}, instances: map[int]postgres.Instance{},
 		mysqls: map[int]mysql.Instance{}, myThreads: map[int]*mysql.Threads{}, myConns: map[uint64]*myConn{},
-		start: time.Now(), wallOff: wallOffset()}
+		containers: map[int]*container.Info{},
+		start:      time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
 			s.boxes = append(s.boxes, boxOf{i, b.Of})
@@ -225,6 +228,7 @@ func Instances(pid int, pgdata string) ([]postgres.Instance, error) {
 }
 
 func (s *Session) attach(in postgres.Instance) error {
+	s.learnContainer(in.PID)
 	info := s.procInfo(in)
 	// Track first: children forked from here on inherit it in the kernel.
 	if err := s.tracer.Track(in.PID, info, false); err != nil {
@@ -315,6 +319,13 @@ func (s *Session) attachTLS(in postgres.Instance) bool {
 		return false
 	}
 	return true
+}
+
+// learnContainer notes the container a server runs in (its records name it).
+func (s *Session) learnContainer(pid int) {
+	if c, err := container.Of(pid); err == nil && c.InContainer() {
+		s.containers[pid] = &c
+	}
 }
 
 func (s *Session) warn(msg string) {
