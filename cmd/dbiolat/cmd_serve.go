@@ -72,7 +72,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	costAt := time.Now() // the kernel counts our programs one second a minute: read it as often
+	var costAt time.Time // the kernel counts our programs one second a minute: read it as often (and at once: the maps' size)
 	windowAt := time.Now()
 	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second,
 		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
