@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +65,15 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 	reg.MustRegister(e, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	var ticked atomic.Int64 // the trace loop's last tick (unix ns): /healthz says it is alive
+	ticked.Store(time.Now().UnixNano())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if since := time.Since(time.Unix(0, ticked.Load())); since > 10*time.Second {
+			http.Error(w, fmt.Sprintf("the trace loop last ticked %v ago", since.Round(time.Second)), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 	mux.HandleFunc("/queries", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(e.Queries()) // fingerprint -> normalized text, never literals
@@ -82,6 +92,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 			return nil
 		},
 		onTick: func(s *session.Session) error {
+			ticked.Store(time.Now().UnixNano())
 			select {
 			case err := <-served:
 				return fmt.Errorf("serving metrics: %w", err)

@@ -99,6 +99,9 @@ func TestServeCountsQueries(t *testing.T) {
 	}) {
 		t.Errorf("/queries lacks pgbench's SELECT: %v", texts)
 	}
+	if resp, err := http.Get(strings.TrimSuffix(m[1], "/metrics") + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz: %v %v", resp, err)
+	}
 	// Its own cost: the process's CPU and memory, and the share traced.
 	if value("process_cpu_seconds_total") <= 0 || fams["process_resident_memory_bytes"] == nil ||
 		fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue() != 1 {
