@@ -525,7 +525,7 @@ func TestMySQLColdScan(t *testing.T) {
 func TestMySQLThreadRoles(t *testing.T) {
 	s := startMariaDB(t, map[string]string{"innodb_max_dirty_pages_pct": "0"}) // the page cleaner flushes all the time
 	ctx := mysqlContext(t)
-	o := mysandbox.SysbenchOptions{Test: "oltp_write_only", Tables: 2, TableSize: 20000, Threads: 2, Time: 4}
+	o := mysandbox.SysbenchOptions{Test: "oltp_write_only", Tables: 2, TableSize: 10000, Threads: 2, Time: 3}
 	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
 		t.Fatal(err)
 	}

@@ -117,28 +117,34 @@ func TestServeFingerprintsBounded(t *testing.T) {
 	const top, statements = 10, 100000
 	tr := startTrace(t, "serve", "--listen", "127.0.0.1:0", "--top", fmt.Sprint(top), "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
-	var script strings.Builder
-	for i := range statements {
-		fmt.Fprintf(&script, "SELECT %d AS c%d;\n", i, i) // the alias makes each its own fingerprint
-	}
-	cmd := c.PsqlCmd(context.Background(), "postgres", "-q", "-o", "/dev/null", "-v", "ON_ERROR_STOP=1")
-	cmd.Stdin = strings.NewReader(script.String()) // psql runs as the server's user: no file of ours
-	done := make(chan error, 1)
-	go func() {
-		if out, err := cmd.CombinedOutput(); err != nil {
-			done <- fmt.Errorf("psql: %v: %s", err, out)
+	// Two sessions, half each (the machine has two CPUs).
+	const sessions = 2
+	done := make(chan error, sessions)
+	for s := range sessions {
+		var script strings.Builder
+		for i := s; i < statements; i += sessions {
+			fmt.Fprintf(&script, "SELECT %d AS c%d;\n", i, i) // the alias makes each its own fingerprint
 		}
-		done <- nil
-	}()
+		cmd := c.PsqlCmd(context.Background(), "postgres", "-q", "-o", "/dev/null", "-v", "ON_ERROR_STOP=1")
+		cmd.Stdin = strings.NewReader(script.String()) // psql runs as the server's user: no file of ours
+		go func() {
+			if out, err := cmd.CombinedOutput(); err != nil {
+				done <- fmt.Errorf("psql: %v: %s", err, out)
+				return
+			}
+			done <- nil
+		}()
+	}
 	most := 0
-	for running := true; running; {
+	for running := sessions; running > 0; {
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Fatal(err)
 			}
-			running = false
-			time.Sleep(2500 * time.Millisecond) // the last tick and window
+			if running--; running == 0 {
+				time.Sleep(2500 * time.Millisecond) // the last tick and window
+			}
 		case <-time.After(time.Second):
 		}
 		series := len(scrape(t, url)["dbiolat_fingerprint_calls_total"].GetMetric())
