@@ -541,7 +541,6 @@ func pgCopy(t *testing.T, withUSDT bool) string {
 // pgSession is one psql session the test talks to statement by statement:
 // a backend that lives across statements, whose PID the test can watch.
 type pgSession struct {
-	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
 }
@@ -558,6 +557,14 @@ func openSessionEnv(t *testing.T, c *pgsandbox.Cluster, env []string) *pgSession
 	t.Helper()
 	cmd := c.PsqlCmd(context.Background(), "postgres", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1")
 	cmd.Env = append(cmd.Env, env...)
+	in, out := startClient(t, cmd)
+	return &pgSession{in: in, out: bufio.NewReader(out)}
+}
+
+// startClient starts a database client the test talks to through its
+// standard input and output; it ends (its input closed) with the test.
+func startClient(t *testing.T, cmd *exec.Cmd) (io.WriteCloser, io.Reader) {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -570,9 +577,8 @@ func openSessionEnv(t *testing.T, c *pgsandbox.Cluster, env []string) *pgSession
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &pgSession{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	t.Cleanup(func() { in.Close(); cmd.Wait() })
-	return s
+	return in, out
 }
 
 // run sends SQL and returns its output, once psql has finished it.

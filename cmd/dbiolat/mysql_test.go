@@ -235,19 +235,7 @@ type mariadbSession struct {
 // server offers it) and checks that it did.
 func openMariaDBSession(t *testing.T, s *mysandbox.Server) *mariadbSession {
 	t.Helper()
-	cmd := exec.Command("mariadb", append(s.ClientArgs(), "--batch", "--skip-column-names", "--unbuffered")...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	in, out := startClient(t, exec.Command("mariadb", append(s.ClientArgs(), "--batch", "--skip-column-names", "--unbuffered")...))
 	m := &mariadbSession{in: in, out: bufio.NewScanner(out)}
 	if cipher := m.run(t, "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'"); cipher == "" {
 		t.Fatal("the session is not over TLS")

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dbiolat/dbiolat/internal/elfvar"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/postgres"
@@ -50,7 +49,10 @@ func (s *Session) attachMySQL(in mysql.Instance) error {
 	} else {
 		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", in, err))
 	}
-	info := probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major, TLSProbed: s.attachMySQLTLS(in)}
+	info := probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major}
+	if s.cfg.Families&probe.MySQLWire != 0 { // MySQL's protocol programs read the plaintext
+		info.TLSProbed = s.attachOpenSSL(in.PID, in.String(), s.tracer.AttachMySQLTLS)
+	}
 	err = s.tracer.Track(in.PID, info, false)
 	s.learnThreads()
 	return err
@@ -86,25 +88,6 @@ func (s *Session) mysqlThread(tid uint32) (postgres.Process, bool) {
 		}
 	}
 	return postgres.Process{}, false
-}
-
-// attachMySQLTLS reads the server's TLS connections in plaintext at the
-// OpenSSL it maps (MySQLWire), as attachTLS does PostgreSQL's; false if it
-// maps none or the probes cannot be attached (its TLS connections are then
-// counted, not traced).
-func (s *Session) attachMySQLTLS(in mysql.Instance) bool {
-	if s.cfg.Families&probe.MySQLWire == 0 {
-		return false
-	}
-	lib, err := elfvar.Library(in.PID, probe.OpenSSL.Library)
-	if err != nil || lib == "" {
-		return false
-	}
-	if err := s.tracer.AttachMySQLTLS(lib, probe.OpenSSL); err != nil {
-		s.warn(fmt.Sprintf("%s: its TLS connections cannot be read (%v): they are counted, not traced", in, err))
-		return false
-	}
-	return true
 }
 
 // conn is the state of a connection (the kernel's connection key).

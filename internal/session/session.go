@@ -299,23 +299,23 @@ func (s *Session) procInfo(in postgres.Instance) probe.ProcInfo {
 	if code, ok := postgres.WaitEventCode(in.Version, "IO/AioIoCompletion"); ok {
 		info.AIOWaitEvent = uint32(code)
 	}
-	info.TLSProbed = s.attachTLS(in)
+	if s.cfg.Families&probe.Wire != 0 { // the client protocol's programs read the plaintext
+		info.TLSProbed = s.attachOpenSSL(in.PID, fmt.Sprintf("PostgreSQL %d", in.PID), s.tracer.AttachTLS)
+	}
 	return info
 }
 
-// attachTLS reads the instance's TLS connections in plaintext at the
-// OpenSSL it maps, with the client protocol (Wire); false if it maps none
-// or the probes cannot be attached (its TLS connections are then counted).
-func (s *Session) attachTLS(in postgres.Instance) bool {
-	if s.cfg.Families&probe.Wire == 0 {
-		return false
-	}
-	lib, err := elfvar.Library(in.PID, probe.OpenSSL.Library)
+// attachOpenSSL reads a server's TLS connections in plaintext at the
+// OpenSSL it maps, with attach (its protocol's programs); false if it maps
+// none or the probes cannot be attached (its TLS connections are then
+// counted, not traced).
+func (s *Session) attachOpenSSL(pid int, server string, attach func(library string, f probe.TLSFunctions) error) bool {
+	lib, err := elfvar.Library(pid, probe.OpenSSL.Library)
 	if err != nil || lib == "" {
 		return false
 	}
-	if err := s.tracer.AttachTLS(lib, probe.OpenSSL); err != nil {
-		s.warn(fmt.Sprintf("PostgreSQL %d: its TLS connections cannot be read (%v): they are counted, not traced", in.PID, err))
+	if err := attach(lib, probe.OpenSSL); err != nil {
+		s.warn(fmt.Sprintf("%s: its TLS connections cannot be read (%v): they are counted, not traced", server, err))
 		return false
 	}
 	return true
