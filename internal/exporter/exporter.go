@@ -81,16 +81,15 @@ func (e *Exporter) Add(iv *model.Interval) {
 		}
 		// Rates are counts over seconds: multiplied back, they are the
 		// counts again (to the float's rounding, removed below).
-		add := func(op string, ops, bytes float64) {
-			t.ops[op] += math.Round(ops * iv.Seconds)
-			t.bytes[op] += math.Round(bytes * iv.Seconds)
-		}
-		add("read", r.ReadOps, r.ReadBytes)
-		add("write", r.WriteOps, r.WriteBytes)
+		count := func(ops float64) float64 { return math.Round(ops * iv.Seconds) }
+		t.ops["read"] += count(r.ReadOps)
+		t.ops["write"] += count(r.WriteOps)
+		t.bytes["read"] += count(r.ReadBytes)
+		t.bytes["write"] += count(r.WriteBytes)
 		if r.Layer == "fs" {
-			add("sync", r.SyncOps, 0)
+			t.ops["sync"] += count(r.SyncOps)
 		} else {
-			add("other", r.OtherOps, 0)
+			t.ops["other"] += count(r.OtherOps) // flushes, discards: no bytes
 		}
 	}
 }
@@ -171,9 +170,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(opsDesc, prometheus.CounterValue, n, k.layer, k.role, k.device, op)
 		}
 		for op, n := range t.bytes {
-			if op == "read" || op == "write" {
-				ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, n, k.layer, k.role, k.device, op)
-			}
+			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, n, k.layer, k.role, k.device, op)
 		}
 	}
 	for _, c := range model.Counters {
