@@ -45,30 +45,35 @@ func TestForeignIONotChargedToQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	queries, _, _ := slow.stop(t)
-	_, intervals, _ := iops.stop(t)
+	_, intervals, isum := iops.stop(t)
 
 	var blkBytes uint64
 	for _, q := range queries {
 		blkBytes += q.BlkBytes
 	}
-	var otherBytes float64
+	written := map[string]float64{} // block bytes written by role
 	for _, iv := range intervals {
 		for _, r := range iv.Rates {
-			if r.Layer == "blk" && r.Role == "other process" {
-				otherBytes += r.WriteBytes * iv.Seconds
+			if r.Layer == "blk" {
+				written[r.Role] += r.WriteBytes * iv.Seconds
 			}
 		}
 	}
-	t.Logf("%d queries, their block bytes %d; other processes wrote %.1f MiB (dd wrote %d MiB)", len(queries), blkBytes, otherBytes/(1<<20), mb)
+	notOurs := written["other process"] + written["kernel"]
+	t.Logf("%d queries, their block bytes %d; block bytes written by role: %v; drops %v", len(queries), blkBytes, written, isum.Drops)
 	if len(queries) < 100 {
 		t.Errorf("only %d queries traced", len(queries))
 	}
 	if blkBytes > 1<<20 {
 		t.Errorf("queries were charged %d block bytes while only dd wrote", blkBytes)
 	}
-	// Other processes on the machine may write too, so dd's bytes are a floor.
-	if otherBytes < 0.98*mb*(1<<20) {
-		t.Errorf("other-process block writes %.0f bytes, want at least dd's %d MiB", otherBytes, mb)
+	// dd's bytes go to other processes (or, written back, the kernel).
+	// Under load, about one run in fifteen shows 1-2 MiB fewer (whole
+	// requests, no drop counted, blk_unseen 0; bpftrace's block_io_start
+	// in dd sums to the same smaller figure): a margin of 4 MiB, not
+	// exactness, until that is explained (issue 16's note).
+	if notOurs < (mb-4)*(1<<20) {
+		t.Errorf("block writes by other processes and the kernel %.1f MiB, want about dd's %d MiB", notOurs/(1<<20), mb)
 	}
 }
 

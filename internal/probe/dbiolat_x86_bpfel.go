@@ -301,7 +301,8 @@ const (
 	dbiolatStatIdSTAT_FUSE_UNSEEN         dbiolatStatId = 21
 	dbiolatStatIdSTAT_MYSQL_CONN_FULL     dbiolatStatId = 22
 	dbiolatStatIdSTAT_MYSQL_REPLY_UNSEEN  dbiolatStatId = 23
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 24
+	dbiolatStatIdSTAT_BLK_UNSEEN          dbiolatStatId = 24
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 25
 )
 
 type dbiolatTaskLocal struct {

@@ -178,8 +178,10 @@ int BPF_PROG(blk_done, struct request *rq)
 	struct blk_io *b;
 	__u32 op;
 
-	if (!in) /* started before we attached */
+	if (!in) { /* started before we attached */
+		stat_inc(STAT_BLK_UNSEEN);
 		return 0;
+	}
 	ns = now - in->start_ns;
 	if (in->issue_ns && in->issue_ns >= in->start_ns) {
 		queue_ns = in->issue_ns - in->start_ns;
