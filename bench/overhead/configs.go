@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
@@ -35,6 +38,11 @@ type config struct {
 	attach func() (io.Closer, error)
 	// usdt: it needs PostgreSQL's USDT probes (not in every build).
 	usdt bool
+	// exporter: it serves Prometheus metrics (its ready line says
+	// where); its query latencies are read at the end of each run, once
+	// settle has passed (a duty cycle measures at its pause).
+	exporter bool
+	settle   time.Duration
 }
 
 var (
@@ -70,6 +78,15 @@ var (
 	// probes and pread64 time per query, with a line for each query that read.
 	bpftrace = config{name: "bpftrace", usdt: true, command: func(e *env) ([]string, string) {
 		return []string{"bpftrace", "-e", strings.ReplaceAll(bpftraceScript, "BIN", e.postgres)}, "ready"
+	}}
+	// The exporter as left running: its default duty cycle (a second
+	// traced in every ten), and traced all the time, to compare its
+	// latencies with.
+	serveDuty = config{name: "serve", exporter: true, settle: 11 * time.Second, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	}}
+	serveFull = config{name: "serve-full", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
 	// The far end of the scale, on fewer rounds: it is slow.
 	strace = config{name: "strace", rounds: 3, command: func(e *env) ([]string, string) {
@@ -117,7 +134,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace}
+var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveFull}
 
 // attachEmpty attaches a program that returns 0 to each BTF tracepoint
 // the default mode uses.
@@ -296,6 +313,12 @@ func measure(ctx context.Context, e *env, cfg config, workload, wflag string, cl
 	if t != nil { // while the load ran: not the start-up's loading and verifying
 		m.ToolCPU = processCPU(t.cmd.Process.Pid) - toolBefore
 	}
+	if cfg.exporter {
+		time.Sleep(cfg.settle)
+		if m.Latency, err = scrapeLatency(t.ready); err != nil {
+			return m, err
+		}
+	}
 	// USER_HZ is 100 on Linux: a jiffy is 10 ms.
 	m.TPS, m.Tx, m.CPUus = tps, tx, (after-before)*10000/float64(tx)
 	if t != nil {
@@ -313,6 +336,7 @@ func measure(ctx context.Context, e *env, cfg config, workload, wflag string, cl
 // before it, so that its own can be told apart.
 type tracerProc struct {
 	cmd    *exec.Cmd
+	ready  string // the line that said it was attached
 	before map[ebpf.ProgramID]bool
 	exited chan struct{} // closed once the tracer is reaped
 	once   bool
@@ -335,6 +359,7 @@ func startTracer(args []string, ready string) (*tracerProc, error) {
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), ready) {
+			t.ready = sc.Text()
 			go io.Copy(io.Discard, r) // keep the tracer's output flowing
 			return t, nil
 		}
@@ -455,4 +480,54 @@ func (e *env) startMariaDB(ctx context.Context, clients int) error {
 	o.Time = 5 // warm the buffer pool once, so round 1 is not special
 	_, err = s.Sysbench(ctx, o, "run")
 	return err
+}
+
+// latency is what an exporter says of the run's query latencies.
+type latency struct {
+	Queries float64 `json:"queries"`
+	MeanUs  float64 `json:"mean_us"`
+	P50Us   float64 `json:"p50_us"`
+	P90Us   float64 `json:"p90_us"`
+	P99Us   float64 `json:"p99_us"`
+}
+
+// scrapeLatency reads the query histogram from the metrics an exporter
+// serves (its ready line has the URL); quantiles interpolate within the
+// log2 buckets, as Prometheus's histogram_quantile does.
+func scrapeLatency(readyLine string) (*latency, error) {
+	i := strings.Index(readyLine, "http://")
+	if i < 0 {
+		return nil, fmt.Errorf("no URL in %q", readyLine)
+	}
+	resp, err := http.Get(strings.Fields(readyLine[i:])[0])
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	f := fams["dbiolat_query_duration_seconds"]
+	if f == nil || len(f.GetMetric()) == 0 {
+		return nil, errors.New("no query histogram in the metrics")
+	}
+	h := f.GetMetric()[0].GetHistogram()
+	n := float64(h.GetSampleCount())
+	if n == 0 {
+		return nil, errors.New("the exporter saw no query")
+	}
+	q := func(q float64) float64 {
+		rank, lower, below := q*n, 0.0, 0.0
+		for _, b := range h.GetBucket() {
+			c := float64(b.GetCumulativeCount())
+			if c >= rank {
+				return 1e6 * (lower + (b.GetUpperBound()-lower)*(rank-below)/max(c-below, 1))
+			}
+			lower, below = b.GetUpperBound(), c
+		}
+		return 1e6 * lower
+	}
+	return &latency{Queries: n, MeanUs: 1e6 * h.GetSampleSum() / n, P50Us: q(0.5), P90Us: q(0.9), P99Us: q(0.99)}, nil
 }

@@ -43,6 +43,7 @@ type measurement struct {
 	BPFns    uint64                 `json:"bpf_run_ns"` // the tracer's programs, all runs
 	BPFRuns  uint64                 `json:"bpf_runs"`
 	Programs map[string]programStat `json:"bpf_by_program,omitempty"`
+	Latency  *latency               `json:"latency,omitempty"` // an exporter's, of this run's queries
 }
 
 // result is one configuration on one workload, over all rounds.
@@ -215,6 +216,7 @@ func run(o options) error {
 		}
 	}
 	printTable(o, results)
+	printAgreement(runs)
 	return save(o, results, runs)
 }
 
@@ -309,4 +311,45 @@ func quantile(v []float64, q float64) float64 {
 		return s[len(s)-1]
 	}
 	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
+}
+
+// printAgreement sets the duty-cycled exporter's query latencies beside
+// those of the exporter traced all the time, on the same workload: the
+// medians over rounds of each, and their ratio.
+func printAgreement(runs []measurement) {
+	type key struct{ workload, version, config string }
+	by := map[key][]*latency{}
+	for _, m := range runs {
+		if m.Latency != nil && m.Round > 0 {
+			k := key{m.Workload, m.Version, m.Config}
+			by[k] = append(by[k], m.Latency)
+		}
+	}
+	median := func(ls []*latency, f func(*latency) float64) float64 {
+		var v []float64
+		for _, l := range ls {
+			v = append(v, f(l))
+		}
+		return quantile(v, 0.5)
+	}
+	stats := []struct {
+		name string
+		f    func(*latency) float64
+	}{{"mean", func(l *latency) float64 { return l.MeanUs }}, {"p50", func(l *latency) float64 { return l.P50Us }},
+		{"p90", func(l *latency) float64 { return l.P90Us }}, {"p99", func(l *latency) float64 { return l.P99Us }}}
+	for k, duty := range by {
+		if k.config != serveDuty.name {
+			continue
+		}
+		full := by[key{k.workload, k.version, serveFull.name}]
+		if len(full) == 0 {
+			continue
+		}
+		fmt.Printf("\nquery latency, %s on %s: serve (duty cycles) against serve --duty off, medians of %d and %d runs\n", k.workload, k.version, len(duty), len(full))
+		for _, s := range stats {
+			d, f := median(duty, s.f), median(full, s.f)
+			fmt.Printf("  %-4s %9.1f us %9.1f us  %6.3f\n", s.name, d, f, d/f)
+		}
+		fmt.Printf("  queries seen (scaled) %.0f and %.0f\n", median(duty, func(l *latency) float64 { return l.Queries }), median(full, func(l *latency) float64 { return l.Queries }))
+	}
 }

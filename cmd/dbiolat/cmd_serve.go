@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,7 @@ func runServeCmd(ctx context.Context, args []string) error {
 	listen := fs.String("listen", defaultListen, "the address to serve /metrics on (host:port; port 0 picks one); default: the loopback only")
 	top := fs.Int("top", 50, "give series of their own to at most N query fingerprints, the busiest by query time; the rest count as fingerprint=\"other\"")
 	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")
+	dutyFlag := fs.String("duty", "1s/10s", "trace ON of every PERIOD (ON/PERIOD), the hooks detached in between, counters scaled to the whole time; \"off\": trace all the time")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -47,13 +49,43 @@ func runServeCmd(ctx context.Context, args []string) error {
 	case o.RawSQL:
 		return errors.New("serve exports normalized query text only: leave out --raw-sql")
 	}
-	return runServe(ctx, o, *listen, *top, *window)
+	d, err := parseDuty(*dutyFlag)
+	if err != nil {
+		return err
+	}
+	return runServe(ctx, o, *listen, *top, *window, d)
+}
+
+// duty is a duty cycle: traced for on in every period; on == period:
+// traced all the time.
+type duty struct{ on, period time.Duration }
+
+func (d duty) always() bool { return d.on >= d.period }
+
+func parseDuty(s string) (duty, error) {
+	if s == "off" {
+		return duty{time.Second, time.Second}, nil
+	}
+	on, period, ok := strings.Cut(s, "/")
+	d := duty{}
+	var err1, err2 error
+	if ok {
+		d.on, err1 = time.ParseDuration(on)
+		d.period, err2 = time.ParseDuration(period)
+	}
+	if !ok || err1 != nil || err2 != nil || d.on < time.Second || d.period < d.on {
+		return duty{}, fmt.Errorf("--duty %q: give ON/PERIOD, ON at least 1s and at most PERIOD (1s/10s: a second traced in every ten), or off", s)
+	}
+	if d.on%time.Second != 0 || d.period%time.Second != 0 {
+		return duty{}, fmt.Errorf("--duty %q: give whole seconds (serve measures every second)", s)
+	}
+	return d, nil
 }
 
 // runServe traces until stopped and serves what it measures to
 // Prometheus: every second, the interval's I/O by role and the
 // histograms go to the exporter, which a scrape reads.
-func runServe(ctx context.Context, o targetOptions, listen string, top int, window time.Duration) error {
+func runServe(ctx context.Context, o targetOptions, listen string, top int, window time.Duration, d duty) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w (choose another with --listen)", listen, err)
@@ -84,9 +116,32 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 
 	var costAt time.Time // the kernel counts our programs one second a minute: read it as often (and at once: the maps' size)
 	windowAt := time.Now()
+	// Duty cycles: a cycle starts attached; after on, the hooks detach
+	// and what the cycle measured is taken: the interval since the last
+	// pause, its wall time the cycle's, its counts only the attached
+	// time's. The traced share is that time over the interval's, measured.
+	var cycleAt, resumedAt time.Time
+	paused := false
+	measure := func(s *session.Session, attached time.Duration) error {
+		iv, err := s.Interval()
+		if err != nil {
+			return err
+		}
+		hs, err := s.Hists()
+		if err != nil {
+			return err
+		}
+		if iv.Seconds > 0 {
+			e.SetTraced(min(1, attached.Seconds()/iv.Seconds))
+		}
+		e.Add(iv)
+		e.SetHists(hs)
+		return nil
+	}
 	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second,
 		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
 		onStart: func(*session.Session) error {
+			cycleAt, resumedAt = time.Now(), time.Now()
 			// On stderr: scripts read the address (with --listen host:0 it is chosen now).
 			fmt.Fprintf(os.Stderr, "Serving metrics on http://%s/metrics\n", ln.Addr())
 			return nil
@@ -98,16 +153,28 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 				return fmt.Errorf("serving metrics: %w", err)
 			default:
 			}
-			iv, err := s.Interval()
-			if err != nil {
-				return err
+			now := time.Now()
+			switch {
+			case d.always():
+				if err := measure(s, time.Hour); err != nil { // attached all the interval
+					return err
+				}
+			case !paused && now.Sub(cycleAt) >= d.on:
+				attached := time.Since(resumedAt)
+				if err := s.Pause(); err != nil {
+					return err
+				}
+				paused = true
+				if err := measure(s, attached); err != nil {
+					return err
+				}
+			case paused && now.Sub(cycleAt) >= d.period:
+				cycleAt = now
+				if err := s.Resume(); err != nil {
+					fmt.Fprintln(os.Stderr, "dbiolat: "+err.Error()) // a hook that cannot come back (a binary replaced): the others trace on
+				}
+				resumedAt, paused = time.Now(), false
 			}
-			e.Add(iv)
-			hs, err := s.Hists()
-			if err != nil {
-				return err
-			}
-			e.SetHists(hs)
 			if time.Since(windowAt) >= window {
 				windowAt = time.Now()
 				e.EndWindow()

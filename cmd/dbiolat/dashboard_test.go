@@ -48,7 +48,7 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "5"); err != nil {
 		t.Fatal(err)
 	}
-	tr := startTrace(t, "serve", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	target := strings.TrimSuffix(strings.TrimPrefix(servingRe.FindStringSubmatch(tr.stderr.String())[1], "http://"), "/metrics")
 
 	dir := t.TempDir()

@@ -49,7 +49,7 @@ func TestServeCountsQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	psql(t, c, "SELECT pg_stat_statements_reset()")
-	tr := startTrace(t, "serve", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "serve", "--duty", "off", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	m := servingRe.FindStringSubmatch(tr.stderr.String())
 	if m == nil || !strings.HasPrefix(m[1], "http://127.0.0.1:") {
 		t.Fatalf("serve does not say it serves on the loopback: %s", tr.stderr.String())
@@ -115,7 +115,7 @@ func TestServeCountsQueries(t *testing.T) {
 func TestServeFingerprintsBounded(t *testing.T) {
 	c := startPG(t, nil)
 	const top, statements = 10, 100000
-	tr := startTrace(t, "serve", "--listen", "127.0.0.1:0", "--top", fmt.Sprint(top), "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--top", fmt.Sprint(top), "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
 	// Two sessions, half each (the machine has two CPUs).
 	const sessions = 2
@@ -175,7 +175,7 @@ func TestServeSurvivesRestartAndChurn(t *testing.T) {
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
 		t.Fatal(err)
 	}
-	tr := startTrace(t, "serve", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
 	churn := func() {
 		if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-C", "-c", "2", "-t", "200"); err != nil {
@@ -207,6 +207,90 @@ func TestServeSurvivesRestartAndChurn(t *testing.T) {
 	// 800 connections came and went: the series are by role, not by process.
 	if n := len(fams["dbiolat_io_operations_total"].GetMetric()); n > 100 {
 		t.Errorf("%d I/O series after 800 connections", n)
+	}
+	tr.stopText(t)
+}
+
+// In duty cycles (1 s traced in every 3 here), serve's counters estimate
+// the whole time: what pgbench ran at a steady rate, as
+// pg_stat_statements counts it, within 15% (the traced seconds' Poisson
+// noise is about 3% over six cycles). Queries that crossed a pause, long
+// sleeps caught by it, are left out and counted, never measured in part:
+// no query in the histogram is longer than the sleeps.
+func TestServeDutyCycles(t *testing.T) {
+	c := startPG(t, nil)
+	ctx := context.Background()
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
+		t.Fatal(err)
+	}
+	psql(t, c, "SELECT pg_stat_statements_reset()")
+	tr := startTrace(t, "serve", "--duty", "1s/3s", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	start := time.Now()
+	done := make(chan error, 2)
+	go func() {
+		_, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", "2", "-R", "200", "-T", "22")
+		done <- err
+	}()
+	go func() { // each 0.7 s, so that pauses catch some in the middle
+		_, err := c.Psql(ctx, "postgres", strings.Repeat("SELECT pg_sleep(0.7);\n", 30))
+		done <- err
+	}()
+	total := func(fams map[string]*dto.MetricFamily) float64 {
+		return fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	}
+	time.Sleep(time.Until(start.Add(18 * time.Second)))
+	// Read at a pause, when the cycle just measured is counted: the
+	// estimate covers the time until now, as pg_stat_statements does.
+	last := total(scrape(t, url))
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, "serve to measure a cycle", func() bool {
+		fams = scrape(t, url)
+		return total(fams) != last
+	})
+	ran, err := strconv.ParseFloat(psql(t, c, "SELECT sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	estimate := total(fams)
+	ratio := fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue()
+	var cut float64
+	for _, m := range fams["dbiolat_drops_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "kind" && l.GetValue() == "query_cut" {
+				cut = m.GetCounter().GetValue()
+			}
+		}
+	}
+	h := fams["dbiolat_query_duration_seconds"].GetMetric()[0].GetHistogram()
+	var underSecond, underHalf uint64 // queries measured at most ~1.07 s, ~0.54 s long
+	for _, b := range h.GetBucket() {
+		switch le := b.GetUpperBound(); {
+		case le < 0.6:
+			underHalf = b.GetCumulativeCount()
+		case le < 1.1:
+			underSecond = b.GetCumulativeCount()
+		}
+	}
+	t.Logf("after %v: dbiolat_queries_total %.0f, pg_stat_statements %.0f (%.3f); traced ratio %.3f; %v queries cut; histogram %d queries, %d under 0.54 s, %d under 1.07 s",
+		time.Since(start).Round(time.Millisecond), estimate, ran, estimate/ran, ratio, cut, h.GetSampleCount(), underHalf, underSecond)
+	if estimate < 0.85*ran || estimate > 1.15*ran {
+		t.Errorf("serve estimates %.0f queries, pg_stat_statements counted %.0f: off by more than 15%%", estimate, ran)
+	}
+	if ratio < 0.3 || ratio > 0.5 { // a second of three, the tick a little late
+		t.Errorf("traced ratio %.3f, want about 1/3", ratio)
+	}
+	if cut == 0 {
+		t.Errorf("no query cut by a pause, though one was always sleeping")
+	}
+	if underSecond != h.GetSampleCount() || underSecond == underHalf {
+		t.Errorf("the histogram holds %d queries over 1.07 s (a sleep measured across a pause), and %d sleeps (0.54-1.07 s)",
+			h.GetSampleCount()-underSecond, underSecond-underHalf)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 	tr.stopText(t)
 }

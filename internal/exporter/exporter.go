@@ -18,14 +18,27 @@ import (
 
 // Exporter holds the counters since the start; Add and SetHists feed it,
 // Collect (any goroutine) reads it.
+//
+// When tracing pauses (duty cycles), what was measured while traced is
+// scaled by the inverse of the traced ratio (SetTraced): the counters and
+// histograms estimate all the time, and dbiolat_traced_ratio says how
+// much of it was measured. The drop counters are what the kernel counted.
 type Exporter struct {
 	mu      sync.Mutex
 	io      map[ioKey]*ioTotals
-	hists   model.Hists // cumulative, as the kernel keeps them
-	drops   model.Drops // cumulative
-	queries uint64
+	hists   map[string]*scaledHist // accumulated from the kernel's, scaled
+	kernel  model.Hists            // the kernel's as last seen (cumulative)
+	drops   model.Drops            // cumulative
+	queries float64
+	traced  float64     // the share of the time traced; 1: all of it
 	cost    *model.Cost // the last measure of the tracer's own cost; nil: none yet
 	fps     *fingerprints
+}
+
+// scaledHist is a histogram's counts added up with weights.
+type scaledHist struct {
+	buckets [hist.Slots]float64
+	sum     float64
 }
 
 // ioKey is one row of I/O: a layer ("fs", "blk"), a role and, for block
@@ -40,7 +53,16 @@ type ioTotals struct {
 // New returns an empty exporter that gives series of their own to at
 // most top fingerprints.
 func New(top int) *Exporter {
-	return &Exporter{io: map[ioKey]*ioTotals{}, fps: newFingerprints(top)}
+	return &Exporter{io: map[ioKey]*ioTotals{}, hists: map[string]*scaledHist{}, traced: 1, fps: newFingerprints(top)}
+}
+
+// SetTraced says which share of the time the next Add's interval was
+// traced in (0 < ratio <= 1): what it counted, and the queries observed
+// since the last Add, count 1/ratio times.
+func (e *Exporter) SetTraced(ratio float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.traced = ratio
 }
 
 // Observe counts a finished query under its fingerprint.
@@ -70,7 +92,9 @@ func (e *Exporter) Queries() map[string]string {
 func (e *Exporter) Add(iv *model.Interval) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.queries += iv.Queries
+	w := 1 / e.traced
+	e.fps.flush(w)
+	e.queries += w * float64(iv.Queries)
 	e.drops = iv.Drops
 	for _, r := range iv.Rates {
 		k := ioKey{r.Layer, r.Role, r.Device}
@@ -80,8 +104,8 @@ func (e *Exporter) Add(iv *model.Interval) {
 			e.io[k] = t
 		}
 		// Rates are counts over seconds: multiplied back, they are the
-		// counts again (to the float's rounding, removed below).
-		count := func(ops float64) float64 { return math.Round(ops * iv.Seconds) }
+		// counts again (to the float's rounding, removed here), then weighed.
+		count := func(ops float64) float64 { return w * math.Round(ops*iv.Seconds) }
 		t.ops["read"] += count(r.ReadOps)
 		t.ops["write"] += count(r.WriteOps)
 		t.bytes["read"] += count(r.ReadBytes)
@@ -101,11 +125,28 @@ func (e *Exporter) SetCost(c *model.Cost) {
 	e.cost = c
 }
 
-// SetHists keeps the histograms as they are now (the kernel's, cumulative).
+// SetHists takes the histograms as they are now (the kernel's,
+// cumulative): what they gained since the last call is added, weighed.
 func (e *Exporter) SetHists(hs model.Hists) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.hists = hs
+	w := 1 / e.traced
+	for name, h := range hs {
+		prev := e.kernel[name]
+		if prev == nil {
+			prev = &hist.Hist{}
+		}
+		s := e.hists[name]
+		if s == nil {
+			s = &scaledHist{}
+			e.hists[name] = s
+		}
+		for i := range h.Buckets {
+			s.buckets[i] += w * float64(h.Buckets[i]-prev.Buckets[i])
+		}
+		s.sum += w * float64(h.Sum-prev.Sum)
+	}
+	e.kernel = hs
 }
 
 var (
@@ -156,8 +197,8 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(e.queries))
-	ch <- prometheus.MustNewConstMetric(tracedDesc, prometheus.GaugeValue, 1) // traced all the time, for now
+	ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, e.queries)
+	ch <- prometheus.MustNewConstMetric(tracedDesc, prometheus.GaugeValue, e.traced)
 	if c := e.cost; c != nil {
 		if c.BPFSampledSeconds > 0 {
 			ch <- prometheus.MustNewConstMetric(bpfCPUDesc, prometheus.GaugeValue, c.BPFCPUPerSec)
@@ -184,10 +225,21 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	for _, def := range model.Histograms {
 		h := e.hists[def.Name]
 		if h == nil {
-			h = &hist.Hist{}
+			h = &scaledHist{}
 		}
-		ch <- constHistogram(histDesc(def), def.Unit, h)
+		ch <- constHistogram(histDesc(def), def.Unit, h.rounded())
 	}
+}
+
+// rounded is the histogram in whole counts, its count their sum:
+// rounding what only grows never goes down, so it stays monotonic.
+func (s *scaledHist) rounded() *hist.Hist {
+	h := &hist.Hist{Sum: uint64(math.Round(s.sum))}
+	for i, n := range s.buckets {
+		h.Buckets[i] = uint64(math.Round(n))
+		h.Count += h.Buckets[i]
+	}
+	return h
 }
 
 // constHistogram is a log2 histogram as a Prometheus one: a bucket per

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -31,39 +32,57 @@ const maxCandidates = 10000
 // (label values are kept short); /queries has the whole text.
 const infoTextMax = 200
 
-// fpStats are one series' counters.
+// fpStats are one series' counters: estimates for all the time when
+// tracing pauses (each query weighs the inverse of the traced ratio).
 type fpStats struct {
 	text     string // normalized
-	calls    uint64
-	ns       uint64
-	boxes    []uint64 // by model.Boxes
-	fsCount  [3]uint64
-	fsNs     [3]uint64 // read, write, sync
-	blkCount uint64
-	blkNs    uint64
-	windowNs uint64 // query time in the current window
+	calls    float64
+	ns       float64
+	boxes    []float64 // by model.Boxes
+	fsCount  [3]float64
+	fsNs     [3]float64 // read, write, sync
+	blkCount float64
+	blkNs    float64
+	windowNs float64 // query time in the current window
 }
 
 var fsOps = [3]string{"read", "write", "sync"}
 
-func (s *fpStats) add(q *model.Query) {
-	s.calls++
-	s.ns += q.QueryNs
-	s.windowNs += q.QueryNs
+// add counts a query w times (1 when traced all the time).
+func (s *fpStats) add(q *model.Query, w float64) {
+	s.calls += w
+	s.ns += w * float64(q.QueryNs)
+	s.windowNs += w * float64(q.QueryNs)
 	if s.boxes == nil {
-		s.boxes = make([]uint64, len(model.Boxes))
+		s.boxes = make([]float64, len(model.Boxes))
 	}
 	for i, b := range model.Boxes {
-		s.boxes[i] += *b.Of(q)
+		s.boxes[i] += w * float64(*b.Of(q))
 	}
 	for i, c := range [3]uint64{q.FSReadCount, q.FSWriteCount, q.FSSyncCount} {
-		s.fsCount[i] += c
+		s.fsCount[i] += w * float64(c)
 	}
 	for i, ns := range [3]uint64{q.FSReadNs, q.FSWriteNs, q.FSSyncNs} {
-		s.fsNs[i] += ns
+		s.fsNs[i] += w * float64(ns)
 	}
-	s.blkCount += q.BlkCount
-	s.blkNs += q.BlkNs
+	s.blkCount += w * float64(q.BlkCount)
+	s.blkNs += w * float64(q.BlkNs)
+}
+
+// scale weighs every counter w times.
+func (s *fpStats) scale(w float64) {
+	s.calls *= w
+	s.ns *= w
+	s.windowNs *= w
+	for i := range s.boxes {
+		s.boxes[i] *= w
+	}
+	for i := range s.fsCount {
+		s.fsCount[i] *= w
+		s.fsNs[i] *= w
+	}
+	s.blkCount *= w
+	s.blkNs *= w
 }
 
 // fold adds another series' counters to s.
@@ -71,7 +90,7 @@ func (s *fpStats) fold(o *fpStats) {
 	s.calls += o.calls
 	s.ns += o.ns
 	if s.boxes == nil {
-		s.boxes = make([]uint64, len(model.Boxes))
+		s.boxes = make([]float64, len(model.Boxes))
 	}
 	for i := range o.boxes {
 		s.boxes[i] += o.boxes[i]
@@ -90,27 +109,55 @@ type fingerprints struct {
 	series     map[string]*fpStats
 	other      fpStats
 	candidates map[string]*fpStats // not in series: time and text in the window
+	// The queries observed since the last flush, by fingerprint (at most
+	// maxCandidates, the rest in pendingOther), not yet weighed: a duty
+	// cycle's weight is known at its end.
+	pending      map[string]*fpStats
+	pendingOther fpStats
 }
 
 func newFingerprints(top int) *fingerprints {
-	return &fingerprints{top: top, series: map[string]*fpStats{}, candidates: map[string]*fpStats{}}
+	return &fingerprints{top: top, series: map[string]*fpStats{}, candidates: map[string]*fpStats{}, pending: map[string]*fpStats{}}
 }
 
+// observe keeps a query until the next flush.
 func (f *fingerprints) observe(q *model.Query) {
-	if s := f.series[q.Fingerprint]; s != nil {
-		s.add(q)
-		return
-	}
-	f.other.add(q)
-	c := f.candidates[q.Fingerprint]
-	if c == nil {
-		if len(f.candidates) >= maxCandidates {
+	p := f.pending[q.Fingerprint]
+	if p == nil {
+		if len(f.pending) >= maxCandidates {
+			f.pendingOther.add(q, 1)
 			return
 		}
-		c = &fpStats{text: q.Query}
-		f.candidates[q.Fingerprint] = c
+		p = &fpStats{text: q.Query}
+		f.pending[q.Fingerprint] = p
 	}
-	c.windowNs += q.QueryNs
+	p.add(q, 1)
+}
+
+// flush counts the queries observed since the last flush, each w times:
+// in its series, or in other and, for the window, as a candidate.
+func (f *fingerprints) flush(w float64) {
+	for fp, p := range f.pending {
+		p.scale(w)
+		if s := f.series[fp]; s != nil {
+			s.fold(p)
+			s.windowNs += p.windowNs
+			continue
+		}
+		f.other.fold(p)
+		c := f.candidates[fp]
+		if c == nil && len(f.candidates) < maxCandidates {
+			c = &fpStats{text: p.text}
+			f.candidates[fp] = c
+		}
+		if c != nil {
+			c.windowNs += p.windowNs
+		}
+	}
+	f.pendingOther.scale(w)
+	f.other.fold(&f.pendingOther)
+	clear(f.pending)
+	f.pendingOther = fpStats{}
 }
 
 // endWindow admits the window's busiest candidates, evicting series
@@ -118,7 +165,7 @@ func (f *fingerprints) observe(q *model.Query) {
 func (f *fingerprints) endWindow() {
 	type ranked struct {
 		fp string
-		ns uint64
+		ns float64
 	}
 	var cands []ranked
 	for fp, c := range f.candidates {
@@ -128,7 +175,7 @@ func (f *fingerprints) endWindow() {
 	for _, c := range cands {
 		if len(f.series) >= f.top {
 			// The least busy series in the window gives way to a busier candidate.
-			least, leastNs := "", ^uint64(0)
+			least, leastNs := "", math.Inf(1)
 			for fp, s := range f.series {
 				if s.windowNs < leastNs {
 					least, leastNs = fp, s.windowNs
@@ -149,7 +196,7 @@ func (f *fingerprints) endWindow() {
 	clear(f.candidates)
 }
 
-func cmpDesc(a, b uint64) int {
+func cmpDesc(a, b float64) int {
 	switch {
 	case a > b:
 		return -1
@@ -178,21 +225,21 @@ func (f *fingerprints) collect(ch chan<- prometheus.Metric) {
 		counter := func(d *prometheus.Desc, v float64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{fp}, labels...)...)
 		}
-		counter(callsDesc, float64(s.calls))
-		counter(timeDesc, float64(s.ns)/1e9)
+		counter(callsDesc, s.calls)
+		counter(timeDesc, s.ns/1e9)
 		for i, b := range model.Boxes {
-			var ns uint64
+			var ns float64
 			if s.boxes != nil {
 				ns = s.boxes[i]
 			}
-			counter(boxDesc, float64(ns)/1e9, strings.TrimSuffix(b.Name, "_ns"))
+			counter(boxDesc, ns/1e9, strings.TrimSuffix(b.Name, "_ns"))
 		}
 		for i, op := range fsOps {
-			counter(fpFSDesc, float64(s.fsCount[i]), op)
-			counter(fpFSNsDesc, float64(s.fsNs[i])/1e9, op)
+			counter(fpFSDesc, s.fsCount[i], op)
+			counter(fpFSNsDesc, s.fsNs[i]/1e9, op)
 		}
-		counter(fpBlkDesc, float64(s.blkCount))
-		counter(fpBlkNsDesc, float64(s.blkNs)/1e9)
+		counter(fpBlkDesc, s.blkCount)
+		counter(fpBlkNsDesc, s.blkNs/1e9)
 		if fp != OtherFingerprint {
 			ch <- prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, fp, shorten(s.text, infoTextMax))
 		}

@@ -2,10 +2,12 @@ package exporter
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 )
 
@@ -41,6 +43,7 @@ func TestFingerprintSeriesBounded(t *testing.T) {
 	for i := 0; i < statements; i++ {
 		e.Observe(query(fmt.Sprintf("%016x", i), uint64(i%977)*1000))
 		if i%10000 == 9999 {
+			e.Add(&model.Interval{}) // a second's interval: the queries observed in it count
 			e.EndWindow()
 			got := calls(t, e)
 			if len(got) > top+1 {
@@ -68,13 +71,16 @@ func TestFingerprintSeriesFollowTheBusiest(t *testing.T) {
 	for _, fp := range []string{"a", "b", "c"} {
 		e.Observe(query(fp, map[string]uint64{"a": 300, "b": 200, "c": 100}[fp]))
 	}
+	e.Add(&model.Interval{})
 	e.EndWindow()
 	e.Observe(query("a", 5))
 	e.Observe(query("b", 1))
+	e.Add(&model.Interval{})
 	if got := calls(t, e); got["a"] != 1 || got["b"] != 1 || got[OtherFingerprint] != 3 || len(got) != 3 {
 		t.Errorf("after the first window: %v, want a and b from zero, the first three in other", got)
 	}
 	e.Observe(query("c", 1000)) // the busiest of the window, b the least busy series
+	e.Add(&model.Interval{})
 	e.EndWindow()
 	if got := calls(t, e); len(got) != 3 || got["c"] != 0 || got["a"] != 1 || got[OtherFingerprint] != 5 {
 		t.Errorf("after the second window: %v, want c in place of b (b's call folded into other)", got)
@@ -82,4 +88,41 @@ func TestFingerprintSeriesFollowTheBusiest(t *testing.T) {
 	if q := e.Queries(); q["c"] != "SELECT c" || len(q) != 2 {
 		t.Errorf("/queries: %v", q)
 	}
+}
+
+// Traced a tenth of the time, each query observed and each count of the
+// interval stand for ten; the histograms' gains too, and they stay whole.
+func TestTracedRatioScales(t *testing.T) {
+	e := New(5)
+	e.Observe(query("a", 1000))
+	e.Observe(query("a", 3000))
+	e.SetTraced(0.1)
+	e.Add(&model.Interval{Queries: 2, Seconds: 10})
+	e.SetHists(model.Hists{"query": histOf(1000, 3000)})
+	e.EndWindow()
+	e.Observe(query("a", 2000))
+	e.Add(&model.Interval{Queries: 1, Seconds: 10})
+	e.SetHists(model.Hists{"query": histOf(1000, 3000, 2000)})
+	mf := gather(t, e)
+	if got := mf["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue(); got != 30 {
+		t.Errorf("queries_total %v, want 30 (3 queries traced a tenth of the time)", got)
+	}
+	if got := calls(t, e); got["a"] != 10 || got[OtherFingerprint] != 20 {
+		t.Errorf("calls %v, want a 10 (since admitted) and other 20", got)
+	}
+	h := mf["dbiolat_query_duration_seconds"].GetMetric()[0].GetHistogram()
+	if h.GetSampleCount() != 30 || math.Abs(h.GetSampleSum()-60000e-9) > 1e-12 {
+		t.Errorf("query histogram count %d sum %v, want 30 and 60 µs", h.GetSampleCount(), h.GetSampleSum())
+	}
+	if got := mf["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue(); got != 0.1 {
+		t.Errorf("traced_ratio %v, want 0.1", got)
+	}
+}
+
+func histOf(vs ...uint64) *hist.Hist {
+	h := &hist.Hist{}
+	for _, v := range vs {
+		h.Add(v)
+	}
+	return h
 }

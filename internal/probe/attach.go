@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // Hook is a kernel hook one of our programs attaches to, read from the
@@ -64,24 +66,89 @@ func (t *Tracer) attachHooks(spec *ebpf.CollectionSpec) error {
 	progs := byName[*ebpf.Program](&t.objs.dbiolatPrograms)
 	for _, h := range hooks(spec, t.families) {
 		prog := progs[h.Program]
-		var l link.Link
-		var err error
-		if h.Group == "" {
-			l, err = link.AttachTracing(link.TracingOptions{Program: prog})
-		} else {
-			l, err = link.Tracepoint(h.Group, h.Name, prog, nil)
-		}
+		err := t.attach(prog, strings.HasPrefix(h.Program, steadyPrefix), func() (link.Link, error) {
+			if h.Group == "" {
+				return link.AttachTracing(link.TracingOptions{Program: prog})
+			}
+			return link.Tracepoint(h.Group, h.Name, prog, nil)
+		})
 		if err != nil {
 			return fmt.Errorf("attaching %s to %s: %w", h.Program, h, err)
 		}
-		t.add(l, prog)
 	}
 	return nil
 }
 
-func (t *Tracer) add(l link.Link, prog *ebpf.Program) {
-	t.links = append(t.links, l)
+// steadyPrefix names the programs that stay attached while tracing
+// pauses: process tracking (fork, exec, exit), rare and cheap, so that
+// the traced processes and threads are still known when it resumes.
+const steadyPrefix = "proc_"
+
+// hookLink is one program attached to one hook, made again by its
+// recipe when tracing resumes after a pause.
+type hookLink struct {
+	make   func() (link.Link, error)
+	link   link.Link // nil while paused
+	steady bool      // stays attached during pauses
+}
+
+// attach makes a program's link and keeps its recipe. While tracing is
+// paused it is made (so a missing symbol is said now) and closed again.
+func (t *Tracer) attach(prog *ebpf.Program, steady bool, make func() (link.Link, error)) error {
+	l, err := make()
+	if err != nil {
+		return err
+	}
+	a := &hookLink{make: make, link: l, steady: steady}
+	if t.paused && !steady {
+		err = l.Close()
+		a.link = nil
+	}
+	t.attached = append(t.attached, a)
 	t.progs[prog] = true
+	return err
+}
+
+// Pause detaches every hook but process tracking's: the programs stop
+// costing anything. Their maps keep what they counted.
+func (t *Tracer) Pause() error {
+	var errs []error
+	for _, a := range t.attached {
+		if !a.steady && a.link != nil {
+			errs = append(errs, a.link.Close())
+			a.link = nil
+		}
+	}
+	t.paused = true
+	return errors.Join(errs...)
+}
+
+// Resume attaches again what Pause detached. The kernel side learns the
+// time first (traced_since_ns), so that whatever began before, while
+// the hooks were off, is left out rather than measured in part: queries
+// (counted in query_cut), syscalls, block requests, sleeps; and the
+// client protocol's parsers resync at each connection's next message.
+func (t *Tracer) Resume() error {
+	if err := t.objs.TracedSinceNs.Set(monotonicNow()); err != nil {
+		return fmt.Errorf("setting traced_since_ns: %w", err)
+	}
+	var errs []error
+	for _, a := range t.attached {
+		if a.link == nil {
+			l, err := a.make()
+			errs = append(errs, err) // tried again at the next resume
+			a.link = l
+		}
+	}
+	t.paused = false
+	return errors.Join(errs...)
+}
+
+// monotonicNow is bpf_ktime_get_ns's clock, now.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // cannot fail for this clock
+	return uint64(ts.Nano())
 }
 
 // byName maps the objects of a bpf2go struct (its programs, its maps)

@@ -162,9 +162,8 @@ type dbiolatMyConn struct {
 	InSeq    uint8
 	InHeader uint8
 	Pad      uint8
-	Pad1     uint32
+	SyncedNs uint64
 	Head     [32]uint8
-	_        [4]byte
 }
 
 type dbiolatMyParked struct {
@@ -302,7 +301,8 @@ const (
 	dbiolatStatIdSTAT_MYSQL_CONN_FULL     dbiolatStatId = 22
 	dbiolatStatIdSTAT_MYSQL_REPLY_UNSEEN  dbiolatStatId = 23
 	dbiolatStatIdSTAT_BLK_UNSEEN          dbiolatStatId = 24
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 25
+	dbiolatStatIdSTAT_QUERY_CUT           dbiolatStatId = 25
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 26
 )
 
 type dbiolatTaskLocal struct {
@@ -327,17 +327,18 @@ type dbiolatTaskLocal struct {
 		ServeCpuNs   uint64
 	}
 	Wire struct {
-		_       structs.HostLayout
-		Sk      uint64
-		TlsBuf  uint64
-		TlsSsl  uint64
-		TlsLen  uint32
-		TextOff uint32
-		NextOff uint32
-		State   uint8
-		Flags   uint8
-		Tls     uint8
-		Pad     [1]uint8
+		_        structs.HostLayout
+		Sk       uint64
+		TlsBuf   uint64
+		TlsSsl   uint64
+		TlsLen   uint32
+		TextOff  uint32
+		NextOff  uint32
+		State    uint8
+		Flags    uint8
+		Tls      uint8
+		Pad      [1]uint8
+		SyncedNs uint64
 	}
 }
 
@@ -550,6 +551,7 @@ const (
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
+	dbiolatVarTracedSinceNs         = "traced_since_ns"
 	dbiolatVarUnusedBox             = "unused_box"
 	dbiolatVarUnusedEmitFlag        = "unused_emit_flag"
 	dbiolatVarUnusedProcFlag        = "unused_proc_flag"
@@ -705,6 +707,7 @@ type dbiolatVariableSpecs struct {
 	EmitIfIo          *ebpf.VariableSpec `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
+	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.VariableSpec `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.VariableSpec `ebpf:"unused_proc_flag"`
@@ -791,6 +794,7 @@ type dbiolatVariables struct {
 	EmitIfIo          *ebpf.Variable `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
+	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.Variable `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.Variable `ebpf:"unused_proc_flag"`

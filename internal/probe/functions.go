@@ -134,24 +134,22 @@ func (t *Tracer) attachTLS(library, kind string, f TLSFunctions, read, readDone,
 
 // attachFunction attaches prog at a function's entry, or its return.
 func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *ebpf.Program, ret bool) error {
-	var l link.Link
-	var err error
-	switch {
-	case t.uprobeMulti && ret:
-		l, err = ex.UretprobeMulti([]string{symbol}, prog, nil)
-	case t.uprobeMulti:
-		l, err = ex.UprobeMulti([]string{symbol}, prog, nil)
-	case ret:
-		l, err = ex.Uretprobe(symbol, prog, nil)
-	default:
-		l, err = ex.Uprobe(symbol, prog, nil)
-	}
+	err := t.attach(prog, false, func() (link.Link, error) {
+		switch {
+		case t.uprobeMulti && ret:
+			return ex.UretprobeMulti([]string{symbol}, prog, nil)
+		case t.uprobeMulti:
+			return ex.UprobeMulti([]string{symbol}, prog, nil)
+		case ret:
+			return ex.Uretprobe(symbol, prog, nil)
+		}
+		return ex.Uprobe(symbol, prog, nil)
+	})
 	if errors.Is(err, link.ErrNoSymbol) {
 		return fmt.Errorf("%s has no function %s: %w", file, symbol, ErrNoFunction)
 	}
 	if err != nil {
 		return fmt.Errorf("attaching to %s in %s: %w", symbol, file, err)
 	}
-	t.add(l, prog)
 	return nil
 }

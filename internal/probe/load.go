@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 )
@@ -20,7 +19,8 @@ import (
 type Tracer struct {
 	objs     dbiolatObjects
 	names    kernelNames
-	links    []link.Link
+	attached []*hookLink // every program's hooks, attached or paused
+	paused   bool
 	events   *ringbuf.Reader
 	runs     *ringbuf.Reader
 	families Families
@@ -147,10 +147,12 @@ func kernelHas(typeName string) bool {
 // readable. Safe to call more than once.
 func (t *Tracer) Detach() error {
 	var errs []error
-	for _, l := range t.links {
-		errs = append(errs, l.Close())
+	for _, a := range t.attached {
+		if a.link != nil {
+			errs = append(errs, a.link.Close())
+		}
 	}
-	t.links = nil
+	t.attached = nil
 	return errors.Join(errs...)
 }
 

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dbiolat/dbiolat/internal/testenv"
@@ -19,8 +20,32 @@ func TestOpenAttachesEverything(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(tr.links) != len(hs) {
-			t.Errorf("%v: %d links for %d hooks", f.Names(), len(tr.links), len(hs))
+		if n := tr.linked(); n != len(hs) {
+			t.Errorf("%v: %d links for %d hooks", f.Names(), n, len(hs))
+		}
+		// Paused, only process tracking stays; resumed, everything again.
+		steady := 0
+		for _, h := range hs {
+			if strings.HasPrefix(h.Program, steadyPrefix) {
+				steady++
+			}
+		}
+		if err := tr.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		if n := tr.linked(); n != steady || steady == 0 {
+			t.Errorf("%v: paused, %d links; want the %d of process tracking", f.Names(), n, steady)
+		}
+		before := monotonicNow()
+		if err := tr.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		if n := tr.linked(); n != len(hs) {
+			t.Errorf("%v: resumed, %d links for %d hooks", f.Names(), n, len(hs))
+		}
+		var since uint64
+		if err := tr.objs.TracedSinceNs.Get(&since); err != nil || since < before {
+			t.Errorf("traced_since_ns %d (%v), want at least %d", since, err, before)
 		}
 		if err := tr.Close(); err != nil {
 			t.Fatal(err)
@@ -29,6 +54,17 @@ func TestOpenAttachesEverything(t *testing.T) {
 			t.Fatalf("second Close: %v", err)
 		}
 	}
+}
+
+// linked counts the hooks attached now.
+func (t *Tracer) linked() int {
+	n := 0
+	for _, a := range t.attached {
+		if a.link != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // The kernel memory the maps take is fixed at load (every map preallocated

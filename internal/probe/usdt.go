@@ -103,18 +103,13 @@ func (t *Tracer) attachSites(ex *link.Executable, sites []usdt.Probe, prog *ebpf
 			multi.Cookies = append(multi.Cookies, uint64(cookie))
 			continue
 		}
-		l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: site.Location, RefCtrOffset: site.Semaphore, Cookie: uint64(cookie)})
-		if err != nil {
+		opts := &link.UprobeOptions{Address: site.Location, RefCtrOffset: site.Semaphore, Cookie: uint64(cookie)}
+		if err := t.attach(prog, false, func() (link.Link, error) { return ex.Uprobe("", prog, opts) }); err != nil {
 			return err
 		}
-		t.add(l, prog)
 	}
 	if t.uprobeMulti {
-		l, err := ex.UprobeMulti(nil, prog, &multi)
-		if err != nil {
-			return err
-		}
-		t.add(l, prog)
+		return t.attach(prog, false, func() (link.Link, error) { return ex.UprobeMulti(nil, prog, &multi) })
 	}
 	return nil
 }

@@ -367,3 +367,11 @@ func (s *Session) Close() error { return s.tracer.Close() }
 // histograms, the totals) is one consistent state, in which every
 // file-system read is counted once as a read and once as a hit or a miss.
 func (s *Session) Detach() error { return s.tracer.Detach() }
+
+// Pause detaches the hooks but process tracking's until Resume: nothing
+// is measured meanwhile, and nothing costs (duty cycles).
+func (s *Session) Pause() error { return s.tracer.Pause() }
+
+// Resume attaches again what Pause detached; what began meanwhile is
+// left out (probe.Tracer.Resume).
+func (s *Session) Resume() error { return s.tracer.Resume() }

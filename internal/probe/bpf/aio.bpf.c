@@ -99,7 +99,7 @@ int aio_complete(struct pt_regs *ctx)
 	if (!ts || !ts->serves_tid)
 		return 0;
 	q = charged(ts);
-	if (q)
+	if (q && !crossed_pause(ts->serves_since))
 		acct_add(&q->acct.aio_read, result > 0 ? result : 0, bpf_ktime_get_ns() - ts->serves_since);
 	ts->serves_tid = 0;
 	return 0;

@@ -178,8 +178,10 @@ int BPF_PROG(blk_done, struct request *rq)
 	struct blk_io *b;
 	__u32 op;
 
-	if (!in) { /* started before we attached */
+	if (!in || crossed_pause(in->start_ns)) { /* started before we attached */
 		stat_inc(STAT_BLK_UNSEEN);
+		if (in)
+			bpf_map_delete_elem(&inflight, &key);
 		return 0;
 	}
 	ns = now - in->start_ns;

@@ -24,6 +24,20 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/*
+ * When the hooks were last attached (bpf_ktime_get_ns), set by Go before
+ * it attaches them again after a pause (duty cycles, dbiolat serve); 0
+ * when tracing never paused. A span that began before it (a query, a
+ * syscall, a block request, a sleep) crossed a pause: it was not seen
+ * whole, so it is left out and counted, never measured as if it had been.
+ */
+volatile __u64 traced_since_ns;
+
+static __always_inline int crossed_pause(__u64 start_ns)
+{
+	return start_ns < traced_since_ns;
+}
+
 static __always_inline void stat_inc(enum stat_id id)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &id);

@@ -99,7 +99,8 @@ enum stat_id {
 	STAT_MYSQL_CONN_FULL = 22, /* a MySQL connection's state could not be created: its queries are not seen */
 	STAT_MYSQL_REPLY_UNSEEN = 23, /* the end of a MySQL reply was not recognized: its query ended at the next command */
 	STAT_BLK_UNSEEN = 24,      /* not a loss: a block request completed whose start was not seen (in flight at attach) */
-	STAT_IDS = 25,
+	STAT_QUERY_CUT = 25,       /* not a loss: a query begun before tracing paused, left out (duty cycles) */
+	STAT_IDS = 26,
 };
 
 /*
@@ -310,6 +311,7 @@ struct wire {
 	__u8 flags;     /* enum wire_flag */
 	__u8 tls;       /* the socket carries TLS: its messages come from the TLS library */
 	__u8 pad[1];
+	__u64 synced_ns; /* the traced_since_ns its state follows: another, and it resyncs */
 };
 
 /* The task-local state of a traced thread. */

@@ -112,9 +112,13 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 	if (!ts || !ts->sys_start_ns)
 		return 0;
 	ns = bpf_ktime_get_ns() - ts->sys_start_ns;
-	ts->sys_start_ns = 0;
 	if (ts->query_start_ns && (wf = waterfall_current()))
 		wf->in_fs = 0;
+	if (crossed_pause(ts->sys_start_ns)) {
+		ts->sys_start_ns = 0;
+		return 0;
+	}
+	ts->sys_start_ns = 0;
 	op = ts->sys_op;
 	if (op != FS_URING) {
 		bytes = (op != FS_SYNC && ctx->ret > 0) ? ctx->ret : 0;

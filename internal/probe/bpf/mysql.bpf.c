@@ -108,7 +108,7 @@ struct my_conn {
 	__u8 in_seq;     /* ...its sequence number... */
 	__u8 in_header;  /* ...when its payload comes next (servers read the header first) */
 	__u8 pad;
-	__u32 pad1;
+	__u64 synced_ns; /* the traced_since_ns its state follows: another, and it resyncs */
 	__u8 head[MY_HEAD];
 };
 
@@ -832,6 +832,25 @@ static __always_inline void my_received(struct task_struct *task, struct task_lo
 	my_client_packet(task, tl, c, sk, hdr[3], le24(hdr), buf + 4, n - 4, 0, lib);
 }
 
+/*
+ * The hooks were detached for a while (duty cycles): the connection's
+ * packets went unseen, so it waits for the client's next command, as one
+ * older than the trace; a reply in progress is not followed.
+ */
+static __always_inline struct my_conn *my_resync(struct my_conn *c)
+{
+	if (c->synced_ns == traced_since_ns)
+		return c;
+	c->synced_ns = traced_since_ns;
+	if (c->state == MY_GREETED || c->state == MY_IDLE || c->state == MY_BUSY) {
+		c->state = MY_IDLE;
+		c->carry = c->left = c->cmd_left = 0;
+		c->have = c->in_header = 0;
+		c->part = PART_FIRST;
+	}
+	return c;
+}
+
 /* The connection of a socket call of a MySQL thread; NULL for any other. */
 static __always_inline struct my_conn *my_conn_of(struct task_struct *task, struct sock *sk, struct task_local **tl)
 {
@@ -841,9 +860,11 @@ static __always_inline struct my_conn *my_conn_of(struct task_struct *task, stru
 	if (!*tl || (*tl)->wire.state != WIRE_MYSQL)
 		return NULL;
 	c = bpf_sk_storage_get(&my_conns, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!c)
+	if (!c) {
 		stat_inc(STAT_MYSQL_CONN_FULL);
-	return c;
+		return NULL;
+	}
+	return my_resync(c);
 }
 
 /*
@@ -916,7 +937,7 @@ static __always_inline struct my_conn *my_tls_sending(struct task_struct *task, 
 	t = bpf_map_lookup_elem(&my_tls_conns, &key);
 	if (!t || t->sk != sk)
 		return NULL;
-	return &t->c;
+	return my_resync(&t->c);
 }
 
 SEC("tp_btf/sock_send_length")
@@ -989,7 +1010,7 @@ int mysql_tls_read_done(struct pt_regs *ctx)
 	tl->wire.tls_ssl = tl->wire.tls_buf = 0;
 	if (ret <= 0 || !(t = bpf_map_lookup_elem(&my_tls_conns, &key)))
 		return 0;
-	my_received(task, tl, &t->c, t->sk, buf, ret, 1);
+	my_received(task, tl, my_resync(&t->c), t->sk, buf, ret, 1);
 	if (t->c.state == MY_OFF && t->c.cmd == COM_QUIT) /* the client left: so does its state */
 		bpf_map_delete_elem(&my_tls_conns, &key);
 	return 0;

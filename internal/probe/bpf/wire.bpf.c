@@ -111,17 +111,55 @@ static __always_inline void wire_encrypted(struct task_struct *task, struct wire
 	stat_inc(STAT_WIRE_ENCRYPTED);
 }
 
-/* A new process's first message: a client's startup packet, or no client. */
+/*
+ * The hooks were detached for a while (duty cycles): what the socket
+ * carried meanwhile went unseen, so the connection starts over as one
+ * older than the trace, in step again at its next message (a round trip
+ * in progress, its end, a startup's ReadyForQuery: wire_sent).
+ */
+static __always_inline struct task_local *wire_task(struct task_struct *task)
+{
+	struct task_local *tl = task_local_of(task);
+	struct wire *w;
+
+	if (!tl || tl->wire.synced_ns == traced_since_ns)
+		return tl;
+	w = &tl->wire;
+	w->synced_ns = traced_since_ns;
+	switch (w->state) {
+	case WIRE_SSL_ASKED: /* the answer, the handshake, the startup may have gone by */
+		w->state = WIRE_NEW;
+		break;
+	case WIRE_IDLE:
+	case WIRE_BUSY:
+		w->state = WIRE_ATTACHED;
+		w->next_off = 0;
+		break;
+	}
+	return tl;
+}
+
+/*
+ * A new process's first message: a client's startup packet, or no client;
+ * or, its startup gone by during a pause, already a protocol message (a
+ * type letter, where a startup packet's length starts with a zero byte).
+ */
 static __always_inline void wire_hello(struct task_struct *task, struct wire *w, void *buf)
 {
 	__u32 hdr[2], code;
+	__u8 first;
 
 	if (!buf || bpf_probe_read_user(hdr, sizeof(hdr), buf)) {
 		w->state = WIRE_OFF;
 		return;
 	}
+	first = hdr[0] & 0xff;
 	code = bpf_ntohl(hdr[1]);
-	if (code >> 16 == 3) /* protocol 3.x */
+	if (first >= 'A' && w->synced_ns) /* a message: in step from its round trip's end */
+		w->state = WIRE_ATTACHED;
+	else if (first >= 0x14 && first <= 0x17 && w->synced_ns && !w->tls) /* TLS begun during a pause */
+		wire_encrypted(task, w, 1);
+	else if (code >> 16 == 3) /* protocol 3.x */
 		w->state = WIRE_STARTUP;
 	else if (code == PG_SSL_REQUEST || code == PG_GSSENC_REQUEST)
 		w->state = WIRE_SSL_ASKED;
@@ -187,7 +225,7 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
 	if (ret <= 0 || (flags & MSG_PEEK))
 		return 0;
 	task = bpf_get_current_task_btf();
-	tl = task_local_of(task);
+	tl = wire_task(task);
 	if (!tl)
 		return 0;
 	w = &tl->wire;
@@ -279,7 +317,7 @@ int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
 	if (ret <= 0)
 		return 0;
 	task = bpf_get_current_task_btf();
-	tl = task_local_of(task);
+	tl = wire_task(task);
 	if (!tl)
 		return 0;
 	w = &tl->wire;
@@ -299,7 +337,7 @@ int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
 SEC("uprobe")
 int wire_tls_read(struct pt_regs *ctx)
 {
-	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
+	struct task_local *tl = wire_task(bpf_get_current_task_btf());
 
 	if (!tl || tl->wire.state == WIRE_OFF || tl->wire.state == WIRE_MYSQL) /* MySQL's: mysql.bpf.c */
 		return 0;
@@ -315,7 +353,7 @@ SEC("uretprobe")
 int wire_tls_read_done(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_local *tl = task_local_of(task);
+	struct task_local *tl = wire_task(task);
 	int ret = PT_REGS_RC(ctx);
 
 	if (!tl || !tl->wire.tls || !tl->wire.tls_buf || ret <= 0)
@@ -329,7 +367,7 @@ SEC("uprobe")
 int wire_tls_write(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_local *tl = task_local_of(task);
+	struct task_local *tl = wire_task(task);
 	int num = PT_REGS_PARM3(ctx);
 
 	if (!tl || !tl->wire.tls || num <= 0)
