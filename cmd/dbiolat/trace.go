@@ -38,6 +38,9 @@ type tracer struct {
 	// users after attaching (demo, bench); the others give up what they
 	// no longer need once attached.
 	keepPrivileges bool
+	// reattach: the command detaches and attaches again (serve's duty
+	// cycles), so it keeps what attaching takes.
+	reattach bool
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
@@ -64,7 +67,7 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 		}
 	}
 	if !t.keepPrivileges {
-		if err := session.DropPrivileges(); err != nil {
+		if err := session.DropPrivileges(t.reattach); err != nil {
 			fmt.Fprintln(os.Stderr, "dbiolat: "+err.Error())
 		}
 	}

@@ -55,9 +55,14 @@ func CheckPrivileges() error {
 const keptCaps = 1<<capPerfmon | 1<<capSysPtrace | 1<<capSysAdmin | 1<<capDacOverride | 1<<capDacReadSearch
 
 // DropPrivileges gives up, in every thread and for good, the capabilities
-// a running trace no longer uses: CAP_BPF (no program is loaded after
-// attaching) and everything else but keptCaps.
-func DropPrivileges() error {
+// a running trace no longer uses: CAP_BPF (no program is loaded or
+// attached after attaching, unless reattach: duty cycles attach again)
+// and everything else but keptCaps.
+func DropPrivileges(reattach bool) error {
+	kept := uint64(keptCaps)
+	if reattach {
+		kept |= 1 << capBPF
+	}
 	eff, err := effectiveCaps()
 	if err != nil {
 		return err
@@ -69,7 +74,7 @@ func DropPrivileges() error {
 			return err
 		}
 		for c := uintptr(0); c <= last; c++ {
-			if keptCaps&(1<<c) != 0 {
+			if kept&(1<<c) != 0 {
 				continue
 			}
 			if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); e != 0 {
@@ -80,7 +85,7 @@ func DropPrivileges() error {
 	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); e != 0 {
 		return dropError(e)
 	}
-	keep := eff & keptCaps
+	keep := eff & kept
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	data := [2]unix.CapUserData{
 		{Effective: uint32(keep), Permitted: uint32(keep)},
