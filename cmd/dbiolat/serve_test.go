@@ -277,8 +277,10 @@ func TestServeDutyCycles(t *testing.T) {
 	if estimate < 0.85*ran || estimate > 1.15*ran {
 		t.Errorf("serve estimates %.0f queries, pg_stat_statements counted %.0f: off by more than 15%%", estimate, ran)
 	}
-	if ratio < 0.3 || ratio > 0.5 { // a second of three, the tick a little late
-		t.Errorf("traced ratio %.3f, want about 1/3", ratio)
+	// A second of three, and the time the hooks take to come off (the
+	// kernel detaches each after a grace period: half a second here).
+	if ratio < 0.3 || ratio > 0.6 {
+		t.Errorf("traced ratio %.3f, want about 1/3 to 1/2", ratio)
 	}
 	if cut == 0 {
 		t.Errorf("no query cut by a pause, though one was always sleeping")

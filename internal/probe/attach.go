@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -112,14 +113,31 @@ func (t *Tracer) attach(prog *ebpf.Program, steady bool, make func() (link.Link,
 // Pause detaches every hook but process tracking's: the programs stop
 // costing anything. Their maps keep what they counted.
 func (t *Tracer) Pause() error {
-	var errs []error
+	var closing []link.Link
 	for _, a := range t.attached {
 		if !a.steady && a.link != nil {
-			errs = append(errs, a.link.Close())
+			closing = append(closing, a.link)
 			a.link = nil
 		}
 	}
 	t.paused = true
+	return closeAll(closing)
+}
+
+// closeAll closes links at once: the kernel waits for an RCU grace period
+// to detach each (some 50 ms here), so one after the other, 50 hooks
+// would take seconds to come off, still running meanwhile.
+func closeAll(links []link.Link) error {
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Close()
+		}()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 )
@@ -146,14 +147,14 @@ func kernelHas(typeName string) bool {
 // Detach stops the programs from running; the maps and ring buffers stay
 // readable. Safe to call more than once.
 func (t *Tracer) Detach() error {
-	var errs []error
+	var links []link.Link
 	for _, a := range t.attached {
 		if a.link != nil {
-			errs = append(errs, a.link.Close())
+			links = append(links, a.link)
 		}
 	}
 	t.attached = nil
-	return errors.Join(errs...)
+	return closeAll(links)
 }
 
 // Close detaches everything and frees the maps. Safe to call more than once.
