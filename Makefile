@@ -39,7 +39,7 @@ check-generated:
 
 # Tests that need neither root nor PostgreSQL.
 unit:
-	$(GO) test -count=1 ./internal/hist/ ./internal/sqlnorm/ ./internal/usdt/ ./internal/postgres/ ./internal/output/ ./internal/htmlreport/ ./internal/model/
+	$(GO) test -count=1 ./internal/hist/ ./internal/sqlnorm/ ./internal/usdt/ ./internal/postgres/ ./internal/output/ ./internal/htmlreport/ ./internal/model/ ./internal/top/
 
 # Bounded fuzzing of the parsers that read foreign input. Minimizing a new
 # input may take a minute by default, during which nothing is fuzzed (the

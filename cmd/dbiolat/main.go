@@ -27,6 +27,7 @@ var commands = []command{
 	{"hist", "log2 latency histograms per layer: query, fs read/write/sync, block", runHistCmd},
 	{"explain", "the waterfall of the slowest queries, as trees: CPU, run queue, I/O, locks", runExplainCmd},
 	{"iops", "I/O per second by process role and device, per interval", runIOPSCmd},
+	{"top", "a live view: the busiest query fingerprints and backends, where their time went, I/O by role", runTopCmd},
 	{"serve", "a Prometheus exporter: I/O by role and layer, histograms, drops, on /metrics", runServeCmd},
 	{"record", "write everything a trace sees into one file (SQLite), for report and compare", runRecordCmd},
 	{"report", "summarize a recording: queries by fingerprint, I/O share, histograms", runReportCmd},

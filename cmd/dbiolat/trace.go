@@ -41,6 +41,9 @@ type tracer struct {
 	// reattach: the command detaches and attaches again (serve's duty
 	// cycles), so it keeps what attaching takes.
 	reattach bool
+	// warn, if set, takes the session's warnings (an instance restarted...)
+	// instead of stderr: top's screen shows them on its last line.
+	warn func(msg string)
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
@@ -53,9 +56,12 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	if t.opts.USDT && t.families&probe.Wire != 0 {
 		t.families = t.families&^probe.Wire | probe.USDT
 	}
+	warn := t.warn
+	if warn == nil {
+		warn = func(msg string) { fmt.Fprintln(os.Stderr, "dbiolat: "+msg) }
+	}
 	s, err := session.Open(session.Config{
-		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit,
-		Warn: func(msg string) { fmt.Fprintln(os.Stderr, "dbiolat: "+msg) },
+		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit, Warn: warn,
 	})
 	if err != nil {
 		return nil, err

@@ -122,6 +122,6 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	fmt.Fprintf(w, "%8s %8s %10s %10s %7s %10s %10s %11s  %s\n", "calls A", "calls B", "mean A", "mean B", "B/A", "io wait A", "io wait B", "total B-A", "query")
 	for _, d := range c.Queries {
 		fmt.Fprintf(w, "%8d %8d %10s %10s %6.2fx %10s %10s %11s  %.70s\n", d.CallsA, d.CallsB, dur(uint64(d.MeanA)), dur(uint64(d.MeanB)),
-			d.MeanRatio, dur(uint64(d.IOWaitA)), dur(uint64(d.IOWaitB)), FormatChange(d.TotalChange()), oneLine(d.Query))
+			d.MeanRatio, dur(uint64(d.IOWaitA)), dur(uint64(d.IOWaitB)), FormatChange(d.TotalChange()), OneLine(d.Query))
 	}
 }

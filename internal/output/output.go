@@ -74,7 +74,7 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 	}
 	b = append(b, " : "...)
 	if strings.ContainsAny(q.Query, "\n\r\t") { // raw SQL: keep the line one line
-		return append(b, oneLine(q.Query)...)
+		return append(b, OneLine(q.Query)...)
 	}
 	return append(b, q.Query...)
 }
@@ -105,7 +105,7 @@ func Tree(w io.Writer, q *model.Query) {
 		}
 		return fmt.Sprintf("%3.0f%%", 100*float64(ns)/float64(q.QueryNs))
 	}
-	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, Who(q), oneLine(q.Query))
+	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, Who(q), OneLine(q.Query))
 	for i, box := range model.Boxes {
 		ns := *box.Of(q)
 		branch := "├─"
@@ -144,7 +144,9 @@ func Tree(w io.Writer, q *model.Query) {
 	}
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine puts a query's text on one line (raw SQL has newlines and tabs),
+// its runs of white space made one space.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Who names a query's session: user@database, or the role when the
 // process title was not seen.
@@ -240,20 +242,28 @@ func Format(u hist.Unit) func(uint64) string {
 
 // Rates prints one interval as a table, iostat style.
 func Rates(w io.Writer, iv *model.Interval) {
-	fmt.Fprintf(w, "\n%s  %d queries\n", iv.TS.Format("15:04:05"), iv.Queries)
-	fmt.Fprintf(w, "%-5s %-28s %-8s %9s %10s %9s %10s %8s %9s\n", "layer", "role", "device", "r/s", "rKiB/s", "w/s", "wKiB/s", "sync/s", "avg")
-	for _, r := range iv.Rates {
-		dev := r.Device
-		if dev == "" {
-			dev = "-"
-		}
-		sync := r.SyncOps + r.OtherOps
-		fmt.Fprintf(w, "%-5s %-28s %-8s %9.1f %10.1f %9.1f %10.1f %8.1f %9s\n", r.Layer, r.Role, dev,
-			r.ReadOps, r.ReadBytes/1024, r.WriteOps, r.WriteBytes/1024, sync, dur(uint64(r.AvgNs)))
+	fmt.Fprintf(w, "\n%s  %d queries\n%s\n", iv.TS.Format("15:04:05"), iv.Queries, RatesHeader())
+	for i := range iv.Rates {
+		fmt.Fprintln(w, RateLine(&iv.Rates[i]))
 	}
 	if len(iv.Rates) == 0 {
 		fmt.Fprintln(w, "(no I/O)")
 	}
+}
+
+// RatesHeader is the header of the rates table (iops, top).
+func RatesHeader() string {
+	return fmt.Sprintf("%-5s %-28s %-8s %9s %10s %9s %10s %8s %9s", "layer", "role", "device", "r/s", "rKiB/s", "w/s", "wKiB/s", "sync/s", "avg")
+}
+
+// RateLine is one row of the rates table.
+func RateLine(r *model.Rate) string {
+	dev := r.Device
+	if dev == "" {
+		dev = "-"
+	}
+	return fmt.Sprintf("%-5s %-28s %-8s %9.1f %10.1f %9.1f %10.1f %8.1f %9s", r.Layer, r.Role, dev,
+		r.ReadOps, r.ReadBytes/1024, r.WriteOps, r.WriteBytes/1024, r.SyncOps+r.OtherOps, dur(uint64(r.AvgNs)))
 }
 
 // Summary is the closing line of every text output: what was traced and

@@ -62,10 +62,10 @@ func TestTree(t *testing.T) {
 			FSReadHitCount: 7, FSReadHitNs: 4e6}, BlkCount: 3, BlkNs: 29e6}
 	var b strings.Builder
 	Tree(&b, q)
-	out := oneLine(b.String()) // the columns' widths are not the point
+	out := OneLine(b.String()) // the columns' widths are not the point
 	for _, want := range []string{"query 100ms", "├─ on CPU             60ms  60%", "├─ I/O wait            30ms  30%",
 		"└─ unaccounted          0ns   0%", "7 page-cache hits 4ms, 3 misses 31ms", "block device        29ms busy with 3 requests"} {
-		if !strings.Contains(out, oneLine(want)) {
+		if !strings.Contains(out, OneLine(want)) {
 			t.Errorf("tree lacks %q:\n%s", want, out)
 		}
 	}

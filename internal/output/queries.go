@@ -82,7 +82,7 @@ func FingerprintTable(w io.Writer, fps []FingerprintStats, top int) {
 	fmt.Fprintf(w, "%7s %10s %10s %10s %10s %10s %9s  %s\n", "calls", "total", "mean", "cpu", "fs", "io wait", "io share", "query")
 	for _, f := range shown {
 		fmt.Fprintf(w, "%7d %10s %10s %10s %10s %10s %8.0f%%  %.80s\n", f.Calls, dur(f.TotalNs), dur(f.MeanNs()), dur(f.CPUNs),
-			dur(f.FSNs), dur(f.IOWaitNs), 100*f.IOShare(), oneLine(f.Query))
+			dur(f.FSNs), dur(f.IOWaitNs), 100*f.IOShare(), OneLine(f.Query))
 	}
 }
 

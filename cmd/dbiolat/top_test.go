@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/testenv"
+	"github.com/dbiolat/dbiolat/internal/top"
+)
+
+// pgbenchSelect is pgbench's select-only query, normalized.
+const pgbenchSelect = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+
+// slowLineRe is the start of a slow-log line: time, pid, session, query time, its CPU.
+var slowLineRe = regexp.MustCompile(`\d\d:\d\d:\d\d\.\d{3} pid \d+ \S+ query \S+ \(cpu `)
+
+// selectLoad starts a PostgreSQL running pgbench's select-only load (two
+// clients) for up to seconds, stopped with the test.
+func selectLoad(t *testing.T, seconds int) *pgsandbox.Cluster {
+	t.Helper()
+	c := startPG(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", "2", "-T", strconv.Itoa(seconds))
+		done <- err
+	}()
+	t.Cleanup(func() { // before the server stops (cleanups run last first)
+		select {
+		case err := <-done: // ended by itself: it must have run
+			if err != nil {
+				t.Errorf("pgbench: %v", err)
+			}
+		default:
+			cancel()
+			<-done
+		}
+	})
+	return c
+}
+
+// tmuxPane is a command running in a terminal of its own: a detached tmux
+// session on a tmux server of the test's own.
+type tmuxPane struct{ socket, name string }
+
+// startTmux runs a shell command in a 160x50 terminal; the pane stays
+// once it exits, so that what it left on the terminal can be read.
+func startTmux(t *testing.T, command string) *tmuxPane {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "true" {
+			t.Skip("tmux is not installed (scripts/install-deps installs it)")
+		}
+		t.Fatal("tmux is not installed (scripts/install-deps installs it)")
+	}
+	p := &tmuxPane{socket: filepath.Join(t.TempDir(), "tmux"), name: "top"} // removed with the test
+	t.Cleanup(func() { exec.Command("tmux", "-S", p.socket, "kill-server").Run() })
+	p.run(t, "-f", "/dev/null", "new-session", "-d", "-s", p.name, "-x", "160", "-y", "50", command,
+		";", "set-option", "-t", p.name, "remain-on-exit", "on")
+	return p
+}
+
+func (p *tmuxPane) run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", p.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tmux %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+// screen is what the terminal shows.
+func (p *tmuxPane) screen(t *testing.T) string {
+	t.Helper()
+	return p.run(t, "capture-pane", "-p", "-t", p.name)
+}
+
+// keys types keys: tmux's key names ("Down", "Enter"), or with "-l" first, characters.
+func (p *tmuxPane) keys(t *testing.T, keys ...string) {
+	t.Helper()
+	p.run(t, append([]string{"send-keys", "-t", p.name}, keys...)...)
+}
+
+// fingerprintRows are the rows of top's first table (after the first
+// header with column, up to a blank line), and where that column ends:
+// its values are aligned to the right under its name.
+func fingerprintRows(screen, column string) (rows []string, end int) {
+	lines := strings.Split(screen, "\n")
+	for i, l := range lines {
+		at := strings.Index(l, column)
+		if at < 0 {
+			continue
+		}
+		for _, r := range lines[i+1:] {
+			if strings.TrimSpace(r) == "" {
+				break
+			}
+			rows = append(rows, r)
+		}
+		return rows, at + len(column)
+	}
+	return nil, 0
+}
+
+// columnValue reads the number in a column of the fingerprints' row whose
+// text contains text.
+func columnValue(screen, column, text string) (float64, bool) {
+	rows, end := fingerprintRows(screen, column)
+	for _, r := range rows {
+		if strings.Contains(r, text) && len(r) >= end {
+			f := strings.Fields(r[:end])
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// top in a terminal: pgbench's query among the fingerprints with its
+// rate, the sort column moved and turned by the keys and marked in the
+// header, the query's slow-log lines on Enter, and on q an exit that
+// leaves the terminal as it was (out of the alternate screen, cooked mode,
+// echo on).
+func TestTopScreen(t *testing.T) {
+	testenv.NeedRoot(t)
+	c := selectLoad(t, 20)
+	p := startTmux(t, fmt.Sprintf(`%s top --pid %d; echo "dbiolat exited $?"; stty -a; echo "stty said"`, binary, c.PostmasterPID()))
+	var screen string
+	waitFor(t, "top to show pgbench's query at a rate", func() bool {
+		screen = p.screen(t)
+		rate, ok := columnValue(screen, "CALLS/S", pgbenchSelect)
+		return ok && rate > 0
+	})
+	if !strings.Contains(screen, "vTOTAL") {
+		t.Errorf("the header does not mark the sort by total:\n%s", screen)
+	}
+	p.keys(t, "-l", ">")
+	waitFor(t, "the sort to move to the mean", func() bool {
+		screen = p.screen(t)
+		return strings.Contains(screen, "vMEAN") && !strings.Contains(screen, "vTOTAL")
+	})
+	p.keys(t, "-l", "r")
+	waitFor(t, "the sort to turn", func() bool { screen = p.screen(t); return strings.Contains(screen, "^MEAN") })
+	// Back to total, frozen so that rows stay put: select pgbench's row.
+	p.keys(t, "-l", "r<f")
+	waitFor(t, "the display to freeze", func() bool {
+		screen = p.screen(t)
+		return strings.Contains(screen, "vTOTAL") && strings.Contains(screen, "FROZEN")
+	})
+	rows, _ := fingerprintRows(screen, "CALLS/S")
+	row := -1
+	for i, r := range rows {
+		if strings.Contains(r, pgbenchSelect) {
+			row = i
+			break
+		}
+	}
+	if row < 0 {
+		t.Fatalf("pgbench's query is not among the fingerprints:\n%s", screen)
+	}
+	for range row {
+		p.keys(t, "Down")
+	}
+	p.keys(t, "Enter")
+	waitFor(t, "pgbench's slow-log lines", func() bool {
+		screen = p.screen(t)
+		return strings.Contains(screen, "newest first") && slowLineRe.MatchString(screen) && strings.Contains(screen, pgbenchSelect)
+	})
+	p.keys(t, "-l", "q")
+	waitFor(t, "top to exit", func() bool { screen = p.screen(t); return strings.Contains(screen, "stty said") })
+	screen = p.run(t, "capture-pane", "-p", "-S", "-", "-t", p.name) // with what scrolled off
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`CALLS/S`),                 // still on the alternate screen
+		regexp.MustCompile(`(?m)(^|\s)-icanon(\s|$)`), // raw mode left on
+		regexp.MustCompile(`(?m)(^|\s)-echo(\s|$)`),
+		regexp.MustCompile(`panic|goroutine|dbiolat top: `),
+	} {
+		if bad.MatchString(screen) {
+			t.Errorf("after q the terminal shows %q:\n%s", bad, screen)
+		}
+	}
+	for _, want := range []string{"Tracing PostgreSQL pid", "traced ", "dbiolat exited 0", "icanon"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("after q the terminal lacks %q:\n%s", want, screen)
+		}
+	}
+}
+
+// Not on a terminal, top prints its intervals as plain text (120
+// columns, no escape codes), or as JSON objects of type "top".
+func TestTopPlainAndJSON(t *testing.T) {
+	c := selectLoad(t, 20)
+	pid := fmt.Sprint(c.PostmasterPID())
+	run := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, binary, append([]string{"top", "--pid", pid}, args...)...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr // pipes, not a terminal
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("dbiolat top %v: %v: %s", args, err, stderr.String())
+		}
+		return stdout.String()
+	}
+
+	out := run("--count", "3")
+	if strings.IndexByte(out, 0x1b) >= 0 {
+		t.Errorf("escape codes in the plain output:\n%q", out)
+	}
+	if n := strings.Count(out, "dbiolat top: PostgreSQL pid "+pid); n != 3 {
+		t.Errorf("%d intervals, want 3:\n%s", n, out)
+	}
+	if rate, ok := columnValue(out[strings.LastIndex(out, "dbiolat top: "):], "CALLS/S", pgbenchSelect); !ok || rate <= 0 {
+		t.Errorf("the last interval lacks pgbench's query at a rate:\n%s", out)
+	}
+	end := strings.LastIndex(out, "\ntraced ") // the closing summary, a line of its own
+	if end < 0 {
+		t.Fatalf("no summary:\n%s", out)
+	}
+	for _, l := range strings.Split(out[:end], "\n") {
+		if len([]rune(l)) > plainWidth {
+			t.Errorf("a line of %d characters: %q", len([]rune(l)), l)
+		}
+	}
+
+	out = run("--json", "--count", "2")
+	frames, summaries := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var f top.Frame
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		switch f.Type {
+		case "top":
+			frames++
+			if frames < 2 {
+				continue
+			}
+			var calls uint64
+			for _, r := range f.Fingerprints {
+				if r.Query == pgbenchSelect {
+					calls = r.Calls
+				}
+			}
+			if calls == 0 || len(f.Backends) == 0 || f.Seconds <= 0 {
+				t.Errorf("the second interval: %d calls of pgbench's query, %d backends, %.2fs: %s", calls, len(f.Backends), f.Seconds, line)
+			}
+		case "summary":
+			summaries++
+		default:
+			t.Errorf("an object of type %q: %s", f.Type, line)
+		}
+	}
+	if frames != 2 || summaries != 1 {
+		t.Errorf("%d objects of type top and %d summaries, want 2 and 1:\n%s", frames, summaries, out)
+	}
+}
