@@ -350,6 +350,6 @@ func printAgreement(runs []measurement) {
 			d, f := median(duty, s.f), median(full, s.f)
 			fmt.Printf("  %-4s %9.1f us %9.1f us  %6.3f\n", s.name, d, f, d/f)
 		}
-		fmt.Printf("  queries seen (scaled) %.0f and %.0f\n", median(duty, func(l *latency) float64 { return l.Queries }), median(full, func(l *latency) float64 { return l.Queries }))
+		fmt.Printf("  queries (the duty run's scaled estimate: of the load's traced cycles, one of which may end after it) %.0f and %.0f\n", median(duty, func(l *latency) float64 { return l.Queries }), median(full, func(l *latency) float64 { return l.Queries }))
 	}
 }
