@@ -138,7 +138,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		e.SetHists(hs)
 		return nil
 	}
-	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(),
+	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period,
 		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
 		onStart: func(*session.Session) error {
 			cycleAt, resumedAt = time.Now(), time.Now()

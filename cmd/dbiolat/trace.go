@@ -44,6 +44,9 @@ type tracer struct {
 	// warn, if set, takes the session's warnings (an instance restarted...)
 	// instead of stderr: top's screen shows them on its last line.
 	warn func(msg string)
+	// costWindow: how long each minute's count of our programs' run time
+	// lasts (session.Config.CostWindow).
+	costWindow time.Duration
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
@@ -62,6 +65,7 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	}
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit, Warn: warn,
+		CostWindow: t.costWindow,
 	})
 	if err != nil {
 		return nil, err

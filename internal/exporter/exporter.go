@@ -164,7 +164,7 @@ var (
 	tracedDesc = prometheus.NewDesc("dbiolat_traced_ratio",
 		"The share of the time the probes are attached: counters are what was measured in it.", nil, nil)
 	bpfCPUDesc = prometheus.NewDesc("dbiolat_bpf_cpu_ratio",
-		"CPU seconds per second in dbiolat's kernel programs, on all CPUs (the kernel's statistics, sampled one second in every minute).", nil, nil)
+		"CPU seconds per second in dbiolat's kernel programs, on all CPUs (the kernel's statistics, counted a while every minute: a second, or a whole duty cycle, paused time included).", nil, nil)
 	bpfRunsDesc = prometheus.NewDesc("dbiolat_bpf_runs_per_second",
 		"Runs of dbiolat's kernel programs per second: the events handled (sampled as dbiolat_bpf_cpu_ratio).", nil, nil)
 	bpfMapsDesc = prometheus.NewDesc("dbiolat_bpf_map_bytes",

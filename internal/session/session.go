@@ -29,6 +29,10 @@ type Config struct {
 	Families probe.Families
 	Emit     probe.Emit   // which queries become records
 	Warn     func(string) // non-fatal problems; nil = discard
+	// CostWindow is how long, each minute, the kernel counts our
+	// programs' run time (the cost line, dbiolat_bpf_cpu_ratio); 0: a
+	// second. Duty cycles count a whole period, paused time included.
+	CostWindow time.Duration
 }
 
 // Session is one attached trace.

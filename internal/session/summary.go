@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strings"
@@ -162,7 +163,7 @@ func peakRSS() uint64 {
 // sampleCost opens and closes the counting windows; Poll calls it.
 func (s *Session) sampleCost() {
 	in := s.Elapsed() % sampleEvery
-	s.tracer.SampleStats(in >= sampleAt && in < sampleAt+sampleLength)
+	s.tracer.SampleStats(in >= sampleAt && in < sampleAt+cmp.Or(s.cfg.CostWindow, sampleLength))
 }
 
 // counters reads the drop counters and the number of queries so far.
