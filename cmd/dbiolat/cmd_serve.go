@@ -114,7 +114,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	var costAt time.Time // the kernel counts our programs one second a minute: read it as often (and at once: the maps' size)
+	var costAt time.Time // the kernel counts our programs a while each minute: read it as often (and at once: the maps' size)
 	windowAt := time.Now()
 	// Duty cycles: a cycle starts attached; after on, the hooks detach
 	// and what the cycle measured is taken: the interval since the last
@@ -131,7 +131,10 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		if err != nil {
 			return err
 		}
-		if iv.Seconds > 0 {
+		switch {
+		case d.always():
+			e.SetTraced(1)
+		case iv.Seconds > 0:
 			e.SetTraced(min(1, attached.Seconds()/iv.Seconds))
 		}
 		e.Add(iv)
@@ -156,24 +159,26 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 			now := time.Now()
 			switch {
 			case d.always():
-				if err := measure(s, time.Hour); err != nil { // attached all the interval
+				if err := measure(s, 0); err != nil {
 					return err
 				}
 			case !paused && now.Sub(cycleAt) >= d.on:
-				attached := time.Since(resumedAt)
+				// The traced window closes as Pause begins, though the
+				// hooks take a second to come off (one RCU grace period
+				// each): what ends later is left out in the kernel.
+				pausing := time.Now()
 				if err := s.Pause(); err != nil {
 					return err
 				}
 				paused = true
-				if err := measure(s, attached); err != nil {
+				if err := measure(s, pausing.Sub(resumedAt)); err != nil {
 					return err
 				}
 			case paused && now.Sub(cycleAt) >= d.period:
-				cycleAt = now
+				cycleAt, resumedAt, paused = now, time.Now(), false // the window opens as Resume begins
 				if err := s.Resume(); err != nil {
 					fmt.Fprintln(os.Stderr, "dbiolat: "+err.Error()) // a hook that cannot come back (a binary replaced): the others trace on
 				}
-				resumedAt, paused = time.Now(), false
 			}
 			if time.Since(windowAt) >= window {
 				windowAt = time.Now()

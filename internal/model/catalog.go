@@ -50,7 +50,7 @@ var Counters = []Counter{
 	{"fuse_unseen", false, true, "FUSE requests a storage engine took that no traced process sent (not charged to a query)"},
 	{"mysql_reply_unseen", false, true, "MySQL replies whose end was not recognized (their query ended at the next command)"},
 	{"query_cut", false, true, "queries that crossed a pause of tracing (serve's duty cycles), left out rather than measured in part"},
-	{"blk_unseen", false, true, "block requests completed whose start was not seen (in flight when the trace attached)"},
+	{"blk_unseen", false, true, "block requests not seen whole: in flight when the trace attached, or done after a duty cycle's window closed"},
 	{"blk_late", false, true, "block requests still in flight when their query ended (counted in it, their time not)"},
 }
 

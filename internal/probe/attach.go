@@ -113,6 +113,10 @@ func (t *Tracer) attach(prog *ebpf.Program, steady bool, make func() (link.Link,
 // Pause detaches every hook but process tracking's: the programs stop
 // costing anything. Their maps keep what they counted.
 func (t *Tracer) Pause() error {
+	// The window closes now, though the hooks take a second to come off.
+	if err := t.objs.TracedUntilNs.Set(monotonicNow()); err != nil {
+		return fmt.Errorf("setting traced_until_ns: %w", err)
+	}
 	var closing []link.Link
 	for _, a := range t.attached {
 		if !a.steady && a.link != nil {
@@ -149,6 +153,9 @@ func closeAll(links []link.Link) error {
 func (t *Tracer) Resume() error {
 	if err := t.objs.TracedSinceNs.Set(monotonicNow()); err != nil {
 		return fmt.Errorf("setting traced_since_ns: %w", err)
+	}
+	if err := t.objs.TracedUntilNs.Set(uint64(0)); err != nil {
+		return fmt.Errorf("setting traced_until_ns: %w", err)
 	}
 	var errs []error
 	for _, a := range t.attached {

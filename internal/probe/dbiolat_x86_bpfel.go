@@ -552,6 +552,7 @@ const (
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
+	dbiolatVarTracedUntilNs         = "traced_until_ns"
 	dbiolatVarUnusedBox             = "unused_box"
 	dbiolatVarUnusedEmitFlag        = "unused_emit_flag"
 	dbiolatVarUnusedProcFlag        = "unused_proc_flag"
@@ -708,6 +709,7 @@ type dbiolatVariableSpecs struct {
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
+	TracedUntilNs     *ebpf.VariableSpec `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.VariableSpec `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.VariableSpec `ebpf:"unused_proc_flag"`
@@ -795,6 +797,7 @@ type dbiolatVariables struct {
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
+	TracedUntilNs     *ebpf.Variable `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.Variable `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.Variable `ebpf:"unused_proc_flag"`

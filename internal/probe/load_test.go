@@ -3,6 +3,7 @@ package probe
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
@@ -30,8 +31,14 @@ func TestOpenAttachesEverything(t *testing.T) {
 				steady++
 			}
 		}
+		pausing, closing := time.Now(), monotonicNow()
 		if err := tr.Pause(); err != nil {
 			t.Fatal(err)
+		}
+		t.Logf("%v: %d hooks came off in %v", f.Names(), len(hs)-steady, time.Since(pausing))
+		var until uint64
+		if err := tr.objs.TracedUntilNs.Get(&until); err != nil || until < closing {
+			t.Errorf("paused, traced_until_ns %d (%v), want at least %d", until, err, closing)
 		}
 		if n := tr.linked(); n != steady || steady == 0 {
 			t.Errorf("%v: paused, %d links; want the %d of process tracking", f.Names(), n, steady)
@@ -40,12 +47,16 @@ func TestOpenAttachesEverything(t *testing.T) {
 		if err := tr.Resume(); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("%v: and went on again in %v", f.Names(), time.Duration(monotonicNow()-before))
 		if n := tr.linked(); n != len(hs) {
 			t.Errorf("%v: resumed, %d links for %d hooks", f.Names(), n, len(hs))
 		}
 		var since uint64
 		if err := tr.objs.TracedSinceNs.Get(&since); err != nil || since < before {
 			t.Errorf("traced_since_ns %d (%v), want at least %d", since, err, before)
+		}
+		if err := tr.objs.TracedUntilNs.Get(&until); err != nil || until != 0 {
+			t.Errorf("resumed, traced_until_ns %d (%v), want 0", until, err)
 		}
 		if err := tr.Close(); err != nil {
 			t.Fatal(err)

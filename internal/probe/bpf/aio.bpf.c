@@ -95,12 +95,13 @@ int aio_complete(struct pt_regs *ctx)
 {
 	struct thread_state *ts = thread_current(), *q;
 	__s64 result = (__s32)PT_REGS_PARM2(ctx);
+	__u64 now = bpf_ktime_get_ns();
 
 	if (!ts || !ts->serves_tid)
 		return 0;
 	q = charged(ts);
-	if (q && !crossed_pause(ts->serves_since))
-		acct_add(&q->acct.aio_read, result > 0 ? result : 0, bpf_ktime_get_ns() - ts->serves_since);
+	if (q && !crossed_pause(ts->serves_since, now))
+		acct_add(&q->acct.aio_read, result > 0 ? result : 0, now - ts->serves_since);
 	ts->serves_tid = 0;
 	return 0;
 }

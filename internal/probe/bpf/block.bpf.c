@@ -178,7 +178,7 @@ int BPF_PROG(blk_done, struct request *rq)
 	struct blk_io *b;
 	__u32 op;
 
-	if (!in || crossed_pause(in->start_ns)) { /* started before we attached */
+	if (!in || crossed_pause(in->start_ns, now)) { /* not seen whole */
 		stat_inc(STAT_BLK_UNSEEN);
 		if (in)
 			bpf_map_delete_elem(&inflight, &key);

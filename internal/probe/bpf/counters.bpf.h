@@ -25,17 +25,21 @@ struct {
 } stats SEC(".maps");
 
 /*
- * When the hooks were last attached (bpf_ktime_get_ns), set by Go before
- * it attaches them again after a pause (duty cycles, dbiolat serve); 0
- * when tracing never paused. A span that began before it (a query, a
- * syscall, a block request, a sleep) crossed a pause: it was not seen
- * whole, so it is left out and counted, never measured as if it had been.
+ * The traced window of a duty cycle (dbiolat serve), bpf_ktime_get_ns
+ * times set by Go: traced_since_ns before it attaches the hooks again
+ * after a pause, traced_until_ns before it detaches them (0 while
+ * attached). Both 0 when tracing never paused. The hooks take a second to
+ * come off, one by one, so the window, not the hooks, says what was
+ * traced: a span that began before it or ended after it (a query, a
+ * syscall, a block request, a sleep) was not seen whole, so it is left
+ * out and counted, never measured as if it had been.
  */
 volatile __u64 traced_since_ns;
+volatile __u64 traced_until_ns;
 
-static __always_inline int crossed_pause(__u64 start_ns)
+static __always_inline int crossed_pause(__u64 start_ns, __u64 end_ns)
 {
-	return start_ns < traced_since_ns;
+	return start_ns < traced_since_ns || (traced_until_ns && end_ns > traced_until_ns);
 }
 
 static __always_inline void stat_inc(enum stat_id id)

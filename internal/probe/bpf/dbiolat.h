@@ -98,7 +98,7 @@ enum stat_id {
 	STAT_FUSE_UNSEEN = 21,     /* not a loss: a FUSE daemon took a request not sent by a traced process */
 	STAT_MYSQL_CONN_FULL = 22, /* a MySQL connection's state could not be created: its queries are not seen */
 	STAT_MYSQL_REPLY_UNSEEN = 23, /* the end of a MySQL reply was not recognized: its query ended at the next command */
-	STAT_BLK_UNSEEN = 24,      /* not a loss: a block request completed whose start was not seen (in flight at attach) */
+	STAT_BLK_UNSEEN = 24,      /* not a loss: a block request not seen whole (in flight at attach, done after a pause) */
 	STAT_QUERY_CUT = 25,       /* not a loss: a query begun before tracing paused, left out (duty cycles) */
 	STAT_IDS = 26,
 };

@@ -106,15 +106,16 @@ static __always_inline int fs_exit(struct syscall_trace_exit *ctx)
 {
 	struct thread_state *ts = thread_current();
 	struct waterfall *wf;
-	__u64 ns, bytes, wns;
+	__u64 now, ns, bytes, wns;
 	__u32 op, reads, writes;
 
 	if (!ts || !ts->sys_start_ns)
 		return 0;
-	ns = bpf_ktime_get_ns() - ts->sys_start_ns;
+	now = bpf_ktime_get_ns();
+	ns = now - ts->sys_start_ns;
 	if (ts->query_start_ns && (wf = waterfall_current()))
 		wf->in_fs = 0;
-	if (crossed_pause(ts->sys_start_ns)) {
+	if (crossed_pause(ts->sys_start_ns, now)) {
 		ts->sys_start_ns = 0;
 		return 0;
 	}

@@ -51,7 +51,7 @@ static __always_inline int wanted(struct query_acct *a, __u64 ns)
 static __always_inline void query_begin(struct thread_state *ts, struct waterfall *wf, __u64 now)
 {
 	if (ts->query_start_ns) /* its end was not seen: during a pause, or never sent */
-		stat_inc(crossed_pause(ts->query_start_ns) ? STAT_QUERY_CUT : STAT_QUERY_UNFINISHED);
+		stat_inc(crossed_pause(ts->query_start_ns, now) ? STAT_QUERY_CUT : STAT_QUERY_UNFINISHED);
 	__builtin_memset(&ts->acct, 0, sizeof(ts->acct));
 	ts->query_seq++;
 	if (wf) {
@@ -98,7 +98,7 @@ static __always_inline struct query_event *query_end_of(struct thread_state *ts,
 			ts->acct.box_ns[i] = wf->box_ns[i];
 	}
 	ts->query_start_ns = 0; /* the query is over, recorded or not */
-	if (ran && crossed_pause(start)) { /* not measured whole: left out, counted */
+	if (ran && crossed_pause(start, now)) { /* not measured whole: left out, counted */
 		stat_inc(STAT_QUERY_CUT);
 		ran = 0;
 	}

@@ -106,7 +106,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	}
 	if (!wf->offcpu_since && wf->oncpu_since) /* it ran until now, yet its switch-out was not seen */
 		stat_inc(STAT_WATERFALL_MISSED);
-	if (wf->offcpu_since && !crossed_pause(wf->offcpu_since)) {
+	if (wf->offcpu_since && !crossed_pause(wf->offcpu_since, now)) {
 		off = now - wf->offcpu_since;
 		runq = off;
 		if (wf->asleep) {
