@@ -139,9 +139,10 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		}
 		e.Add(iv)
 		e.SetHists(hs)
+		e.SetServers(s.Servers())
 		return nil
 	}
-	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period,
+	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
 		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
 		onStart: func(*session.Session) error {
 			cycleAt, resumedAt = time.Now(), time.Now()

@@ -1,38 +1,32 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/dbiolat/dbiolat/internal/container"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 // A PostgreSQL whose postmaster runs in a cgroup laid out as the kubelet
 // lays a pod's container out: its query records name the container and
-// the pod.
+// the pod (its UID: no pod files on the host to name it).
 func TestContainerNamedInRecords(t *testing.T) {
 	c := startPG(t, nil)
-	base := "/sys/fs/cgroup/pids" // this kernel's v1 hierarchy that any process can be moved in
-	if _, err := os.Stat(base); err != nil {
-		base = "/sys/fs/cgroup"
-	}
 	const uid, id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d"
-	dir := filepath.Join(base, "kubepods", "besteffort", "pod"+uid, id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("making a cgroup: %v", err)
-	}
-	t.Cleanup(func() { // give its processes back to the root, then remove it
-		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		for _, pid := range strings.Fields(string(procs)) {
-			os.WriteFile(filepath.Join(base, "cgroup.procs"), []byte(pid), 0)
-		}
-		for d := dir; d != base; d = filepath.Dir(d) {
-			os.Remove(d)
-		}
-	})
+	dir := podCgroup(t, filepath.Join("kubepods", "besteffort", "pod"+uid, id)) // the cgroupfs driver's layout
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(c.PostmasterPID())), 0); err != nil {
 		t.Fatalf("moving the postmaster into the cgroup: %v", err)
 	}
@@ -44,4 +38,196 @@ func TestContainerNamedInRecords(t *testing.T) {
 	if q.Container == nil || *q.Container != want {
 		t.Errorf("the query's container: %+v, want %+v", q.Container, want)
 	}
+}
+
+// podCgroup makes a cgroup at rel (a path as the kubelet and a container
+// runtime lay one out) in a hierarchy any process can be moved in: this
+// kernel's v1 pids one, else v2's. At the end its processes go back to
+// the root and it is removed.
+func podCgroup(t *testing.T, rel string) string {
+	t.Helper()
+	base := "/sys/fs/cgroup/pids"
+	if _, err := os.Stat(base); err != nil {
+		base = "/sys/fs/cgroup"
+	}
+	dir := filepath.Join(base, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("making a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, pid := range strings.Fields(string(procs)) {
+			os.WriteFile(filepath.Join(base, "cgroup.procs"), []byte(pid), 0)
+		}
+		for d := dir; d != base; d = filepath.Dir(d) {
+			os.Remove(d)
+		}
+	})
+	return dir
+}
+
+// A pod running PostgreSQL as containerd and the kubelet (systemd
+// driver) make one: its own pid, mount and cgroup namespaces, a server
+// binary and a data directory of its own that only it sees (the host's
+// path of the binary holds another file), and the pod's files in it.
+type pod struct {
+	name, uid, id string
+	postmaster    int    // its pid, as the host sees it
+	sock          string // where its socket is, seen from the host too
+	bin           string // the client's
+}
+
+// podDataDir is the pods' data directory, as the official image has it.
+const podDataDir = "/var/lib/postgresql/data"
+
+// startPod starts PostgreSQL in a pod of namespace "prod"; the server
+// runs as the pod's pid 1 until the test ends.
+func startPod(t *testing.T, name, uid, id string) *pod {
+	t.Helper()
+	bin, err := pgsandbox.InstalledBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.MkdirTemp("", "pod-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	os.Chmod(host, 0o755) // the postgres user reaches its socket here
+	// The image: a data directory, and the server binary, a copy (another file).
+	image := exec.Command("sh", "-ec", fmt.Sprintf(`cd %s; mkdir image sock; chown postgres: image sock; cp %s/postgres image/postgres
+		setpriv --reuid=postgres --regid=postgres --init-groups %s/initdb -D image/data -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null`,
+		host, bin, bin))
+	if out, err := image.CombinedOutput(); err != nil {
+		t.Fatalf("making the pod's image: %v\n%s", err, out)
+	}
+	cg := podCgroup(t, "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"+strings.ReplaceAll(uid, "-", "_")+
+		".slice/cri-containerd-"+id+".scope")
+	// The shell joins the container's cgroup, then the namespaces are made
+	// (the cgroup namespace rooted there), then the container's mounts, and
+	// the server runs as its pid 1.
+	cmd := exec.Command("sh", "-ec", fmt.Sprintf(`echo $$ > %[1]s/cgroup.procs
+		exec unshare --pid --fork --mount --cgroup --propagation private sh -ec '
+			mount -t tmpfs -o mode=755 image /var/lib/postgresql
+			cp -a %[2]s/image/data %[3]s
+			mount --bind %[2]s/image/postgres %[4]s/postgres
+			mount -t tmpfs tmpfs /run
+			mkdir -p /run/secrets/kubernetes.io/serviceaccount
+			printf prod > /run/secrets/kubernetes.io/serviceaccount/namespace
+			echo %[5]s > %[2]s/hostname
+			mount --bind %[2]s/hostname /etc/hostname
+			exec setpriv --reuid=postgres --regid=postgres --init-groups %[4]s/postgres -D %[3]s \
+				-c listen_addresses= -c unix_socket_directories=%[2]s/sock -c shared_buffers=16MB'`,
+		cg, host, podDataDir, bin, name))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &pod{name: name, uid: uid, id: id, sock: filepath.Join(host, "sock"), bin: bin}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("pod %s's output:\n%s", name, out.String())
+		}
+	})
+	t.Cleanup(func() {
+		if p.postmaster != 0 {
+			syscall.Kill(p.postmaster, syscall.SIGINT) // a fast shutdown: pid 1 goes, its namespaces with it
+		}
+		cmd.Wait()
+	})
+	waitFor(t, "the server in pod "+name+" to take connections", func() bool {
+		if p.postmaster == 0 {
+			children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+			p.postmaster, _ = strconv.Atoi(strings.TrimSpace(string(children)))
+		}
+		_, err := p.psql("SELECT 1")
+		return err == nil
+	})
+	return p
+}
+
+func (p *pod) psql(sql string) (string, error) {
+	b, err := exec.Command(filepath.Join(p.bin, "psql"), "-h", p.sock, "-U", "postgres", "-d", "postgres", "-Atc", sql).CombinedOutput()
+	return strings.TrimSpace(string(b)), err
+}
+
+// server is the pod's server label.
+func (p *pod) server() string { return "prod/" + p.name + ":" + podDataDir }
+
+// Two pods on a node, their data directories at the same path (seen only
+// inside): dbiolat finds both by default, reaches each one's binary
+// through /proc/PID (their wait events are named), and says which
+// container and pod each query ran in, with the data directory as the
+// server sees it, in records and in serve's series.
+func TestContainerInNamespaces(t *testing.T) {
+	testenv.NeedRoot(t)
+	pods := []*pod{
+		startPod(t, "pg-0", "7c6b5a49-3827-4165-a4b3-c2d1e0f9a8b7", "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+		startPod(t, "pg-1", "8d7c6b5a-4938-4276-b5c4-d3e2f1a0b9c8", "1a2b3c4d5e6f70819203a4b5c6d7e8f91a2b3c4d5e6f70819203a4b5c6d7e8f9"),
+	}
+	if _, err := os.Stat(podDataDir + "/PG_VERSION"); err == nil {
+		t.Fatalf("the pods' data directory %s is seen from the host", podDataDir)
+	}
+
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0") // no --pid: found by discovery
+	for _, p := range pods {
+		if _, err := p.psql("SELECT pg_sleep(0.1)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs, _, _ := tr.stop(t)
+	for _, p := range pods {
+		want := container.Info{Runtime: "containerd", ID: p.id, PodUID: p.uid, QoS: "burstable", Namespace: "prod", Pod: p.name}
+		i := slices.IndexFunc(qs, func(q model.Query) bool { return q.Query == "SELECT pg_sleep($1)" && q.Instance == p.postmaster })
+		if i < 0 {
+			t.Errorf("no record of pod %s's query among %d\n%s", p.name, len(qs), tr.stderr.String())
+			continue
+		}
+		q := qs[i]
+		if q.Container == nil || *q.Container != want || q.DataDir != podDataDir {
+			t.Errorf("the query's container %+v, data directory %s; want %+v, %s", q.Container, q.DataDir, want, podDataDir)
+		}
+		if q.Waits["Timeout/PgSleep"] == 0 {
+			t.Errorf("pod %s's sleep is not named from its binary's wait events: %v", p.name, q.Waits)
+		}
+	}
+
+	// serve: each server's info series names its pod; queries and I/O carry its name.
+	s := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s")
+	url := servingRe.FindStringSubmatch(s.stderr.String())[1]
+	for _, p := range pods {
+		if _, err := p.psql("CREATE TABLE t AS SELECT g FROM generate_series(1, 10000) g; SELECT count(*) FROM t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func(fams map[string]*dto.MetricFamily, name string, labels map[string]string) bool {
+		return slices.ContainsFunc(fams[name].GetMetric(), func(m *dto.Metric) bool {
+			n := 0
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
+					n++
+				}
+			}
+			return n == len(labels)
+		})
+	}
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, "serve to count the pods' queries", func() bool {
+		fams = scrape(t, url)
+		return !slices.ContainsFunc(pods, func(p *pod) bool {
+			return !has(fams, "dbiolat_fingerprint_calls_total", map[string]string{"server": p.server(), "database": "postgres"})
+		})
+	})
+	for _, p := range pods {
+		info := map[string]string{"server": p.server(), "kind": "PostgreSQL", "data_dir": podDataDir, "pid": strconv.Itoa(p.postmaster),
+			"container_runtime": "containerd", "container_id": p.id, "k8s_pod_uid": p.uid, "k8s_namespace": "prod", "k8s_pod": p.name}
+		if !has(fams, "dbiolat_server_info", info) {
+			t.Errorf("no dbiolat_server_info with %v: %v", info, fams["dbiolat_server_info"])
+		}
+		if !has(fams, "dbiolat_io_operations_total", map[string]string{"server": p.server(), "layer": "fs"}) {
+			t.Errorf("no file system I/O of server %q: %v", p.server(), fams["dbiolat_io_operations_total"])
+		}
+	}
+	s.stopText(t)
 }

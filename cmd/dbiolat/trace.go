@@ -47,6 +47,9 @@ type tracer struct {
 	// costWindow: how long each minute's count of our programs' run time
 	// lasts (session.Config.CostWindow).
 	costWindow time.Duration
+	// ratesByServer: intervals split I/O by server and database too
+	// (serve's series).
+	ratesByServer bool
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
@@ -65,7 +68,7 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	}
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit, Warn: warn,
-		CostWindow: t.costWindow,
+		CostWindow: t.costWindow, RatesByServer: t.ratesByServer,
 	})
 	if err != nil {
 		return nil, err

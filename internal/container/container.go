@@ -122,10 +122,33 @@ func Of(pid int) (Info, error) {
 	}
 	if in.PodUID != "" && ownMountNamespace(pid) {
 		root := fmt.Sprintf("/proc/%d/root", pid)
-		in.Namespace = firstLine(path.Join(root, "var/run/secrets/kubernetes.io/serviceaccount/namespace"))
-		in.Pod = firstLine(path.Join(root, "etc/hostname")) // the pod's name, unless its spec sets a hostname
+		in.Namespace = firstLine(inRoot(root, "/var/run/secrets/kubernetes.io/serviceaccount/namespace"))
+		in.Pod = firstLine(inRoot(root, "/etc/hostname")) // the pod's name, unless its spec sets a hostname
 	}
 	return in, nil
+}
+
+// inRoot is the path of name as a process whose root is root sees it.
+// The kernel follows an absolute symlink met under /proc/PID/root from
+// our root, not the process's: Debian's /var/run -> /run would lead to
+// the host's /run. So each one met on the way is followed here, in root.
+func inRoot(root, name string) string {
+	at, rest := "/", strings.Split(strings.Trim(name, "/"), "/")
+	for links := 0; len(rest) > 0; {
+		next := path.Join(at, rest[0])
+		rest = rest[1:]
+		target, err := os.Readlink(root + next)
+		if err != nil || links == 40 { // not a link (or a loop: the kernel gives up at 40)
+			at = next
+			continue
+		}
+		links++
+		if path.IsAbs(target) {
+			at = "/"
+		}
+		rest = append(strings.Split(strings.Trim(target, "/"), "/"), rest...)
+	}
+	return root + at
 }
 
 // ownMountNamespace says the process sees files of its own (a container's

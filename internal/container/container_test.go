@@ -98,3 +98,30 @@ func TestOfRealCgroup(t *testing.T) {
 		t.Errorf("the test itself is in %+v (%v)", host, err)
 	}
 }
+
+// Symlinks under a process's root lead where they lead in that root:
+// Debian's /var/run -> /run (absolute), and a relative one.
+func TestInRoot(t *testing.T) {
+	root := t.TempDir()
+	sa := filepath.Join(root, "run/secrets/kubernetes.io/serviceaccount")
+	if err := os.MkdirAll(sa, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sa, "namespace"), []byte("prod"), 0o644)
+	os.MkdirAll(filepath.Join(root, "var"), 0o755)
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.Symlink("/run", filepath.Join(root, "var/run"))
+	os.WriteFile(filepath.Join(root, "etc/hostname.real"), []byte("pg-0\n"), 0o644)
+	os.Symlink("../etc/./hostname.real", filepath.Join(root, "etc/hostname"))
+	for name, want := range map[string]string{
+		"/var/run/secrets/kubernetes.io/serviceaccount/namespace": "prod",
+		"/etc/hostname": "pg-0",
+	} {
+		if got := firstLine(inRoot(root, name)); got != want {
+			t.Errorf("%s in the root reads %q (%s), want %q", name, got, inRoot(root, name), want)
+		}
+	}
+	if got, want := inRoot(root, "/etc/none"), root+"/etc/none"; got != want {
+		t.Errorf("a missing file: %s, want %s", got, want)
+	}
+}

@@ -8,10 +8,12 @@ package exporter
 
 import (
 	"math"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dbiolat/dbiolat/internal/container"
 	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 )
@@ -33,6 +35,7 @@ type Exporter struct {
 	traced  float64     // the share of the time traced; 1: all of it
 	cost    *model.Cost // the last measure of the tracer's own cost; nil: none yet
 	fps     *fingerprints
+	servers []model.Server // traced now
 }
 
 // scaledHist is a histogram's counts added up with weights.
@@ -41,9 +44,9 @@ type scaledHist struct {
 	sum     float64
 }
 
-// ioKey is one row of I/O: a layer ("fs", "blk"), a role and, for block
-// I/O, a device.
-type ioKey struct{ layer, role, device string }
+// ioKey is one row of I/O: a layer ("fs", "blk"), a server, a database,
+// a role and, for block I/O, a device.
+type ioKey struct{ layer, server, database, role, device string }
 
 // ioTotals are a row's operations, bytes and time, by operation.
 type ioTotals struct {
@@ -97,7 +100,7 @@ func (e *Exporter) Add(iv *model.Interval) {
 	e.queries += w * float64(iv.Queries)
 	e.drops = iv.Drops
 	for _, r := range iv.Rates {
-		k := ioKey{r.Layer, r.Role, r.Device}
+		k := ioKey{r.Layer, r.Server, r.Database, r.Role, r.Device}
 		t := e.io[k]
 		if t == nil {
 			t = &ioTotals{ops: map[string]float64{}, bytes: map[string]float64{}}
@@ -116,6 +119,13 @@ func (e *Exporter) Add(iv *model.Interval) {
 			t.ops["other"] += count(r.OtherOps) // flushes, discards: no bytes
 		}
 	}
+}
+
+// SetServers says which servers are traced now (dbiolat_server_info).
+func (e *Exporter) SetServers(ss []model.Server) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.servers = ss
 }
 
 // SetCost keeps the last measure of what tracing costs.
@@ -152,12 +162,16 @@ func (e *Exporter) SetHists(hs model.Hists) {
 var (
 	queriesDesc = prometheus.NewDesc("dbiolat_queries_total",
 		"Queries seen finished, recorded or not.", nil, nil)
-	opsDesc = prometheus.NewDesc("dbiolat_io_operations_total",
-		"I/O operations by layer (fs: file system calls; blk: block requests), the role of the process or thread that did them, device (blk) and operation.",
-		[]string{"layer", "role", "device", "op"}, nil)
+	ioLabels = []string{"layer", "server", "database", "role", "device", "op"}
+	opsDesc  = prometheus.NewDesc("dbiolat_io_operations_total",
+		"I/O operations by layer (fs: file system calls; blk: block requests), the server, database and role of the process or thread that did them (none of them for I/O not ours), device (blk) and operation.",
+		ioLabels, nil)
 	bytesDesc = prometheus.NewDesc("dbiolat_io_bytes_total",
-		"Bytes read or written, by layer, role, device (blk) and operation.",
-		[]string{"layer", "role", "device", "op"}, nil)
+		"Bytes read or written, by layer, server, database, role, device (blk) and operation.",
+		ioLabels, nil)
+	serverDesc = prometheus.NewDesc("dbiolat_server_info",
+		"A server traced, 1: what the server label of the other series stands for, and where it runs (k8s_*: its pod, from its cgroup and the pod's files).",
+		[]string{"server", "kind", "version", "pid", "data_dir", "port", "container_runtime", "container_id", "k8s_pod_uid", "k8s_namespace", "k8s_pod"}, nil)
 	dropsDesc = prometheus.NewDesc("dbiolat_drops_total",
 		"What the trace could not deliver or attribute, by kind (the summary's drops); loss=true: records or events are missing.",
 		[]string{"kind", "loss"}, nil)
@@ -182,7 +196,7 @@ func histDesc(h model.Histogram) *prometheus.Desc {
 
 // Describe sends the descriptions of every metric the exporter has.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queriesDesc, opsDesc, bytesDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
+	for _, d := range []*prometheus.Desc{queriesDesc, opsDesc, bytesDesc, serverDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
 		ch <- d
 	}
 	for _, h := range model.Histograms {
@@ -208,11 +222,19 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, t := range e.io {
 		for op, n := range t.ops {
-			ch <- prometheus.MustNewConstMetric(opsDesc, prometheus.CounterValue, n, k.layer, k.role, k.device, op)
+			ch <- prometheus.MustNewConstMetric(opsDesc, prometheus.CounterValue, n, k.layer, k.server, k.database, k.role, k.device, op)
 		}
 		for op, n := range t.bytes {
-			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, n, k.layer, k.role, k.device, op)
+			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, n, k.layer, k.server, k.database, k.role, k.device, op)
 		}
+	}
+	for _, s := range e.servers {
+		var c container.Info
+		if s.Container != nil {
+			c = *s.Container
+		}
+		ch <- prometheus.MustNewConstMetric(serverDesc, prometheus.GaugeValue, 1, s.Name, s.Kind, s.Version, strconv.Itoa(s.PID),
+			s.DataDir, strconv.Itoa(s.Port), c.Runtime, c.ID, c.PodUID, c.Namespace, c.Pod)
 	}
 	for _, c := range model.Counters {
 		loss := "false"

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dbiolat/dbiolat/internal/container"
 	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 )
@@ -110,5 +111,59 @@ func TestMetricsLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// Two servers, one in a pod: series carry the server (named by its pod
+// and data directory) and database; dbiolat_server_info says where each
+// runs; a fingerprint run in both has a series in each, its text once.
+func TestSeriesNameTheirServer(t *testing.T) {
+	pod := &container.Info{Runtime: "containerd", ID: "0f1e2d3c4b5a69788796a5b4c3d2e1f0", PodUID: "7c6b5a49-3827-4165-a4b3-c2d1e0f9a8b7", Namespace: "prod", Pod: "pg-0"}
+	bare := &container.Info{Runtime: "docker", ID: "5e4d3c2b1a0f9e8d7c6b5a4f"}
+	for _, c := range []struct {
+		dir  string
+		in   *container.Info
+		want string
+	}{
+		{"/srv/pg", nil, "/srv/pg"},
+		{"/var/lib/postgresql/data", pod, "prod/pg-0:/var/lib/postgresql/data"},
+		{"/var/lib/mysql", bare, "5e4d3c2b1a0f:/var/lib/mysql"},
+	} {
+		if got := model.ServerName(c.dir, c.in); got != c.want {
+			t.Errorf("ServerName(%s, %+v) = %q, want %q", c.dir, c.in, got, c.want)
+		}
+	}
+	e := New(10)
+	inPod := model.ServerName("/var/lib/postgresql/data", pod)
+	e.SetServers([]model.Server{
+		{Name: "/srv/pg", Kind: "PostgreSQL", Version: "15", PID: 100, DataDir: "/srv/pg", Port: 5432},
+		{Name: inPod, Kind: "PostgreSQL", Version: "17", PID: 200, DataDir: "/var/lib/postgresql/data", Port: 5432, Container: pod},
+	})
+	e.Observe(&model.Query{Fingerprint: "f1", Query: "SELECT 1", QueryNs: 10, DataDir: "/srv/pg", Database: "app"})
+	e.Observe(&model.Query{Fingerprint: "f1", Query: "SELECT 1", QueryNs: 10, DataDir: "/var/lib/postgresql/data", Container: pod, Database: "app"})
+	e.Add(&model.Interval{Seconds: 1, Rates: []model.Rate{
+		{Layer: "fs", Server: inPod, Database: "app", Role: "client backend", ReadOps: 5},
+		{Layer: "fs", Server: inPod, Role: "checkpointer", WriteOps: 2},
+	}})
+	e.EndWindow()
+	fams := gather(t, e)
+	for _, s := range []string{"/srv/pg", inPod} {
+		if labeled(fams["dbiolat_fingerprint_calls_total"], map[string]string{"server": s, "database": "app", "fingerprint": "f1"}) == nil {
+			t.Errorf("no series of f1 in %s", s)
+		}
+	}
+	if n := len(fams["dbiolat_fingerprint_info"].GetMetric()); n != 1 {
+		t.Errorf("%d info series for one fingerprint", n)
+	}
+	if m := labeled(fams["dbiolat_io_operations_total"], map[string]string{"server": inPod, "database": "app", "role": "client backend", "op": "read"}); m.GetCounter().GetValue() != 5 {
+		t.Errorf("the pod's backend reads: %v", m)
+	}
+	if labeled(fams["dbiolat_io_operations_total"], map[string]string{"server": inPod, "database": "", "role": "checkpointer", "op": "write"}) == nil {
+		t.Errorf("no writes of the pod's checkpointer")
+	}
+	info := map[string]string{"server": inPod, "kind": "PostgreSQL", "version": "17", "pid": "200", "data_dir": "/var/lib/postgresql/data",
+		"container_runtime": "containerd", "container_id": pod.ID, "k8s_pod_uid": pod.PodUID, "k8s_namespace": "prod", "k8s_pod": "pg-0"}
+	if labeled(fams["dbiolat_server_info"], info) == nil || labeled(fams["dbiolat_server_info"], map[string]string{"server": "/srv/pg", "container_id": ""}) == nil {
+		t.Errorf("dbiolat_server_info: %v", fams["dbiolat_server_info"])
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // Per-fingerprint series, bounded whatever the workload: at most `top`
-// fingerprints have series of their own, the ones with the most query
+// fingerprints (each in a server and database) have series of their own, the ones with the most query
 // time in the last window, and every other query counts in the series
 // fingerprint="other". Membership is sticky for a window: a fingerprint
 // admitted starts from zero, one evicted has its counts folded into
@@ -103,33 +103,41 @@ func (s *fpStats) fold(o *fpStats) {
 	s.blkNs += o.blkNs
 }
 
+// fpKey is what a series counts: a fingerprint's queries in a server
+// (model.ServerName) and database.
+type fpKey struct{ server, database, fingerprint string }
+
+// otherKey is the series of the queries no other holds.
+var otherKey = fpKey{fingerprint: OtherFingerprint}
+
 // fingerprints is the bounded set of per-fingerprint series.
 type fingerprints struct {
 	top        int
-	series     map[string]*fpStats
+	series     map[fpKey]*fpStats
 	other      fpStats
-	candidates map[string]*fpStats // not in series: time and text in the window
-	// The queries observed since the last flush, by fingerprint (at most
+	candidates map[fpKey]*fpStats // not in series: time and text in the window
+	// The queries observed since the last flush, by key (at most
 	// maxCandidates, the rest in pendingOther), not yet weighed: a duty
 	// cycle's weight is known at its end.
-	pending      map[string]*fpStats
+	pending      map[fpKey]*fpStats
 	pendingOther fpStats
 }
 
 func newFingerprints(top int) *fingerprints {
-	return &fingerprints{top: top, series: map[string]*fpStats{}, candidates: map[string]*fpStats{}, pending: map[string]*fpStats{}}
+	return &fingerprints{top: top, series: map[fpKey]*fpStats{}, candidates: map[fpKey]*fpStats{}, pending: map[fpKey]*fpStats{}}
 }
 
 // observe keeps a query until the next flush.
 func (f *fingerprints) observe(q *model.Query) {
-	p := f.pending[q.Fingerprint]
+	k := fpKey{model.ServerName(q.DataDir, q.Container), q.Database, q.Fingerprint}
+	p := f.pending[k]
 	if p == nil {
 		if len(f.pending) >= maxCandidates {
 			f.pendingOther.add(q, 1)
 			return
 		}
 		p = &fpStats{text: q.Query}
-		f.pending[q.Fingerprint] = p
+		f.pending[k] = p
 	}
 	p.add(q, 1)
 }
@@ -164,7 +172,7 @@ func (f *fingerprints) flush(w float64) {
 // that were less busy in it, and starts the next window.
 func (f *fingerprints) endWindow() {
 	type ranked struct {
-		fp string
+		fp fpKey
 		ns float64
 	}
 	var cands []ranked
@@ -175,7 +183,8 @@ func (f *fingerprints) endWindow() {
 	for _, c := range cands {
 		if len(f.series) >= f.top {
 			// The least busy series in the window gives way to a busier candidate.
-			least, leastNs := "", math.Inf(1)
+			var least fpKey
+			leastNs := math.Inf(1)
 			for fp, s := range f.series {
 				if s.windowNs < leastNs {
 					least, leastNs = fp, s.windowNs
@@ -207,12 +216,13 @@ func cmpDesc(a, b float64) int {
 }
 
 var (
-	fpLabels    = []string{"fingerprint"}
-	callsDesc   = prometheus.NewDesc("dbiolat_fingerprint_calls_total", "Queries finished, by fingerprint (the busiest by query time; fingerprint=\"other\": the rest).", fpLabels, nil)
+	fpLabels    = []string{"server", "database", "fingerprint"}
+	fpAnd       = func(l string) []string { return append(slices.Clone(fpLabels), l) }
+	callsDesc   = prometheus.NewDesc("dbiolat_fingerprint_calls_total", "Queries finished, by server, database and fingerprint (the busiest by query time; fingerprint=\"other\": the rest, of any server).", fpLabels, nil)
 	timeDesc    = prometheus.NewDesc("dbiolat_fingerprint_query_seconds_total", "Query time, by fingerprint.", fpLabels, nil)
-	boxDesc     = prometheus.NewDesc("dbiolat_fingerprint_box_seconds_total", "Query time by where it went (the waterfall's boxes: cpu, runq, io_wait, lock...), by fingerprint.", []string{"fingerprint", "box"}, nil)
-	fpFSDesc    = prometheus.NewDesc("dbiolat_fingerprint_fs_operations_total", "File system calls of the queries, by fingerprint and operation.", []string{"fingerprint", "op"}, nil)
-	fpFSNsDesc  = prometheus.NewDesc("dbiolat_fingerprint_fs_seconds_total", "Time in file system calls of the queries, by fingerprint and operation.", []string{"fingerprint", "op"}, nil)
+	boxDesc     = prometheus.NewDesc("dbiolat_fingerprint_box_seconds_total", "Query time by where it went (the waterfall's boxes: cpu, runq, io_wait, lock...), by fingerprint.", fpAnd("box"), nil)
+	fpFSDesc    = prometheus.NewDesc("dbiolat_fingerprint_fs_operations_total", "File system calls of the queries, by fingerprint and operation.", fpAnd("op"), nil)
+	fpFSNsDesc  = prometheus.NewDesc("dbiolat_fingerprint_fs_seconds_total", "Time in file system calls of the queries, by fingerprint and operation.", fpAnd("op"), nil)
 	fpBlkDesc   = prometheus.NewDesc("dbiolat_fingerprint_block_requests_total", "Block requests the queries started, by fingerprint.", fpLabels, nil)
 	fpBlkNsDesc = prometheus.NewDesc("dbiolat_fingerprint_block_seconds_total", "Time of the block requests the queries started, by fingerprint.", fpLabels, nil)
 	infoDesc    = prometheus.NewDesc("dbiolat_fingerprint_info", "A fingerprint's normalized query (literals replaced; the first 200 characters; /queries has it whole).", []string{"fingerprint", "query"}, nil)
@@ -221,9 +231,10 @@ var (
 var fpDescs = []*prometheus.Desc{callsDesc, timeDesc, boxDesc, fpFSDesc, fpFSNsDesc, fpBlkDesc, fpBlkNsDesc, infoDesc}
 
 func (f *fingerprints) collect(ch chan<- prometheus.Metric) {
-	emit := func(fp string, s *fpStats) {
+	described := map[string]bool{} // a fingerprint's text, once: it may run in several servers
+	emit := func(k fpKey, s *fpStats) {
 		counter := func(d *prometheus.Desc, v float64, labels ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{fp}, labels...)...)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{k.server, k.database, k.fingerprint}, labels...)...)
 		}
 		counter(callsDesc, s.calls)
 		counter(timeDesc, s.ns/1e9)
@@ -240,14 +251,15 @@ func (f *fingerprints) collect(ch chan<- prometheus.Metric) {
 		}
 		counter(fpBlkDesc, s.blkCount)
 		counter(fpBlkNsDesc, s.blkNs/1e9)
-		if fp != OtherFingerprint {
-			ch <- prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, fp, shorten(s.text, infoTextMax))
+		if k != otherKey && !described[k.fingerprint] {
+			described[k.fingerprint] = true
+			ch <- prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, k.fingerprint, shorten(s.text, infoTextMax))
 		}
 	}
-	for fp, s := range f.series {
-		emit(fp, s)
+	for k, s := range f.series {
+		emit(k, s)
 	}
-	emit(OtherFingerprint, &f.other)
+	emit(otherKey, &f.other)
 }
 
 // shorten cuts text to at most n bytes, on a character boundary.
@@ -265,8 +277,8 @@ func shorten(text string, n int) string {
 // its whole normalized text.
 func (f *fingerprints) queries() map[string]string {
 	out := map[string]string{}
-	for fp, s := range f.series {
-		out[fp] = s.text
+	for k, s := range f.series {
+		out[k.fingerprint] = s.text
 	}
 	return out
 }

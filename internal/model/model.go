@@ -192,7 +192,12 @@ type Hists map[string]*hist.Hist
 // Rate is one row of an interval: I/O per second of one role on one layer
 // and device.
 type Rate struct {
-	Layer      string  `json:"layer"`  // "fs" or "blk"
+	Layer string `json:"layer"` // "fs" or "blk"
+	// The server (ServerName) and database of the processes that did the
+	// I/O, when rows are split by them (dbiolat serve); "" for background
+	// processes' database, and for I/O not ours.
+	Server     string  `json:"server,omitempty"`
+	Database   string  `json:"database,omitempty"`
 	Role       string  `json:"role"`   // a PostgreSQL role, or "kernel" / "other process" for block I/O not ours
 	Device     string  `json:"device"` // block device name; "" for fs
 	ReadOps    float64 `json:"read_ops"`
@@ -286,4 +291,30 @@ type FioSide struct {
 	ClatP50Ns  uint64  `json:"clat_p50_ns"`
 	ClatP99Ns  uint64  `json:"clat_p99_ns"`
 	LatMeanNs  float64 `json:"lat_mean_ns"` // submission + completion
+}
+
+// Server is a database server being traced, as dbiolat_server_info
+// describes it.
+type Server struct {
+	Name      string          `json:"name"` // ServerName
+	Kind      string          `json:"kind"` // "PostgreSQL", "MariaDB", "MySQL"
+	Version   string          `json:"version"`
+	PID       int             `json:"pid"`
+	DataDir   string          `json:"data_dir"` // as the server sees it (in its container)
+	Port      int             `json:"port,omitempty"`
+	Container *container.Info `json:"container,omitempty"`
+}
+
+// ServerName names a server by what outlives its restarts: its data
+// directory as the server sees it, after its pod ("namespace/pod:") or
+// else its container ("id:", 12 digits) when it runs in one, since two
+// containers may well use the same path.
+func ServerName(dataDir string, c *container.Info) string {
+	switch {
+	case c == nil || !c.InContainer():
+		return dataDir
+	case c.Pod != "" && c.Namespace != "":
+		return c.Namespace + "/" + c.Pod + ":" + dataDir
+	}
+	return c.ID[:min(12, len(c.ID))] + ":" + dataDir
 }

@@ -107,14 +107,15 @@ func (t *Tracer) setTaskLocal(tid int, tl dbiolatTaskLocal) error {
 	return nil
 }
 
-// Procs lists the processes the kernel side tracks now.
-func (t *Tracer) Procs() ([]uint32, error) {
-	var out []uint32
+// Procs lists the processes the kernel side tracks now, each with the
+// server it belongs to (ProcInfo.Instance).
+func (t *Tracer) Procs() (map[uint32]int, error) {
+	out := map[uint32]int{}
 	var k uint32
 	var v dbiolatProcInfo
 	it := t.objs.Procs.Iterate()
 	for it.Next(&k, &v) {
-		out = append(out, k)
+		out[k] = int(v.Instance)
 	}
 	return out, it.Err()
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/container"
+	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 )
 
@@ -29,25 +31,46 @@ func (s *Session) follow() {
 }
 
 // started attaches to instances that started since the last look: a
-// postmaster whose data directory no traced instance has (a restart is
-// restarted's).
+// postmaster no traced instance has, and that is no traced server's
+// (ServerName: data directory and container) back from a restart that
+// restarted could not find by its data directory's path, which the
+// host may not see, when it runs in a container.
 func (s *Session) started() {
 	found, err := postgres.Discover()
 	if err != nil {
 		return
 	}
 	for _, in := range found {
-		if slices.ContainsFunc(s.Instances, func(known postgres.Instance) bool {
-			return known.PID == in.PID || known.DataDir == in.DataDir
-		}) {
+		if slices.ContainsFunc(s.Instances, func(known postgres.Instance) bool { return known.PID == in.PID }) {
 			continue
+		}
+		name := s.nameOf(in)
+		i := slices.IndexFunc(s.Instances, func(known postgres.Instance) bool { return s.nameOf(known) == name })
+		if i >= 0 && !s.gone[s.Instances[i].PID] {
+			continue // the known one still runs
 		}
 		if err := s.attach(in); err != nil {
 			continue // still starting: try next time
 		}
+		if i >= 0 {
+			delete(s.gone, s.Instances[i].PID)
+			s.Instances[i] = in
+			s.warn(fmt.Sprintf("PostgreSQL on %s is back as pid %d: tracing it", name, in.PID))
+			continue
+		}
 		s.Instances = append(s.Instances, in)
-		s.warn(fmt.Sprintf("PostgreSQL pid %d (%s) has started: tracing it", in.PID, in.DataDir))
+		s.warn(fmt.Sprintf("PostgreSQL pid %d (%s) has started: tracing it", in.PID, name))
 	}
+}
+
+// nameOf is an instance's model.ServerName.
+func (s *Session) nameOf(in postgres.Instance) string {
+	c, known := s.containers[in.PID]
+	if _, attached := s.instances[in.PID]; !attached && !known {
+		found, _ := container.Of(in.PID)
+		c = &found
+	}
+	return model.ServerName(in.DataDir, c)
 }
 
 // restarted re-attaches to the instances that restarted.

@@ -31,8 +31,9 @@ func (s *Session) Interval() (*model.Interval, error) {
 	return iv, err
 }
 
-// rateKey is one row of an interval: a layer, a role and, for block I/O, a device.
-type rateKey struct{ layer, role, dev string }
+// rateKey is one row of an interval: a layer, a role and, for block I/O,
+// a device; and with Config.RatesByServer, a server and a database.
+type rateKey struct{ layer, server, database, role, dev string }
 
 // rateSum adds up the counters of one row before they become rates.
 type rateSum struct {
@@ -45,15 +46,16 @@ type rateRows map[rateKey]*rateSum
 func (rows rateRows) row(k rateKey) *rateSum {
 	r := rows[k]
 	if r == nil {
-		r = &rateSum{Rate: model.Rate{Layer: k.layer, Role: k.role, Device: k.dev}}
+		r = &rateSum{Rate: model.Rate{Layer: k.layer, Server: k.server, Database: k.database, Role: k.role, Device: k.dev}}
 		rows[k] = r
 	}
 	return r
 }
 
 // addFS adds what a process did at the file system layer between two readings.
-func (rows rateRows) addFS(role string, v, p probe.ProcIO) {
-	r := rows.row(rateKey{"fs", role, ""})
+func (rows rateRows) addFS(who rateKey, v, p probe.ProcIO) {
+	who.layer = "fs"
+	r := rows.row(who)
 	d := func(op probe.FSOp) (c, b, ns float64) {
 		return float64(v.Fs[op].Count - p.Fs[op].Count), float64(v.Fs[op].Bytes - p.Fs[op].Bytes), float64(v.Fs[op].Ns - p.Fs[op].Ns)
 	}
@@ -70,8 +72,9 @@ func (rows rateRows) addFS(role string, v, p probe.ProcIO) {
 }
 
 // addBlk adds what one block counter did between two readings.
-func (rows rateRows) addBlk(role string, k probe.BlkKey, v, p probe.BlkIO) {
-	r := rows.row(rateKey{"blk", role, deviceName(k.Dev)})
+func (rows rateRows) addBlk(who rateKey, k probe.BlkKey, v, p probe.BlkIO) {
+	who.layer, who.dev = "blk", deviceName(k.Dev)
+	r := rows.row(who)
 	c, b := float64(v.Io.Count-p.Io.Count), float64(v.Io.Bytes-p.Io.Bytes)
 	switch k.Op {
 	case probe.BlkRead:
@@ -87,14 +90,40 @@ func (rows rateRows) addBlk(role string, k probe.BlkKey, v, p probe.BlkIO) {
 	r.ops += c
 }
 
-func (s *Session) blkRole(k probe.BlkKey) string {
+// who is the row a unit's I/O goes in: its role and, if rows are split
+// by them, its server and database.
+func (s *Session) who(unit uint32) rateKey {
+	p := s.describe(unit)
+	k := rateKey{role: string(p.Role)}
+	if s.cfg.RatesByServer {
+		k.server, k.database = s.server(s.owner(unit)).Name, p.Database
+	}
+	return k
+}
+
+// owner is the server (its process's pid) a unit belongs to; 0: unknown.
+func (s *Session) owner(unit uint32) int {
+	if pid, ok := s.owners[unit]; ok {
+		return pid
+	}
+	for pid, t := range s.myThreads { // a MySQL server's thread
+		if _, ok := t.ThreadRole(int(unit)); ok {
+			s.owners[unit] = pid
+			return pid
+		}
+	}
+	return 0
+}
+
+// blkWho is the row of a block counter: a traced unit's, or I/O not ours.
+func (s *Session) blkWho(k probe.BlkKey) rateKey {
 	switch k.Owner {
 	case probe.OwnerTraced:
-		return string(s.describe(k.Unit).Role)
+		return s.who(k.Unit)
 	case probe.OwnerOther:
-		return "other process"
+		return rateKey{role: "other process"}
 	}
-	return "kernel"
+	return rateKey{role: "kernel"}
 }
 
 // foldExited moves the counters of processes that exited out of the
@@ -111,7 +140,7 @@ func (s *Session) foldExited() error {
 	}
 	for _, pid := range s.unfolded {
 		if v, ok := s.tracer.ProcTotal(pid); ok {
-			s.exitedIO.addFS(string(s.describe(pid).Role), v, s.prevTotals.proc[pid])
+			s.exitedIO.addFS(s.who(pid), v, s.prevTotals.proc[pid])
 			s.tracer.ForgetProc(pid)
 		}
 		delete(s.prevTotals.proc, pid)
@@ -123,7 +152,7 @@ func (s *Session) foldExited() error {
 	}
 	for k, v := range blk {
 		if _, gone := s.exited[k.Unit]; k.Owner == probe.OwnerTraced && gone {
-			s.exitedIO.addBlk(s.blkRole(k), k, v, s.prevTotals.blk[k])
+			s.exitedIO.addBlk(s.blkWho(k), k, v, s.prevTotals.blk[k])
 			s.tracer.ForgetBlk(k)
 			delete(s.prevTotals.blk, k)
 		}
@@ -158,10 +187,10 @@ func (s *Session) rates() ([]model.Rate, float64, error) {
 		return nil, 0, nil
 	}
 	for tgid, v := range cur.proc {
-		rows.addFS(string(s.describe(tgid).Role), v, prev.proc[tgid])
+		rows.addFS(s.who(tgid), v, prev.proc[tgid])
 	}
 	for k, v := range cur.blk {
-		rows.addBlk(s.blkRole(k), k, v, prev.blk[k])
+		rows.addBlk(s.blkWho(k), k, v, prev.blk[k])
 	}
 
 	var out []model.Rate
@@ -186,7 +215,10 @@ func (s *Session) rates() ([]model.Rate, float64, error) {
 		if a.Device != b.Device {
 			return a.Device < b.Device
 		}
-		return a.Role < b.Role
+		if a.Role != b.Role {
+			return a.Role < b.Role
+		}
+		return a.Server+"\x00"+a.Database < b.Server+"\x00"+b.Database
 	})
 	return out, secs, nil
 }

@@ -81,8 +81,9 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	if err != nil {
 		return err
 	}
-	for _, pid := range pids {
+	for pid, server := range pids {
 		s.describe(pid)
+		s.owners[pid] = server
 	}
 	if err := s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
 		if q := s.query(e, text); q != nil {
@@ -109,6 +110,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	for pid, at := range s.exited {
 		if now.Sub(at) > forgetAfter {
 			delete(s.procs, pid)
+			delete(s.owners, pid)
 			delete(s.exited, pid)
 			delete(s.statements, pid)
 		}

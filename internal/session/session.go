@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type Config struct {
 	// programs' run time (the cost line, dbiolat_bpf_cpu_ratio); 0: a
 	// second. Duty cycles count a whole period, paused time included.
 	CostWindow time.Duration
+	// RatesByServer splits the intervals' I/O rows by server and database
+	// too (model.Rate's Server and Database): for series, not for a table.
+	RatesByServer bool
 }
 
 // Session is one attached trace.
@@ -59,6 +63,7 @@ type Session struct {
 	mysqls      map[int]mysql.Instance    // MySQL servers by pid
 	myThreads   map[int]*mysql.Threads    // what tells their threads' roles, by server pid
 	containers  map[int]*container.Info   // the container each server runs in, by its pid; nil: the host
+	owners      map[uint32]int            // the server each tracked process (or MySQL thread) belongs to
 	myConns     map[uint64]*myConn        // MySQL connections by the kernel's key for them
 	boxes       []boxOf                   // where each kernel box goes in a model.Query
 }
@@ -156,7 +161,7 @@ func open(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
 		exited: map[uint32]time.Time{}, gone: map[int]bool{}, instances: map[int]postgres.Instance{},
-		mysqls: map[int]mysql.Instance{}, myThreads: map[int]*mysql.Threads{}, myConns: map[uint64]*myConn{},
+		mysqls: map[int]mysql.Instance{}, owners: map[uint32]int{}, myThreads: map[int]*mysql.Threads{}, myConns: map[uint64]*myConn{},
 		containers: map[int]*container.Info{},
 		start:      time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
@@ -362,6 +367,34 @@ func (s *Session) Server() (name, dataDir string) {
 		return s.MySQL[0].Flavor + " " + s.MySQL[0].Version, s.MySQL[0].DataDir
 	}
 	return "", ""
+}
+
+// Servers describes the servers traced now.
+func (s *Session) Servers() []model.Server {
+	var out []model.Server
+	for _, in := range s.Instances {
+		if !s.gone[in.PID] {
+			out = append(out, s.server(in.PID))
+		}
+	}
+	for _, in := range s.MySQL {
+		out = append(out, s.server(in.PID))
+	}
+	return out
+}
+
+// server describes the server whose process (postmaster, MySQL server)
+// is pid; the zero Server for one not traced.
+func (s *Session) server(pid int) model.Server {
+	c := s.containers[pid]
+	if my, ok := s.mysqls[pid]; ok {
+		return model.Server{Name: model.ServerName(my.DataDir, c), Kind: my.Flavor, Version: my.Version, PID: pid, DataDir: my.DataDir, Port: my.Port, Container: c}
+	}
+	in, ok := s.instances[pid]
+	if !ok {
+		return model.Server{}
+	}
+	return model.Server{Name: model.ServerName(in.DataDir, c), Kind: "PostgreSQL", Version: strconv.Itoa(in.Version), PID: pid, DataDir: in.DataDir, Port: in.Port, Container: c}
 }
 
 // Close detaches everything.
