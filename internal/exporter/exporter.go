@@ -26,16 +26,20 @@ import (
 // histograms estimate all the time, and dbiolat_traced_ratio says how
 // much of it was measured. The drop counters are what the kernel counted.
 type Exporter struct {
-	mu      sync.Mutex
-	io      map[ioKey]*ioTotals
-	hists   map[string]*scaledHist // accumulated from the kernel's, scaled
-	kernel  model.Hists            // the kernel's as last seen (cumulative)
-	drops   model.Drops            // cumulative
-	queries float64
-	traced  float64     // the share of the time traced; 1: all of it
-	cost    *model.Cost // the last measure of the tracer's own cost; nil: none yet
-	fps     *fingerprints
-	servers []model.Server // traced now
+	mu     sync.Mutex
+	io     map[ioKey]*ioTotals
+	hists  map[string]*scaledHist // accumulated from the kernel's, scaled
+	kernel model.Hists            // the kernel's as last seen (cumulative)
+	// The query histogram is the records', by server and database (the
+	// kernel's others are the host's): observed, then weighed at Add.
+	queryHists   map[serverDB]*scaledHist
+	queryPending map[serverDB]*hist.Hist
+	drops        model.Drops // cumulative
+	queries      float64
+	traced       float64     // the share of the time traced; 1: all of it
+	cost         *model.Cost // the last measure of the tracer's own cost; nil: none yet
+	fps          *fingerprints
+	servers      []model.Server // traced now
 }
 
 // scaledHist is a histogram's counts added up with weights.
@@ -43,6 +47,13 @@ type scaledHist struct {
 	buckets [hist.Slots]float64
 	sum     float64
 }
+
+// serverDB is a database of a server (model.ServerName).
+type serverDB struct{ server, database string }
+
+// maxServerDBs bounds the query histograms: past it, a server's other
+// databases share database="other".
+const maxServerDBs = 200
 
 // ioKey is one row of I/O: a layer ("fs", "blk"), a server, a database,
 // a role and, for block I/O, a device.
@@ -56,7 +67,8 @@ type ioTotals struct {
 // New returns an empty exporter that gives series of their own to at
 // most top fingerprints.
 func New(top int) *Exporter {
-	return &Exporter{io: map[ioKey]*ioTotals{}, hists: map[string]*scaledHist{}, traced: 1, fps: newFingerprints(top)}
+	return &Exporter{io: map[ioKey]*ioTotals{}, hists: map[string]*scaledHist{}, traced: 1, fps: newFingerprints(top),
+		queryHists: map[serverDB]*scaledHist{}, queryPending: map[serverDB]*hist.Hist{}}
 }
 
 // SetTraced says which share of the time the next Add's interval was
@@ -73,6 +85,16 @@ func (e *Exporter) Observe(q *model.Query) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.fps.observe(q)
+	k := serverDB{model.ServerName(q.DataDir, q.Container), q.Database}
+	if e.queryHists[k] == nil && e.queryPending[k] == nil && len(e.queryHists)+len(e.queryPending) >= maxServerDBs {
+		k.database = OtherFingerprint
+	}
+	h := e.queryPending[k]
+	if h == nil {
+		h = &hist.Hist{}
+		e.queryPending[k] = h
+	}
+	h.Add(q.QueryNs)
 }
 
 // EndWindow gives the window's busiest fingerprints their series (at most
@@ -97,6 +119,15 @@ func (e *Exporter) Add(iv *model.Interval) {
 	defer e.mu.Unlock()
 	w := 1 / e.traced
 	e.fps.flush(w)
+	for k, h := range e.queryPending {
+		s := e.queryHists[k]
+		if s == nil {
+			s = &scaledHist{}
+			e.queryHists[k] = s
+		}
+		s.add(h, w)
+	}
+	clear(e.queryPending)
 	e.queries += w * float64(iv.Queries)
 	e.drops = iv.Drops
 	for _, r := range iv.Rates {
@@ -142,6 +173,9 @@ func (e *Exporter) SetHists(hs model.Hists) {
 	defer e.mu.Unlock()
 	w := 1 / e.traced
 	for name, h := range hs {
+		if name == queryHist { // the records' is exported
+			continue
+		}
 		prev := e.kernel[name]
 		if prev == nil {
 			prev = &hist.Hist{}
@@ -151,12 +185,21 @@ func (e *Exporter) SetHists(hs model.Hists) {
 			s = &scaledHist{}
 			e.hists[name] = s
 		}
+		gained := &hist.Hist{Sum: h.Sum - prev.Sum}
 		for i := range h.Buckets {
-			s.buckets[i] += w * float64(h.Buckets[i]-prev.Buckets[i])
+			gained.Buckets[i] = h.Buckets[i] - prev.Buckets[i]
 		}
-		s.sum += w * float64(h.Sum-prev.Sum)
+		s.add(gained, w)
 	}
 	e.kernel = hs
+}
+
+// add adds a histogram's counts, each w times.
+func (s *scaledHist) add(h *hist.Hist, w float64) {
+	for i, n := range h.Buckets {
+		s.buckets[i] += w * float64(n)
+	}
+	s.sum += w * float64(h.Sum)
 }
 
 var (
@@ -185,13 +228,20 @@ var (
 		"Kernel memory of dbiolat's BPF maps, fixed when they are loaded.", nil, nil)
 )
 
+// queryHist is the catalog's histogram made of the records, by server
+// and database; the others are the kernel's, for the host.
+const queryHist = "query"
+
 // histDesc describes one of the catalog's histograms.
 func histDesc(h model.Histogram) *prometheus.Desc {
 	name, help := "dbiolat_"+h.Name+"_duration_seconds", h.Title+" (seconds). "+h.Source
 	if h.Unit == hist.Bytes {
 		name, help = "dbiolat_"+h.Name+"_bytes", h.Title+" (bytes). "+h.Source
 	}
-	return prometheus.NewDesc(name, help, nil, nil)
+	if h.Name == queryHist {
+		return prometheus.NewDesc(name, help+" By server and database.", []string{"server", "database"}, nil)
+	}
+	return prometheus.NewDesc(name, help+" The host's.", nil, nil)
 }
 
 // Describe sends the descriptions of every metric the exporter has.
@@ -245,6 +295,12 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	e.fps.collect(ch)
 	for _, def := range model.Histograms {
+		if def.Name == queryHist {
+			for k, h := range e.queryHists {
+				ch <- constHistogram(histDesc(def), def.Unit, h.rounded(), k.server, k.database)
+			}
+			continue
+		}
 		h := e.hists[def.Name]
 		if h == nil {
 			h = &scaledHist{}
@@ -268,7 +324,7 @@ func (s *scaledHist) rounded() *hist.Hist {
 // slot, its bound the slot's last value (slot i holds [2^i, 2^(i+1)): le
 // 2^(i+1)-1 nanoseconds or bytes, exactly), in seconds for times. Slots
 // above the highest used are left out (+Inf holds everything).
-func constHistogram(d *prometheus.Desc, unit hist.Unit, h *hist.Hist) prometheus.Metric {
+func constHistogram(d *prometheus.Desc, unit hist.Unit, h *hist.Hist, labels ...string) prometheus.Metric {
 	scale := 1.0
 	if unit == hist.Time {
 		scale = 1e-9
@@ -286,5 +342,5 @@ func constHistogram(d *prometheus.Desc, unit hist.Unit, h *hist.Hist) prometheus
 		_, hi := hist.SlotRange(i)
 		buckets[float64(hi-1)*scale] = cum
 	}
-	return prometheus.MustNewConstHistogram(d, h.Count, float64(h.Sum)*scale, buckets)
+	return prometheus.MustNewConstHistogram(d, h.Count, float64(h.Sum)*scale, buckets, labels...)
 }

@@ -161,6 +161,11 @@ func TestSeriesNameTheirServer(t *testing.T) {
 	if labeled(fams["dbiolat_io_operations_total"], map[string]string{"server": inPod, "database": "", "role": "checkpointer", "op": "write"}) == nil {
 		t.Errorf("no writes of the pod's checkpointer")
 	}
+	for _, s := range []string{"/srv/pg", inPod} {
+		if m := labeled(fams["dbiolat_query_duration_seconds"], map[string]string{"server": s, "database": "app"}); m.GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("query histogram of %s: %v", s, m)
+		}
+	}
 	info := map[string]string{"server": inPod, "kind": "PostgreSQL", "version": "17", "pid": "200", "data_dir": "/var/lib/postgresql/data",
 		"container_runtime": "containerd", "container_id": pod.ID, "k8s_pod_uid": pod.PodUID, "k8s_namespace": "prod", "k8s_pod": "pg-0"}
 	if labeled(fams["dbiolat_server_info"], info) == nil || labeled(fams["dbiolat_server_info"], map[string]string{"server": "/srv/pg", "container_id": ""}) == nil {
