@@ -180,14 +180,34 @@ func Discover() ([]Instance, error) {
 
 // servesItsDataDir says whether a postgres process is the postmaster of
 // the data directory it runs in: the first line of postmaster.pid names it
-// (a single-user backend writes its PID negated, initdb's bootstrap none).
+// (a single-user backend writes its PID negated, initdb's bootstrap none),
+// by its PID in its own PID namespace (a container's: 1, often).
 func servesItsDataDir(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cwd/postmaster.pid", procRoot, pid))
 	if err != nil {
 		return false
 	}
 	first, _, _ := strings.Cut(string(b), "\n")
-	return strings.TrimSpace(first) == strconv.Itoa(pid)
+	return strings.TrimSpace(first) == strconv.Itoa(ownPID(pid))
+}
+
+// ownPID is a process's PID as it knows itself, in the innermost PID
+// namespace it is in: the last of /proc/PID/status's NSpid.
+func ownPID(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/status", procRoot, pid))
+	if err != nil {
+		return pid
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				if own, err := strconv.Atoi(f[len(f)-1]); err == nil {
+					return own
+				}
+			}
+		}
+	}
+	return pid
 }
 
 // Processes lists the postmaster and all its live children.

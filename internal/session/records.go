@@ -95,6 +95,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	now := time.Now()
 	err = s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
 		s.exited[r.Pid] = now
+		s.owners[r.Pid] = int(r.Instance) // a short connection's, gone before Poll saw it
 		s.unfolded = append(s.unfolded, r.Pid)
 		if onProcess != nil {
 			onProcess(s.process(r))
