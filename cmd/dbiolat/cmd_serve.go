@@ -62,6 +62,18 @@ type duty struct{ on, period time.Duration }
 
 func (d duty) always() bool { return d.on >= d.period }
 
+// tick is how often serve looks at the clock: each second when it traces
+// all the time (it measures then), each tenth of a second in duty cycles,
+// so that the hooks come off within 0.1 s of ON: waiting for the next
+// second's tick often made a second two (bench/overhead here: 5.2% of
+// pgbench's select-only TPS, against 0.8% better to 3.5% worse after).
+func (d duty) tick() time.Duration {
+	if d.always() {
+		return time.Second
+	}
+	return 100 * time.Millisecond
+}
+
 func parseDuty(s string) (duty, error) {
 	if s == "off" {
 		return duty{time.Second, time.Second}, nil
@@ -142,7 +154,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		e.SetServers(s.Servers())
 		return nil
 	}
-	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
+	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: d.tick(), reattach: !d.always(), costWindow: d.period, ratesByServer: true,
 		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
 		onStart: func(*session.Session) error {
 			cycleAt, resumedAt = time.Now(), time.Now()

@@ -277,10 +277,11 @@ func TestServeDutyCycles(t *testing.T) {
 	if estimate < 0.85*ran || estimate > 1.15*ran {
 		t.Errorf("serve estimates %.0f queries, pg_stat_statements counted %.0f: off by more than 15%%", estimate, ran)
 	}
-	// A second of three, or two when the tick that ends it (each second)
-	// comes a hair early: 1/3 to 2/3, with 0.03 for the ticks' jitter.
-	if ratio < 0.3 || ratio > 0.7 {
-		t.Errorf("traced ratio %.3f, want 1/3 to 2/3", ratio)
+	// A second of three, and up to a tick (0.1 s) more, and what the
+	// shared machine delays the loop by: 1/3 to 1/2 (0.03 under 1/3 for
+	// a cycle measured a little long).
+	if ratio < 0.3 || ratio > 0.5 {
+		t.Errorf("traced ratio %.3f, want 1/3 to 1/2", ratio)
 	}
 	if cut == 0 {
 		t.Errorf("no query cut by a pause, though one was always sleeping")
