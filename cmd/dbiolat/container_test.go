@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -75,6 +76,7 @@ type pod struct {
 	postmaster    int    // its pid, as the host sees it
 	sock          string // where its socket is, seen from the host too
 	bin           string // the client's
+	stop          func() // stops the server, and so the pod's namespaces
 }
 
 // podDataDir is the pods' data directory, as the official image has it.
@@ -130,12 +132,13 @@ func startPod(t *testing.T, name, uid, id string) *pod {
 			t.Logf("pod %s's output:\n%s", name, out.String())
 		}
 	})
-	t.Cleanup(func() {
+	p.stop = sync.OnceFunc(func() {
 		if p.postmaster != 0 {
 			syscall.Kill(p.postmaster, syscall.SIGINT) // a fast shutdown: pid 1 goes, its namespaces with it
 		}
 		cmd.Wait()
 	})
+	t.Cleanup(p.stop)
 	waitFor(t, "the server in pod "+name+" to take connections", func() bool {
 		if p.postmaster == 0 {
 			children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
@@ -159,7 +162,8 @@ func (p *pod) server() string { return "prod/" + p.name + ":" + podDataDir }
 // inside): dbiolat finds both by default, reaches each one's binary
 // through /proc/PID (their wait events are named), and says which
 // container and pod each query ran in, with the data directory as the
-// server sees it, in records and in serve's series.
+// server sees it, in records and in serve's series; it follows a pod's
+// container restarting.
 func TestContainerInNamespaces(t *testing.T) {
 	testenv.NeedRoot(t)
 	pods := []*pod{
@@ -219,15 +223,42 @@ func TestContainerInNamespaces(t *testing.T) {
 			return !has(fams, "dbiolat_fingerprint_calls_total", map[string]string{"server": p.server(), "database": "postgres"})
 		})
 	})
-	for _, p := range pods {
-		info := map[string]string{"server": p.server(), "kind": "PostgreSQL", "data_dir": podDataDir, "pid": strconv.Itoa(p.postmaster),
+	info := func(p *pod) map[string]string {
+		return map[string]string{"server": p.server(), "kind": "PostgreSQL", "data_dir": podDataDir, "pid": strconv.Itoa(p.postmaster),
 			"container_runtime": "containerd", "container_id": p.id, "k8s_pod_uid": p.uid, "k8s_namespace": "prod", "k8s_pod": p.name}
-		if !has(fams, "dbiolat_server_info", info) {
-			t.Errorf("no dbiolat_server_info with %v: %v", info, fams["dbiolat_server_info"])
+	}
+	for _, p := range pods {
+		if !has(fams, "dbiolat_server_info", info(p)) {
+			t.Errorf("no dbiolat_server_info with %v: %v", info(p), fams["dbiolat_server_info"])
 		}
 		if !has(fams, "dbiolat_io_operations_total", map[string]string{"server": p.server(), "layer": "fs"}) {
 			t.Errorf("no file system I/O of server %q: %v", p.server(), fams["dbiolat_io_operations_total"])
 		}
+	}
+	// pg-0's container restarts: its server stops, the pod starts another
+	// container (another id). serve follows it, under the same server name.
+	calls := func(server string) (n float64) {
+		for _, m := range scrape(t, url)["dbiolat_fingerprint_calls_total"].GetMetric() {
+			if slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "server" && l.GetValue() == server }) {
+				n += m.GetCounter().GetValue()
+			}
+		}
+		return n
+	}
+	before := calls(pods[0].server())
+	pods[0].stop()
+	again := startPod(t, "pg-0", pods[0].uid, "2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f")
+	waitFor(t, "serve to trace pg-0's new container", func() bool { return has(scrape(t, url), "dbiolat_server_info", info(again)) })
+	// A query each look: the new fingerprint's calls count in "other"
+	// until the window's end gives it a series under the server's name.
+	waitFor(t, "serve to count pg-0's queries after the restart", func() bool {
+		if _, err := again.psql("SELECT 'again'"); err != nil {
+			t.Fatal(err)
+		}
+		return calls(again.server()) > before
+	})
+	if !strings.Contains(s.stderr.String(), fmt.Sprintf("PostgreSQL on %s is back as pid %d", again.server(), again.postmaster)) {
+		t.Errorf("serve did not say pg-0 is back:\n%s", s.stderr.String())
 	}
 	s.stopText(t)
 }

@@ -52,14 +52,18 @@ func ParseCgroupPath(p string) Info {
 		switch {
 		case part == "kubepods" || part == "kubepods.slice":
 			kube = true
-		case kube && (part == "burstable" || part == "besteffort"):
-			in.QoS = part
-		case kube && strings.HasPrefix(part, "kubepods-") && strings.HasSuffix(part, ".slice") && !strings.Contains(part, "-pod"):
-			in.QoS = strings.TrimSuffix(strings.TrimPrefix(part, "kubepods-"), ".slice")
-		case kube && podRe.MatchString(part):
+		case podRe.MatchString(part):
+			// A pod's: "pod" and a UUID say it alone, as they must when
+			// we run in a pod ourselves, in a cgroup namespace of our
+			// own, where what is above the pod reads "..". The QoS class
+			// is in the name (systemd driver) or the directory above it.
+			kube = true
 			m := podRe.FindStringSubmatch(part)
-			if m[1] != "" {
+			switch {
+			case m[1] != "":
 				in.QoS = m[1]
+			case i > 0 && (parts[i-1] == "burstable" || parts[i-1] == "besteffort"):
+				in.QoS = parts[i-1]
 			}
 			in.PodUID = strings.ReplaceAll(m[2], "_", "-")
 		case i == len(parts)-1 || i == len(parts)-2: // the container: last, or above a nested cgroup (init.scope)

@@ -31,35 +31,57 @@ func (s *Session) follow() {
 }
 
 // started attaches to instances that started since the last look: a
-// postmaster no traced instance has, and that is no traced server's
-// (ServerName: data directory and container) back from a restart that
-// restarted could not find by its data directory's path, which the
-// host may not see, when it runs in a container.
+// postmaster of no traced server (ServerName: its data directory and
+// container). One back from a restart is restarted's.
 func (s *Session) started() {
 	found, err := postgres.Discover()
 	if err != nil {
 		return
 	}
 	for _, in := range found {
-		if slices.ContainsFunc(s.Instances, func(known postgres.Instance) bool { return known.PID == in.PID }) {
-			continue
-		}
 		name := s.nameOf(in)
-		i := slices.IndexFunc(s.Instances, func(known postgres.Instance) bool { return s.nameOf(known) == name })
-		if i >= 0 && !s.gone[s.Instances[i].PID] {
-			continue // the known one still runs
+		if slices.ContainsFunc(s.Instances, func(known postgres.Instance) bool {
+			return known.PID == in.PID || s.nameOf(known) == name
+		}) {
+			continue
 		}
 		if err := s.attach(in); err != nil {
 			continue // still starting: try next time
 		}
-		if i >= 0 {
-			delete(s.gone, s.Instances[i].PID)
-			s.Instances[i] = in
-			s.warn(fmt.Sprintf("PostgreSQL on %s is back as pid %d: tracing it", name, in.PID))
-			continue
-		}
 		s.Instances = append(s.Instances, in)
 		s.warn(fmt.Sprintf("PostgreSQL pid %d (%s) has started: tracing it", in.PID, name))
+	}
+}
+
+// restarted re-attaches to the instances that restarted: the same server
+// (ServerName) under a new postmaster. It is found by discovery, not by
+// its data directory's path: the host may not see that path (a
+// container's), or see another server's there.
+func (s *Session) restarted() {
+	var found []postgres.Instance // looked for once a call, if one is gone
+	for i, in := range s.Instances {
+		if now, err := postgres.ByPID(in.PID); err == nil && now.DataDir == in.DataDir {
+			continue // still the same postmaster
+		}
+		name := s.nameOf(in)
+		if !s.gone[in.PID] {
+			s.gone[in.PID] = true
+			s.warn(fmt.Sprintf("PostgreSQL pid %d (%s) has exited: waiting for it to come back", in.PID, name))
+		}
+		if found == nil {
+			found, _ = postgres.Discover()
+		}
+		j := slices.IndexFunc(found, func(f postgres.Instance) bool { return f.PID != in.PID && s.nameOf(f) == name })
+		if j < 0 {
+			continue // not back yet
+		}
+		next := found[j]
+		if err := s.attach(next); err != nil {
+			continue // still starting, or going again: try next time
+		}
+		delete(s.gone, in.PID)
+		s.Instances[i] = next
+		s.warn(fmt.Sprintf("PostgreSQL on %s is back as pid %d: tracing it", name, next.PID))
 	}
 }
 
@@ -71,27 +93,4 @@ func (s *Session) nameOf(in postgres.Instance) string {
 		c = &found
 	}
 	return model.ServerName(in.DataDir, c)
-}
-
-// restarted re-attaches to the instances that restarted.
-func (s *Session) restarted() {
-	for i, in := range s.Instances {
-		if now, err := postgres.ByPID(in.PID); err == nil && now.DataDir == in.DataDir {
-			continue // still the same postmaster
-		}
-		if !s.gone[in.PID] {
-			s.gone[in.PID] = true
-			s.warn(fmt.Sprintf("PostgreSQL pid %d (%s) has exited: waiting for it to come back", in.PID, in.DataDir))
-		}
-		next, err := postgres.ByDataDir(in.DataDir)
-		if err != nil || next.PID == in.PID {
-			continue // not back yet
-		}
-		if err := s.attach(next); err != nil {
-			continue // still starting, or going again: try next time
-		}
-		delete(s.gone, in.PID)
-		s.Instances[i] = next
-		s.warn(fmt.Sprintf("PostgreSQL on %s is back as pid %d: tracing it", in.DataDir, next.PID))
-	}
 }
