@@ -85,6 +85,10 @@ var (
 	serveDuty = config{name: "serve", exporter: true, settle: 11 * time.Second, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
+	// A longer period: how the cost scales with the traced share.
+	serveDuty20 = config{name: "serve-20", exporter: true, settle: 21 * time.Second, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--duty", "1s/20s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	}}
 	serveFull = config{name: "serve-full", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
@@ -134,7 +138,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveFull}
+var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveDuty20, serveFull}
 
 // attachEmpty attaches a program that returns 0 to each BTF tracepoint
 // the default mode uses.

@@ -66,7 +66,7 @@ func (d duty) always() bool { return d.on >= d.period }
 // all the time (it measures then), each tenth of a second in duty cycles,
 // so that the hooks come off within 0.1 s of ON: waiting for the next
 // second's tick often made a second two (bench/overhead here: 5.2% of
-// pgbench's select-only TPS, against 0.8% better to 3.5% worse after).
+// pgbench's select-only TPS, against about 2% after).
 func (d duty) tick() time.Duration {
 	if d.always() {
 		return time.Second
