@@ -33,9 +33,6 @@ type Tracer struct {
 	// probe (Linux 6.6+), which needs no CAP_SYS_ADMIN, unlike a perf
 	// event per site.
 	uprobeMulti bool
-	// procs as Procs last listed it, and procs_changes then; nil: list again.
-	procs        map[uint32]int
-	procsChanges uint64
 }
 
 // attachedTo is a binary, by its file's identity, and what of it is attached.

@@ -55,7 +55,6 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
 	}
-	t.procs = nil // Procs lists them again
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", tgid))
 	if err != nil { // gone already: its exit will not remove the entry
 		t.objs.Procs.Delete(uint32(tgid))
@@ -109,17 +108,8 @@ func (t *Tracer) setTaskLocal(tid int, tl dbiolatTaskLocal) error {
 }
 
 // Procs lists the processes the kernel side tracks now, each with the
-// server it belongs to (ProcInfo.Instance); read-only. The map is walked
-// only when a process came or went since the last call: walking its
-// buckets ten times a second was most of what serve did while paused.
+// server it belongs to (ProcInfo.Instance).
 func (t *Tracer) Procs() (map[uint32]int, error) {
-	var changes uint64
-	if err := t.objs.ProcsChanges.Get(&changes); err != nil {
-		return nil, fmt.Errorf("reading procs_changes: %w", err)
-	}
-	if t.procs != nil && changes == t.procsChanges {
-		return t.procs, nil
-	}
 	out := map[uint32]int{}
 	var k uint32
 	var v dbiolatProcInfo
@@ -127,9 +117,5 @@ func (t *Tracer) Procs() (map[uint32]int, error) {
 	for it.Next(&k, &v) {
 		out[k] = int(v.Instance)
 	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	t.procs, t.procsChanges = out, changes
-	return out, nil
+	return out, it.Err()
 }

@@ -48,10 +48,9 @@ func waitName(version int, event uint32) string {
 }
 
 // describe caches what a process is; a process that is gone keeps the
-// role its queries imply. A child that looks like the postmaster has not
-// set its title yet: it is asked again, the postmaster itself not.
+// role its queries imply.
 func (s *Session) describe(pid uint32) postgres.Process {
-	if p, ok := s.procs[pid]; ok && (p.Role != postgres.Postmaster || s.instances[int(pid)].PID == int(pid)) {
+	if p, ok := s.procs[pid]; ok && p.Role != postgres.Postmaster {
 		return p
 	}
 	p, ok := s.mysqlThread(pid)

@@ -49,10 +49,8 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		if (tl) /* a backend, if it reads a startup packet first */
 			tl->wire.state = WIRE_NEW;
 	}
-	if (ctgid != ptgid) {
+	if (ctgid != ptgid)
 		bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY);
-		__sync_fetch_and_add(&procs_changes, 1);
-	}
 	bpf_map_update_elem(&threads, &ctid, &fresh, BPF_NOEXIST);
 	ts = thread_of(ctid);
 	if (!ts) {
@@ -117,7 +115,7 @@ int BPF_PROG(proc_exit, struct task_struct *task)
 	if (tid == unit) /* the process (or a MySQL server's thread) ends: one record of its run */
 		send_proc_run(task, ts);
 	bpf_map_delete_elem(&threads, &tid);
-	if (tid == tgid && !bpf_map_delete_elem(&procs, &tgid))
-		__sync_fetch_and_add(&procs_changes, 1);
+	if (tid == tgid)
+		bpf_map_delete_elem(&procs, &tgid);
 	return 0;
 }

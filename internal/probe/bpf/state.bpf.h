@@ -57,10 +57,6 @@ struct {
 	__type(value, struct proc_info);
 } procs SEC(".maps");
 
-/* Bumped when the kernel side adds a process to procs or removes one
- * (fork, exit): Go lists procs again only when it moved, not each drain. */
-volatile __u64 procs_changes;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_THREADS);
