@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,13 +22,7 @@ func benchDir(t *testing.T) string {
 	if _, err := exec.LookPath("fio"); err != nil {
 		t.Fatal("fio is not installed (make deps installs it)")
 	}
-	dir, err := os.MkdirTemp("", "dbiolat-bench-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	return dir
+	return reachableTempDir(t, "dbiolat-bench-")
 }
 
 // runBenchIn runs a small bench on dir (with group set, inside that

@@ -90,12 +90,7 @@ func startPod(t *testing.T, name, uid, id string) *pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := os.MkdirTemp("", "pod-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(host) })
-	os.Chmod(host, 0o755) // the postgres user reaches its socket here
+	host := reachableTempDir(t, "pod-") // the postgres user reaches its socket here
 	// The image: a data directory, and the server binary, a copy (another file).
 	image := exec.Command("sh", "-ec", fmt.Sprintf(`cd %s; mkdir image sock; chown postgres: image sock; cp %s/postgres image/postgres
 		setpriv --reuid=postgres --regid=postgres --init-groups %s/initdb -D image/data -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null`,

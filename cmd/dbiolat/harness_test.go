@@ -502,12 +502,7 @@ func pgCopy(t *testing.T, withUSDT bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.MkdirTemp("", "dbiolat-nousdt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	os.Chmod(root, 0o755) // the postgres user runs from it
+	root := reachableTempDir(t, "dbiolat-nousdt-") // the postgres user runs from it
 	version := filepath.Base(filepath.Dir(src))
 	bin := filepath.Join(root, src)
 	if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -600,4 +595,17 @@ func (s *pgSession) run(t *testing.T, sql string) string {
 		}
 		out.WriteString(line)
 	}
+}
+
+// reachableTempDir is a temporary directory other users can enter (the
+// servers run as postgres; t.TempDir's are 0700), removed at the end.
+func reachableTempDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	return dir
 }

@@ -156,12 +156,7 @@ func TestDistinctQueryFlood(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "flood.dbiolat")
 	tr := startTrace(t, "record", "--min-query", "0", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
 	// Each statement names a column of its own: a new fingerprint each.
-	dir, err := os.MkdirTemp("", "dbiolat-flood-") // not t.TempDir: pgbench runs as the server's user
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
+	dir := reachableTempDir(t, "dbiolat-flood-") // pgbench runs as the server's user
 	script := filepath.Join(dir, "distinct.sql")
 	if err := os.WriteFile(script, []byte("\\set n random(1, 1000000000000)\nSELECT 1 AS c:n;\n"), 0o644); err != nil {
 		t.Fatal(err)
