@@ -175,6 +175,15 @@ type dbiolatMyParked struct {
 	Text      [512]int8
 }
 
+type dbiolatMyReply struct {
+	_       structs.HostLayout
+	EndNs   uint64
+	Conn    uint64
+	ReplyId uint32
+	Cmd     uint8
+	Pad     [3]uint8
+}
+
 type dbiolatMyTlsConn struct {
 	_  structs.HostLayout
 	C  dbiolatMyConn
@@ -315,15 +324,14 @@ type dbiolatTaskLocal struct {
 		Waits        [8]dbiolatWaitTime
 		WaitEvent    uint32
 		WaitVersion  uint32
-		InQuery      uint8
+		InQuery      uint32
+		BracketEvent uint32
 		InFs         uint8
 		WaitingFor   uint8
 		Asleep       uint8
 		AsleepBox    uint8
 		Serving      uint8
-		Pad          [2]uint8
-		BracketEvent uint32
-		Pad2         uint32
+		Pad          [3]uint8
 		ServeCpuNs   uint64
 	}
 	Wire struct {
@@ -468,6 +476,8 @@ const (
 	dbiolatMapInflight              = "inflight"
 	dbiolatMapMyConns               = "my_conns"
 	dbiolatMapMyParked              = "my_parked"
+	dbiolatMapMyParking             = "my_parking"
+	dbiolatMapMyReplies             = "my_replies"
 	dbiolatMapMyTail                = "my_tail"
 	dbiolatMapMyTlsConns            = "my_tls_conns"
 	dbiolatMapProcRuns              = "proc_runs"
@@ -551,6 +561,7 @@ const (
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
+	dbiolatVarMyFence               = "my_fence"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
 	dbiolatVarTracedUntilNs         = "traced_until_ns"
 	dbiolatVarUnusedBox             = "unused_box"
@@ -686,6 +697,8 @@ type dbiolatMapSpecs struct {
 	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
 	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
 	MyParked     *ebpf.MapSpec `ebpf:"my_parked"`
+	MyParking    *ebpf.MapSpec `ebpf:"my_parking"`
+	MyReplies    *ebpf.MapSpec `ebpf:"my_replies"`
 	MyTail       *ebpf.MapSpec `ebpf:"my_tail"`
 	MyTlsConns   *ebpf.MapSpec `ebpf:"my_tls_conns"`
 	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
@@ -708,6 +721,7 @@ type dbiolatVariableSpecs struct {
 	EmitIfIo          *ebpf.VariableSpec `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
+	MyFence           *ebpf.VariableSpec `ebpf:"my_fence"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.VariableSpec `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
@@ -748,6 +762,8 @@ type dbiolatMaps struct {
 	Inflight     *ebpf.Map `ebpf:"inflight"`
 	MyConns      *ebpf.Map `ebpf:"my_conns"`
 	MyParked     *ebpf.Map `ebpf:"my_parked"`
+	MyParking    *ebpf.Map `ebpf:"my_parking"`
+	MyReplies    *ebpf.Map `ebpf:"my_replies"`
 	MyTail       *ebpf.Map `ebpf:"my_tail"`
 	MyTlsConns   *ebpf.Map `ebpf:"my_tls_conns"`
 	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
@@ -773,6 +789,8 @@ func (m *dbiolatMaps) Close() error {
 		m.Inflight,
 		m.MyConns,
 		m.MyParked,
+		m.MyParking,
+		m.MyReplies,
 		m.MyTail,
 		m.MyTlsConns,
 		m.ProcRuns,
@@ -796,6 +814,7 @@ type dbiolatVariables struct {
 	EmitIfIo          *ebpf.Variable `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
+	MyFence           *ebpf.Variable `ebpf:"my_fence"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.Variable `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`

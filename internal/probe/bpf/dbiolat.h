@@ -262,15 +262,15 @@ struct waterfall {
 	struct wait_time waits[QUERY_WAITS];
 	__u32 wait_event;     /* the wait event published when the thread went to sleep */
 	__u32 wait_version;   /* the version of the database that named it */
-	__u8 in_query;
+	__u32 in_query;       /* in a query: nonzero, the low bits of its start, so that another thread
+			       * closing it (my_take) cannot close the next one by mistake */
+	__u32 bracket_event;  /* the wait a probe brackets now, named as a wait event (MySQL's thd_wait_begin) */
 	__u8 in_fs;           /* inside a file system syscall */
 	__u8 waiting_for;     /* enum box of the wait lock probes bracket, else 0 */
 	__u8 asleep;          /* off CPU asleep, not preempted */
 	__u8 asleep_box;      /* enum box of that sleep */
 	__u8 serving;         /* a storage engine's thread serving a query's request: its CPU is counted */
-	__u8 pad[2];
-	__u32 bracket_event;  /* the wait a probe brackets now, named as a wait event (MySQL's thd_wait_begin) */
-	__u32 pad2;
+	__u8 pad[3];
 	__u64 serve_cpu_ns;   /* its CPU on that request until it last went off CPU */
 };
 

@@ -142,6 +142,39 @@ struct {
 	__type(value, struct my_parked);
 } my_parked SEC(".maps");
 
+/* Where a record is made whole before it goes into my_parked in one update:
+ * the thread sending its reply may look it up at any moment. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct my_parked);
+} my_parking SEC(".maps");
+
+/*
+ * What ends a parked record, taken from the connection when its reply
+ * ended. The owner parks between taking the query's start and the record
+ * landing in my_parked; a reply ending in that window leaves this here for
+ * the owner to find once it has parked (my_handoff).
+ */
+struct my_reply {
+	__u64 end_ns;
+	__u64 conn;
+	__u32 reply_id;
+	__u8 cmd;
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64); /* the connection's socket */
+	__type(value, struct my_reply);
+} my_replies SEC(".maps");
+
+/* Written by a locked instruction, a full barrier (my_handoff). */
+volatile __u64 my_fence;
+
 /*
  * TLS connections, by the TLS library's connection (SSL *) in the server
  * process: their protocol state, read in plaintext at the library, and
@@ -394,76 +427,171 @@ static __always_inline int my_teaches(__u8 cmd)
 	return cmd == COM_STMT_PREPARE || cmd == COM_INIT_DB || cmd == COM_CHANGE_USER || cmd == COM_QUIT || cmd == 0;
 }
 
+/* How the reply to connection sk's command ended, now. */
+static __always_inline struct my_reply my_reply_of(struct my_conn *c, __u64 sk)
+{
+	struct my_reply r = {
+		.end_ns = bpf_ktime_get_ns(),
+		.conn = c->conn ? c->conn : sk,
+		.reply_id = c->reply_id,
+		.cmd = c->cmd,
+	};
+	return r;
+}
+
 /* The record goes out with the command's first n bytes from text. */
-static __always_inline void my_submit(struct query_event *e, struct my_conn *c, __u64 sk, const char *text,
-				      __u32 n, int truncated)
+static __always_inline void my_submit(struct query_event *e, struct my_reply *r, const char *text, __u32 n,
+				      int truncated)
 {
 	n = text_bound(n);
 	if (n && bpf_probe_read_kernel(e->text, n, text))
 		n = 0;
 	e->text_kind = TEXT_MYSQL;
-	e->conn = c->conn ? c->conn : sk;
-	e->reply_id = c->reply_id;
+	e->conn = r->conn;
+	e->reply_id = r->reply_id;
 	query_submit(e, n, truncated);
 }
 
-/*
- * A thread leaves the query of connection sk before its reply (task: that
- * thread; elsewhere: the caller is another thread): its record, complete
- * but for the wait for the reply, waits in my_parked.
- */
-static __always_inline void my_park(struct task_struct *task, struct thread_state *ts, struct waterfall *wf,
-				    __u64 sk, int elsewhere)
-{
-	static const struct my_parked fresh;
-	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, 0);
-	struct my_parked *p;
-	struct query_event *e;
-	__u64 now = bpf_ktime_get_ns();
-
-	/* A record whatever the thresholds: they are applied at the reply. */
-	e = query_end_of(ts, wf, now, 0, 1, elsewhere);
-	if (!e || bpf_map_update_elem(&my_parked, &sk, &fresh, BPF_ANY) ||
-	    !(p = bpf_map_lookup_elem(&my_parked, &sk))) {
-		stat_inc(STAT_MYSQL_CONN_FULL);
-		return;
-	}
-	e->pid = task->pid;
-	bpf_probe_read_kernel(p->head, sizeof(p->head), e);
-	p->parked_ns = now;
-	if (t && t->len) {
-		p->text_len = t->len < MY_PARKED_TEXT ? t->len : MY_PARKED_TEXT;
-		p->truncated = t->truncated || t->len > MY_PARKED_TEXT;
-		bpf_probe_read_kernel(p->text, sizeof(p->text), t->buf);
-	}
-}
-
-/* The reply to a parked query ended: its record goes out from my_parked. */
-static __always_inline void my_end_parked(struct my_conn *c, __u64 sk)
+/* The record parked for connection sk, if any, ended by reply r, goes out. */
+static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
 {
 	struct my_parked *p = bpf_map_lookup_elem(&my_parked, &sk);
 	__u32 zero = 0;
 	struct query_event *e = bpf_map_lookup_elem(&query_scratch, &zero);
-	__u64 now = bpf_ktime_get_ns(), ns;
-	int ran = my_ran(c->cmd);
+	int ran = my_ran(r->cmd);
+	__u64 ns;
 
 	if (!p)
-		return;
+		return 0;
 	if (!e || bpf_probe_read_kernel(e, sizeof(p->head), p->head))
 		goto out;
-	e->end_ns = now;
-	e->acct.box_ns[BOX_AIO_WAIT] += now - p->parked_ns;
-	ns = now - e->start_ns;
-	e->emit_flags = my_teaches(c->cmd) ? EMIT_STATEMENT : 0;
+	e->end_ns = r->end_ns;
+	e->acct.box_ns[BOX_AIO_WAIT] += r->end_ns - p->parked_ns;
+	ns = r->end_ns - e->start_ns;
+	e->emit_flags = my_teaches(r->cmd) ? EMIT_STATEMENT : 0;
+	if (ran && crossed_pause(e->start_ns, r->end_ns)) { /* not measured whole */
+		stat_inc(STAT_QUERY_CUT);
+		ran = 0;
+	}
 	if (ran) {
 		hist_add(HIST_QUERY, ns);
 		if (wanted(&e->acct, ns))
 			e->emit_flags |= EMIT_WANTED;
 	}
 	if (e->emit_flags)
-		my_submit(e, c, sk, p->text, p->text_len, p->truncated);
+		my_submit(e, r, p->text, p->text_len, p->truncated);
 out:
 	bpf_map_delete_elem(&my_parked, &sk);
+	return 1;
+}
+
+/*
+ * The owner parking connection sk's record and the thread sending its
+ * reply meet: each writes its half (the record in my_parked, the reply in
+ * my_replies), then, past a full barrier, looks for the other's. At least
+ * one of them sees both; deleting the reply decides which ends the record.
+ */
+static __always_inline void my_handoff(__u64 sk)
+{
+	struct my_reply *found, r;
+
+	__sync_fetch_and_add(&my_fence, 1);
+	if (!bpf_map_lookup_elem(&my_parked, &sk) || !(found = bpf_map_lookup_elem(&my_replies, &sk)))
+		return;
+	r = *found;
+	if (!bpf_map_delete_elem(&my_replies, &sk))
+		my_end_parked(&r, sk);
+}
+
+/*
+ * Another thread ends connection sk's query in its owner's stead: a
+ * thread pool's worker sends the reply while the owner sleeps, or is just
+ * taking another connection's command. The owner's state is only read,
+ * into the per-CPU record, and the query claimed after that: a
+ * compare-and-swap on the start seen with its connection (my_end). If the
+ * owner ended it first, or began another, nothing is taken; if this
+ * thread takes it, the owner begins its next query only after, so what
+ * was read is this query's.
+ */
+static __always_inline struct query_event *my_take(struct thread_state *ts, struct waterfall *wf, __u64 start,
+						   __u64 now)
+{
+	__u32 zero = 0, tag = 0, event = 0, version = 0;
+	struct query_event *e = bpf_map_lookup_elem(&query_scratch, &zero);
+	__u64 sleep = 0;
+	__u8 box = 0;
+
+	if (!e)
+		return NULL;
+	e->acct = ts->acct;
+	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
+		e->acct.blk_busy_ns += now - ts->blk_busy_since;
+	__builtin_memset(e->waits, 0, sizeof(e->waits));
+	if (wf) {
+		tag = wf->in_query;
+		__builtin_memcpy(e->acct.box_ns, wf->box_ns, sizeof(e->acct.box_ns));
+		__builtin_memcpy(e->waits, wf->waits, sizeof(e->waits));
+		if (wf->oncpu_since) {
+			e->acct.box_ns[BOX_CPU] += now - wf->oncpu_since;
+		} else if (wf->offcpu_since && wf->asleep) {
+			sleep = now - wf->offcpu_since;
+			box = wf->asleep_box;
+			event = wf->wait_event;
+			version = wf->wait_version;
+			add_sleep(e->acct.box_ns, e->waits, box, event, sleep);
+		} else if (wf->offcpu_since) { /* waits for a CPU */
+			e->acct.box_ns[BOX_RUNQ] += now - wf->offcpu_since;
+		}
+	}
+	if (!__sync_bool_compare_and_swap(&ts->query_start_ns, start, 0))
+		return NULL;
+	/* Its waterfall closes, unless the owner began another already: its
+	 * switch-in would charge the sleep to the histograms once more. */
+	if (tag && __sync_bool_compare_and_swap(&wf->in_query, tag, 0) && sleep)
+		hist_sleep(box, version, event, sleep);
+	query_fill(e, ts, start, now, EMIT_STATEMENT);
+	return e;
+}
+
+/*
+ * A thread leaves the query of connection sk before its reply: task, the
+ * query's owner, to take another connection's command (start 0), or
+ * another thread, sending the reply, in its stead (start: the query's).
+ * The record, complete but for the wait for the reply, waits in my_parked.
+ */
+static __always_inline void my_park(struct task_struct *task, struct thread_state *ts, struct waterfall *wf,
+				    __u64 sk, __u64 start)
+{
+	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+	__u32 zero = 0;
+	struct my_parked *p = bpf_map_lookup_elem(&my_parking, &zero);
+	struct query_event *e;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!p)
+		return;
+	/* The text first: once the query is taken, its owner may begin the
+	 * next command and write over it. */
+	p->text_len = 0;
+	p->truncated = 0;
+	if (t && t->len) {
+		p->text_len = t->len < MY_PARKED_TEXT ? t->len : MY_PARKED_TEXT;
+		p->truncated = t->truncated || t->len > MY_PARKED_TEXT;
+		bpf_probe_read_kernel(p->text, sizeof(p->text), t->buf);
+	}
+	/* A record whatever the thresholds: they are applied at the reply. */
+	e = start ? my_take(ts, wf, start, now) : query_end(ts, wf, now, 0, 1);
+	if (!e) /* another thread ended it first */
+		return;
+	e->pid = task->pid;
+	bpf_probe_read_kernel(p->head, sizeof(p->head), e);
+	p->parked_ns = now;
+	if (bpf_map_update_elem(&my_parked, &sk, p, BPF_ANY)) {
+		stat_inc(STAT_MYSQL_CONN_FULL);
+		return;
+	}
+	if (!start) /* its reply may have ended while it parked */
+		my_handoff(sk);
 }
 
 /*
@@ -483,28 +611,37 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 	struct task_local *otl;
 	struct query_event *e;
 	struct wire_text *t;
+	struct my_reply r = my_reply_of(c, sk);
+	__u64 start;
 
 	c->state = MY_IDLE;
 	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
-		e = query_end(ts, &tl->wf, bpf_ktime_get_ns(), my_ran(c->cmd), my_teaches(c->cmd));
+		e = query_end(ts, &tl->wf, r.end_ns, my_ran(r.cmd), my_teaches(r.cmd));
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
-		my_submit(e, c, sk, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
+		my_submit(e, &r, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
 		return;
 	}
-	/* Another thread's query: still its owner's, or parked already. */
+	/* Another thread's query: still its owner's, parked already, or
+	 * being parked by its owner now. The start is read before the
+	 * connection, which my_begin writes before the start. */
 	ts = thread_of(c->owner);
-	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
+	start = ts ? ts->query_start_ns : 0;
+	barrier();
+	if (start && ts->mysql_conn == sk) {
 		if (lib) {
-			my_cancel(ts, NULL);
+			__sync_bool_compare_and_swap(&ts->query_start_ns, start, 0);
 		} else if ((owner = bpf_task_from_pid(c->owner))) {
 			otl = task_local_of(owner);
-			my_park(owner, ts, otl ? &otl->wf : NULL, sk, 1);
+			my_park(owner, ts, otl ? &otl->wf : NULL, sk, start);
 			bpf_task_release(owner);
 		}
 	}
-	my_end_parked(c, sk);
+	if (my_end_parked(&r, sk))
+		return;
+	bpf_map_update_elem(&my_replies, &sk, &r, BPF_ANY);
+	my_handoff(sk);
 }
 
 /*
@@ -657,11 +794,17 @@ static __always_inline void my_begin(struct task_struct *task, struct task_local
 
 	if (!ts)
 		return;
+	/* What is left of the connection's last command: a record whose
+	 * reply was never seen, a reply whose record was never parked. */
+	if (!bpf_map_delete_elem(&my_parked, &sk))
+		stat_inc(STAT_QUERY_UNFINISHED);
+	bpf_map_delete_elem(&my_replies, &sk);
 	if (ts->query_start_ns && ts->mysql_conn != sk)
 		my_park(task, ts, &tl->wf, ts->mysql_conn, 0);
-	query_begin(ts, &tl->wf, bpf_ktime_get_ns());
 	ts->mysql_conn = sk;
 	c->owner = task->pid;
+	barrier(); /* the connection, then the start (my_end) */
+	query_begin(ts, &tl->wf, bpf_ktime_get_ns());
 }
 
 /*

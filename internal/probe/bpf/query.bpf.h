@@ -56,7 +56,7 @@ static __always_inline void query_begin(struct thread_state *ts, struct waterfal
 	ts->query_seq++;
 	if (wf) {
 		__builtin_memset(wf, 0, sizeof(*wf));
-		wf->in_query = 1;
+		wf->in_query = (__u32)now | 1;
 		wf->oncpu_since = now;
 	} else {
 		stat_inc(STAT_WATERFALL_FULL);
@@ -69,35 +69,56 @@ static __always_inline void query_begin(struct thread_state *ts, struct waterfal
 }
 
 /*
- * The query ends: its waterfall closes and, if it ran a statement, it
- * counts in HIST_QUERY. If a record is to be sent (it met the thresholds,
- * or it teaches Go a statement), the per-CPU record is filled but for its
- * text and returned; else NULL. elsewhere: another thread ends it (a
- * MySQL thread pool's), the thread that ran it may be off CPU.
+ * The record of the thread's query from start to now, but for its
+ * accounts (acct, waits), which the caller fills, and its text.
  */
-static __always_inline struct query_event *query_end_of(struct thread_state *ts, struct waterfall *wf,
-							__u64 now, int ran, int teaches, int elsewhere)
+static __always_inline void query_fill(struct query_event *e, struct thread_state *ts, __u64 start, __u64 now,
+				       __u8 flags)
+{
+	struct proc_info *pi;
+
+	e->start_ns = start;
+	e->end_ns = now;
+	e->pid = (__u32)bpf_get_current_pid_tgid();
+	e->tgid = ts->tgid;
+	e->emit_flags = flags;
+	e->conn = 0; /* the MySQL family sets these */
+	e->reply_id = 0;
+	pi = bpf_map_lookup_elem(&procs, &e->tgid);
+	e->instance = pi ? pi->instance : 0;
+	/* PostgreSQL writes its title over argv, so it starts at arg_start. */
+	if (bpf_probe_read_user(e->title, sizeof(e->title),
+				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
+		e->title[0] = 0;
+}
+
+/*
+ * The query ends, in the thread that ran it: its waterfall closes and, if
+ * it ran a statement, it counts in HIST_QUERY. If a record is to be sent
+ * (it met the thresholds, or it teaches Go a statement), the per-CPU
+ * record is filled but for its text and returned; else NULL.
+ */
+static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf, __u64 now,
+						     int ran, int teaches)
 {
 	__u32 zero = 0, i;
 	struct query_event *e;
-	struct proc_info *pi;
-	__u64 start = ts->query_start_ns;
+	/* Taken, not read: a MySQL thread pool's worker sending the reply
+	 * may end it at the same moment in this thread's stead (my_take). */
+	__u64 start = __sync_lock_test_and_set(&ts->query_start_ns, 0);
 	__u8 flags = 0;
 
+	if (!start)
+		return NULL;
 	if (wf) {
 		wf->in_query = 0;
 		if (wf->oncpu_since)
 			wf->box_ns[BOX_CPU] += now - wf->oncpu_since;
-		else if (wf->offcpu_since && !elsewhere) /* it runs, yet its last switch-in was not seen */
+		else if (wf->offcpu_since) /* it runs, yet its last switch-in was not seen */
 			recover_switch_in(wf, bpf_get_current_task_btf(), now);
-		else if (wf->offcpu_since && wf->asleep) /* another thread ends it: it sleeps... */
-			charge_sleep(wf, now - wf->offcpu_since);
-		else if (wf->offcpu_since) /* ...or waits for a CPU */
-			wf->box_ns[BOX_RUNQ] += now - wf->offcpu_since;
 		for (i = 0; i < BOXES; i++)
 			ts->acct.box_ns[i] = wf->box_ns[i];
 	}
-	ts->query_start_ns = 0; /* the query is over, recorded or not */
 	if (ran && crossed_pause(start, now)) { /* not measured whole: left out, counted */
 		stat_inc(STAT_QUERY_CUT);
 		ran = 0;
@@ -116,32 +137,13 @@ static __always_inline struct query_event *query_end_of(struct thread_state *ts,
 		return NULL;
 	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
 		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
-	e->start_ns = start;
-	e->end_ns = now;
-	e->pid = (__u32)bpf_get_current_pid_tgid();
-	e->tgid = ts->tgid;
-	e->emit_flags = flags;
-	e->conn = 0; /* the MySQL family sets these */
-	e->reply_id = 0;
-	pi = bpf_map_lookup_elem(&procs, &e->tgid);
-	e->instance = pi ? pi->instance : 0;
 	e->acct = ts->acct;
 	if (wf)
 		__builtin_memcpy(e->waits, wf->waits, sizeof(e->waits));
 	else
 		__builtin_memset(e->waits, 0, sizeof(e->waits));
-	/* PostgreSQL writes its title over argv, so it starts at arg_start. */
-	if (bpf_probe_read_user(e->title, sizeof(e->title),
-				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
-		e->title[0] = 0;
+	query_fill(e, ts, start, now, flags);
 	return e;
-}
-
-/* The query ends in the thread that ran it. */
-static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf,
-						     __u64 now, int ran, int teaches)
-{
-	return query_end_of(ts, wf, now, ran, teaches, 0);
 }
 
 /*

@@ -27,9 +27,9 @@ static __always_inline __u32 sleep_box(__u8 box)
 	return box < BOXES ? box : BOX_OTHER_WAIT;
 }
 
-static __always_inline void wait_hist_add(struct waterfall *wf, __u64 ns)
+static __always_inline void wait_hist_add(__u32 version, __u32 event, __u64 ns)
 {
-	struct wait_key key = {.version = wf->wait_version, .event = wf->wait_event};
+	struct wait_key key = {.version = version, .event = event};
 	struct hist *h = bpf_map_lookup_elem(&wait_hists, &key);
 	__u32 slot = log2_slot(ns);
 
@@ -49,26 +49,39 @@ static __always_inline void wait_hist_add(struct waterfall *wf, __u64 ns)
 	__sync_fetch_and_add(&h->sum, ns);
 }
 
-/* A sleep of ns ends: to its box and, when named, to its wait event. */
-static __always_inline void charge_sleep(struct waterfall *wf, __u64 ns)
+/* A sleep of ns to a query's boxes and waits: a waterfall's, or a copy. */
+static __always_inline void add_sleep(__u64 *box_ns, struct wait_time *waits, __u8 box, __u32 event, __u64 ns)
 {
-	__u32 event = wf->wait_event, i;
+	__u32 i;
 
-	wf->box_ns[sleep_box(wf->asleep_box)] += ns;
-	if (wf->asleep_box == BOX_LOCK || wf->asleep_box == BOX_LWLOCK)
-		hist_add(HIST_LOCK, ns);
+	box_ns[sleep_box(box)] += ns;
 	if (!event)
 		return;
-	wait_hist_add(wf, ns);
 	for (i = 0; i < QUERY_WAITS - 1; i++) {
-		if (wf->waits[i].event == event || !wf->waits[i].event) {
-			wf->waits[i].event = event;
-			wf->waits[i].ns += ns;
+		if (waits[i].event == event || !waits[i].event) {
+			waits[i].event = event;
+			waits[i].ns += ns;
 			return;
 		}
 	}
-	wf->waits[QUERY_WAITS - 1].event = WAIT_EVENTS_OTHER;
-	wf->waits[QUERY_WAITS - 1].ns += ns;
+	waits[QUERY_WAITS - 1].event = WAIT_EVENTS_OTHER;
+	waits[QUERY_WAITS - 1].ns += ns;
+}
+
+/* ...and to the machine's histograms of lock waits and wait events. */
+static __always_inline void hist_sleep(__u8 box, __u32 version, __u32 event, __u64 ns)
+{
+	if (box == BOX_LOCK || box == BOX_LWLOCK)
+		hist_add(HIST_LOCK, ns);
+	if (event)
+		wait_hist_add(version, event, ns);
+}
+
+/* A sleep of ns ends: to its box and, when named, to its wait event. */
+static __always_inline void charge_sleep(struct waterfall *wf, __u64 ns)
+{
+	add_sleep(wf->box_ns, wf->waits, wf->asleep_box, wf->wait_event, ns);
+	hist_sleep(wf->asleep_box, wf->wait_version, wf->wait_event, ns);
 }
 
 /*
