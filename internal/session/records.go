@@ -50,7 +50,9 @@ func waitName(version int, event uint32) string {
 // describe caches what a process is; a process that is gone keeps the
 // role its queries imply.
 func (s *Session) describe(pid uint32) postgres.Process {
-	if p, ok := s.procs[pid]; ok && p.Role != postgres.Postmaster {
+	// A postmaster's child shows the postmaster's title until it sets its
+	// own: read again, unless it is a server's postmaster indeed.
+	if p, ok := s.procs[pid]; ok && (p.Role != postgres.Postmaster || s.instances[int(pid)].PID != 0) {
 		return p
 	}
 	p, ok := s.mysqlThread(pid)
