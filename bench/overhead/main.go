@@ -338,14 +338,14 @@ func printAgreement(runs []measurement) {
 	}{{"mean", func(l *latency) float64 { return l.MeanUs }}, {"p50", func(l *latency) float64 { return l.P50Us }},
 		{"p90", func(l *latency) float64 { return l.P90Us }}, {"p99", func(l *latency) float64 { return l.P99Us }}}
 	for k, duty := range by {
-		if k.config != serveDuty.name {
+		if !strings.HasPrefix(k.config, serveDuty.name) || k.config == serveFull.name { // duty cycles only
 			continue
 		}
 		full := by[key{k.workload, k.version, serveFull.name}]
 		if len(full) == 0 {
 			continue
 		}
-		fmt.Printf("\nquery latency, %s on %s: serve (duty cycles) against serve --duty off, medians of %d and %d runs\n", k.workload, k.version, len(duty), len(full))
+		fmt.Printf("\nquery latency, %s on %s: %s (duty cycles) against serve --duty off, medians of %d and %d runs\n", k.workload, k.version, k.config, len(duty), len(full))
 		for _, s := range stats {
 			d, f := median(duty, s.f), median(full, s.f)
 			fmt.Printf("  %-4s %9.1f us %9.1f us  %6.3f\n", s.name, d, f, d/f)

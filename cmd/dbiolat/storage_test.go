@@ -118,10 +118,10 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 	if err != nil || len(engines) != 1 {
 		t.Fatalf("the daemon under %s: %v, %v", mnt, engines, err)
 	}
-	cpuBefore := processCPU(t, engines[0].PID)
+	cpuBefore, notTasksBefore := processCPU(t, engines[0].PID), notTasksCPU(t)
 	dropCaches(t)
 	psql(t, c, "SELECT count(*) FROM big WHERE id >= 0")
-	engineCPU := processCPU(t, engines[0].PID) - cpuBefore
+	engineCPU, notTasks := processCPU(t, engines[0].PID)-cpuBefore, notTasksCPU(t)-notTasksBefore
 	r := tr.stopRecording(t)
 	_, intervals, _ := iops.stop(t)
 	sum := r.Summary
@@ -154,9 +154,13 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 	// of 10 ms) over the scan: what it did for the scan is at most that,
 	// and most of it, since it served nothing else meanwhile (at least
 	// half: it also answers lookups and its own background reads). 20 ms:
-	// a tick at each end.
-	if cpu := float64(q.EngineCPUNs); cpu > engineCPU+20e6 || cpu < engineCPU/2-20e6 {
-		t.Errorf("engine CPU for the scan %.1f ms; the daemon's CPU over the scan was %.1f ms", cpu/1e6, engineCPU/1e6)
+	// a tick at each end. The kernel does not count in a task's time
+	// what the hypervisor took from its CPU (steal) or interrupts did on
+	// it; on CPU as dbiolat times it (switch-in to switch-out) does: at
+	// most the machine's such time over the scan more (CI saw 36 ms).
+	if cpu := float64(q.EngineCPUNs); cpu > engineCPU+notTasks+20e6 || cpu < engineCPU/2-20e6 {
+		t.Errorf("engine CPU for the scan %.1f ms; the daemon's CPU over the scan was %.1f ms, the machine's steal and interrupt time %.1f ms",
+			cpu/1e6, engineCPU/1e6, notTasks/1e6)
 	}
 	// iops shows the daemon as a role of its own, reading the table for the scan.
 	var engineBytes float64
@@ -173,6 +177,26 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 	if h := sum.Hists["fuse"]; h == nil || h.Count < q.FuseCount {
 		t.Errorf("the fuse histogram holds fewer requests than the scan sent: %v", h)
 	}
+}
+
+// notTasksCPU is the CPU time of the machine no task is charged for, in
+// nanoseconds (/proc/stat, all CPUs): interrupts, softirqs and what the
+// hypervisor stole.
+func notTasksCPU(t *testing.T) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cpu user nice system idle iowait irq softirq steal ...
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	var ticks float64
+	for _, i := range []int{6, 7, 8} {
+		v, _ := strconv.ParseFloat(f[i], 64)
+		ticks += v
+	}
+	const userHZ = 100
+	return ticks * 1e9 / userHZ
 }
 
 // processCPU is a process's CPU time in nanoseconds as /proc/PID/stat
