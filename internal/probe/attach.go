@@ -145,6 +145,9 @@ func closeAll(links []link.Link) error {
 	return errors.Join(errs...)
 }
 
+// Paused says whether the hooks are detached (between Pause and Resume).
+func (t *Tracer) Paused() bool { return t.paused }
+
 // Resume attaches again what Pause detached. The kernel side learns the
 // time first (traced_since_ns), so that whatever began before, while
 // the hooks were off, is left out rather than measured in part: queries

@@ -78,14 +78,18 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	s.sampleCost()
 	s.follow()
 	// Learn new processes' roles while they live: a short autovacuum
-	// worker is gone by the time its record is read.
-	pids, err := s.tracer.Procs()
-	if err != nil {
-		return err
-	}
-	for pid, server := range pids {
-		s.describe(pid)
-		s.owners[pid] = server
+	// worker is gone by the time its record is read. Not while paused
+	// (duty cycles): nothing they do is measured then, and the walk of
+	// the map is half of an idle serve's CPU.
+	if !s.tracer.Paused() {
+		pids, err := s.tracer.Procs()
+		if err != nil {
+			return err
+		}
+		for pid, server := range pids {
+			s.describe(pid)
+			s.owners[pid] = server
+		}
 	}
 	if err := s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
 		if q := s.query(e, text); q != nil {
@@ -95,7 +99,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 		return err
 	}
 	now := time.Now()
-	err = s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
+	err := s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
 		s.exited[r.Pid] = now
 		s.owners[r.Pid] = int(r.Instance) // a short connection's, gone before Poll saw it
 		s.unfolded = append(s.unfolded, r.Pid)
