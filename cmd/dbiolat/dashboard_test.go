@@ -68,12 +68,15 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 
 	// The workload: cached reads (pgbench select-only), then a cold scan's
-	// file system reads and block requests.
+	// file system reads and block requests, then writes: a commit's WAL,
+	// and a checkpoint's writes and syncs.
 	if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-c", "2", "-T", "3"); err != nil {
 		t.Fatal(err)
 	}
 	dropCaches(t)
 	psql(t, c, "SELECT count(*) FROM pgbench_accounts")
+	psql(t, c, "UPDATE pgbench_branches SET bbalance = bbalance + 1")
+	psql(t, c, "CHECKPOINT")
 	// Prometheus has scraped serve enough for rates over a minute.
 	waitFor(t, "Prometheus to scrape serve", func() bool {
 		r := promQuery(t, addr, `count_over_time(dbiolat_queries_total[1m])`)

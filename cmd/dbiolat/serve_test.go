@@ -208,7 +208,47 @@ func TestServeSurvivesRestartAndChurn(t *testing.T) {
 	if n := len(fams["dbiolat_io_operations_total"].GetMetric()); n > 100 {
 		t.Errorf("%d I/O series after 800 connections", n)
 	}
+	checkRoleHists(t, fams, "client backend")
 	tr.stopText(t)
+}
+
+// labelOf is a metric's value of a label ("" if it has none).
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// checkRoleHists checks the file system histograms by role against the
+// operation counters: every read of a role's processes, the exited ones'
+// folded in, is in its histograms once, as a page-cache hit or a miss.
+// (Summed over servers and databases: a process that begins and ends
+// between two readings may be named by one and not the other. The role
+// must be idle: the two are read one after the other.)
+func checkRoleHists(t *testing.T, fams map[string]*dto.MetricFamily, role string) {
+	t.Helper()
+	count := func(family string) (n uint64) {
+		for _, m := range fams[family].GetMetric() {
+			if labelOf(m, "role") == role {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+		return n
+	}
+	reads, hits, misses := count("dbiolat_fs_read_duration_seconds"), count("dbiolat_fs_read_hit_duration_seconds"), count("dbiolat_fs_read_miss_duration_seconds")
+	var ops uint64
+	for _, m := range fams["dbiolat_io_operations_total"].GetMetric() {
+		if labelOf(m, "role") == role && labelOf(m, "layer") == "fs" && labelOf(m, "op") == "read" {
+			ops += uint64(m.GetCounter().GetValue())
+		}
+	}
+	t.Logf("%s: %d reads counted; the histograms hold %d (%d hits, %d misses) in %d series", role, ops, reads, hits, misses, len(fams["dbiolat_fs_read_duration_seconds"].GetMetric()))
+	if ops == 0 || reads != ops || hits+misses != ops {
+		t.Errorf("%s: %d reads counted, the histogram holds %d (%d hits, %d misses)", role, ops, reads, hits, misses)
+	}
 }
 
 // In duty cycles (1 s traced in every 3 here), serve's counters estimate

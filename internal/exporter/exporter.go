@@ -34,6 +34,9 @@ type Exporter struct {
 	// kernel's others are the host's): observed, then weighed at Add.
 	queryHists   map[serverDB]*scaledHist
 	queryPending map[serverDB]*hist.Hist
+	// The catalog's ByRole histograms: the intervals', by server,
+	// database and role, weighed at Add.
+	roleHists map[roleHist]*scaledHist
 	drops        model.Drops // cumulative
 	queries      float64
 	traced       float64     // the share of the time traced; 1: all of it
@@ -50,6 +53,9 @@ type scaledHist struct {
 
 // serverDB is a database of a server (model.ServerName).
 type serverDB struct{ server, database string }
+
+// roleHist is a histogram of one role of a server's database.
+type roleHist struct{ name, server, database, role string }
 
 // maxServerDBs bounds the query histograms: past it, a server's other
 // databases share database="other".
@@ -68,7 +74,7 @@ type ioTotals struct {
 // most top fingerprints.
 func New(top int) *Exporter {
 	return &Exporter{io: map[ioKey]*ioTotals{}, hists: map[string]*scaledHist{}, traced: 1, fps: newFingerprints(top),
-		queryHists: map[serverDB]*scaledHist{}, queryPending: map[serverDB]*hist.Hist{}}
+		queryHists: map[serverDB]*scaledHist{}, queryPending: map[serverDB]*hist.Hist{}, roleHists: map[roleHist]*scaledHist{}}
 }
 
 // SetTraced says which share of the time the next Add's interval was
@@ -130,6 +136,17 @@ func (e *Exporter) Add(iv *model.Interval) {
 	clear(e.queryPending)
 	e.queries += w * float64(iv.Queries)
 	e.drops = iv.Drops
+	for _, rh := range iv.RoleHists {
+		for name, h := range rh.Hists {
+			k := roleHist{name, rh.Server, rh.Database, rh.Role}
+			s := e.roleHists[k]
+			if s == nil {
+				s = &scaledHist{}
+				e.roleHists[k] = s
+			}
+			s.add(h, w)
+		}
+	}
 	for _, r := range iv.Rates {
 		k := ioKey{r.Layer, r.Server, r.Database, r.Role, r.Device}
 		t := e.io[k]
@@ -166,14 +183,15 @@ func (e *Exporter) SetCost(c *model.Cost) {
 	e.cost = c
 }
 
-// SetHists takes the histograms as they are now (the kernel's,
+// SetHists takes the host's histograms as they are now (the kernel's,
 // cumulative): what they gained since the last call is added, weighed.
+// The query histogram and those kept by role come from Observe and Add.
 func (e *Exporter) SetHists(hs model.Hists) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	w := 1 / e.traced
 	for name, h := range hs {
-		if name == queryHist { // the records' is exported
+		if def, _ := model.HistogramOf(name); name == queryHist || def.ByRole {
 			continue
 		}
 		prev := e.kernel[name]
@@ -229,7 +247,8 @@ var (
 )
 
 // queryHist is the catalog's histogram made of the records, by server
-// and database; the others are the kernel's, for the host.
+// and database; the ByRole ones are by server, database and role; the
+// others are the host's.
 const queryHist = "query"
 
 // histDesc describes one of the catalog's histograms.
@@ -238,8 +257,11 @@ func histDesc(h model.Histogram) *prometheus.Desc {
 	if h.Unit == hist.Bytes {
 		name, help = "dbiolat_"+h.Name+"_bytes", h.Title+" (bytes). "+h.Source
 	}
-	if h.Name == queryHist {
+	switch {
+	case h.Name == queryHist:
 		return prometheus.NewDesc(name, help+" By server and database.", []string{"server", "database"}, nil)
+	case h.ByRole:
+		return prometheus.NewDesc(name, help+" By the server, database and role of the process or thread that did the I/O.", []string{"server", "database", "role"}, nil)
 	}
 	return prometheus.NewDesc(name, help+" The host's.", nil, nil)
 }
@@ -294,7 +316,14 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(e.drops[c.Name]), c.Name, loss)
 	}
 	e.fps.collect(ch)
+	for k, h := range e.roleHists {
+		def, _ := model.HistogramOf(k.name)
+		ch <- constHistogram(histDesc(def), def.Unit, h.rounded(), k.server, k.database, k.role)
+	}
 	for _, def := range model.Histograms {
+		if def.ByRole {
+			continue
+		}
 		if def.Name == queryHist {
 			for k, h := range e.queryHists {
 				ch <- constHistogram(histDesc(def), def.Unit, h.rounded(), k.server, k.database)

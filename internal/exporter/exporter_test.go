@@ -85,8 +85,8 @@ func TestHistogramBuckets(t *testing.T) {
 		h.Add(ns)
 	}
 	e := New(10)
-	e.SetHists(model.Hists{"fs_read": h})
-	got := gather(t, e)["dbiolat_fs_read_duration_seconds"].GetMetric()[0].GetHistogram()
+	e.SetHists(model.Hists{"runq": h})
+	got := gather(t, e)["dbiolat_runq_duration_seconds"].GetMetric()[0].GetHistogram()
 	if got.GetSampleCount() != 6 || math.Abs(got.GetSampleSum()-float64(h.Sum)*1e-9) > 1e-15 {
 		t.Errorf("count %d sum %v, want 6 and %v", got.GetSampleCount(), got.GetSampleSum(), float64(h.Sum)*1e-9)
 	}
@@ -98,11 +98,55 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 }
 
+// The I/O histograms are by server, database and role: each interval's
+// are added, weighed by the traced share as the counters are; the
+// kernel's host-wide ones of the same names are not exported again.
+func TestRoleHistograms(t *testing.T) {
+	read := func(ns ...uint64) *hist.Hist {
+		h := &hist.Hist{}
+		for _, v := range ns {
+			h.Add(v)
+		}
+		return h
+	}
+	e := New(10)
+	e.SetTraced(0.5) // each count stands for two
+	for range 2 {
+		e.Add(&model.Interval{Seconds: 1, RoleHists: []model.RoleHists{
+			{Server: "/srv/pg", Database: "app", Role: "client backend", Hists: model.Hists{"fs_read": read(1000, 2_000_000)}},
+			{Server: "/srv/pg", Role: "checkpointer", Hists: model.Hists{"fs_sync": read(5_000_000)}},
+		}})
+	}
+	e.SetHists(model.Hists{"fs_read": read(1, 1, 1, 1, 1, 1, 1)}) // the host's: left out
+	f := gather(t, e)
+	for _, c := range []struct {
+		family string
+		labels map[string]string
+		count  uint64
+		sum    float64
+	}{
+		{"dbiolat_fs_read_duration_seconds", map[string]string{"server": "/srv/pg", "database": "app", "role": "client backend"}, 8, 4 * 2_001_000e-9},
+		{"dbiolat_fs_sync_duration_seconds", map[string]string{"server": "/srv/pg", "database": "", "role": "checkpointer"}, 4, 4 * 5_000_000e-9},
+	} {
+		m := labeled(f[c.family], c.labels)
+		if m == nil {
+			t.Fatalf("no %s%v", c.family, c.labels)
+		}
+		if h := m.GetHistogram(); h.GetSampleCount() != c.count || math.Abs(h.GetSampleSum()-c.sum) > 1e-12 {
+			t.Errorf("%s%v: count %d sum %v, want %d and %v", c.family, c.labels, h.GetSampleCount(), h.GetSampleSum(), c.count, c.sum)
+		}
+	}
+	if n := len(f["dbiolat_fs_read_duration_seconds"].GetMetric()); n != 1 {
+		t.Errorf("%d fs_read series, want the backend's only", n)
+	}
+}
+
 // Names, units, HELP texts and types follow Prometheus's conventions (its
 // own linter), for every metric the exporter has.
 func TestMetricsLint(t *testing.T) {
 	e := New(10)
-	e.Add(&model.Interval{Seconds: 1, Rates: []model.Rate{{Layer: "fs", Role: "r", ReadOps: 1}}})
+	e.Add(&model.Interval{Seconds: 1, Rates: []model.Rate{{Layer: "fs", Role: "r", ReadOps: 1}},
+		RoleHists: []model.RoleHists{{Role: "r", Hists: model.Hists{"blk_read_size": &hist.Hist{}}}}})
 	e.SetHists(model.Hists{"query": &hist.Hist{}})
 	e.SetCost(&model.Cost{BPFSampledSeconds: 1, BPFCPUPerSec: 0.01, BPFRunsPerSec: 1e5, BPFMapBytes: 1 << 20})
 	problems, err := testutil.CollectAndLint(e)

@@ -92,18 +92,18 @@ func TestFingerprintSeriesFollowTheBusiest(t *testing.T) {
 
 // Traced a tenth of the time, each query observed and each count of the
 // interval stand for ten; the histograms' gains too (the query one, the
-// records'; fs_read, the kernel's), and they stay whole.
+// records'; runq, the kernel's), and they stay whole.
 func TestTracedRatioScales(t *testing.T) {
 	e := New(5)
 	e.Observe(query("a", 1000))
 	e.Observe(query("a", 3000))
 	e.SetTraced(0.1)
 	e.Add(&model.Interval{Queries: 2, Seconds: 10})
-	e.SetHists(model.Hists{"fs_read": histOf(1000, 3000)})
+	e.SetHists(model.Hists{"runq": histOf(1000, 3000)})
 	e.EndWindow()
 	e.Observe(query("a", 2000))
 	e.Add(&model.Interval{Queries: 1, Seconds: 10})
-	e.SetHists(model.Hists{"fs_read": histOf(1000, 3000, 2000)})
+	e.SetHists(model.Hists{"runq": histOf(1000, 3000, 2000)})
 	mf := gather(t, e)
 	if got := mf["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue(); got != 30 {
 		t.Errorf("queries_total %v, want 30 (3 queries traced a tenth of the time)", got)
@@ -111,7 +111,7 @@ func TestTracedRatioScales(t *testing.T) {
 	if got := calls(t, e); got["a"] != 10 || got[OtherFingerprint] != 20 {
 		t.Errorf("calls %v, want a 10 (since admitted) and other 20", got)
 	}
-	for _, name := range []string{"dbiolat_query_duration_seconds", "dbiolat_fs_read_duration_seconds"} {
+	for _, name := range []string{"dbiolat_query_duration_seconds", "dbiolat_runq_duration_seconds"} {
 		h := mf[name].GetMetric()[0].GetHistogram()
 		if h.GetSampleCount() != 30 || math.Abs(h.GetSampleSum()-60000e-9) > 1e-12 {
 			t.Errorf("%s: count %d sum %v, want 30 and 60 µs", name, h.GetSampleCount(), h.GetSampleSum())

@@ -41,6 +41,7 @@ var Counters = []Counter{
 	{"wait_hists_full", true, true, "sleeps left out of the wait event histograms (map full)"},
 	{"fuse_full", true, true, "FUSE requests not followed (map full)"},
 	{"mysql_conn_full", true, true, "MySQL connections not followed (socket storage or TLS connection map full)"},
+	{"unit_hists_full", true, true, "I/O left out of the histograms by server and role (map full; the host's have it)"},
 	{"query_unfinished", false, true, "queries started again before finishing"},
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
@@ -56,42 +57,45 @@ var Counters = []Counter{
 
 // Histogram is one of the log2 histograms kept in the kernel.
 type Histogram struct {
-	Name   string    // JSON name in "hists"
-	Unit   hist.Unit // nanoseconds, or bytes
-	Title  string    // a heading
-	Source string    // where its numbers come from, for a reader who checks them
+	Name string    // JSON name in "hists"
+	Unit hist.Unit // nanoseconds, or bytes
+	// ByRole: kept per process (or MySQL thread) too, so that serve
+	// splits it by server, database and role (Interval.RoleHists).
+	ByRole bool
+	Title  string // a heading
+	Source string // where its numbers come from, for a reader who checks them
 }
 
 // Histograms are the histograms down the stack: query, scheduler, file
 // system, block device.
 var Histograms = []Histogram{
-	{"query", hist.Time, "query latency",
+	{"query", hist.Time, false, "query latency",
 		"Each finished query, from the first message its backend read to the ReadyForQuery it sent (or, with --usdt, from the USDT probe postgresql:query__start to query__done): every query seen, recorded or not."},
-	{"runq", hist.Time, "run-queue waits of queries (runnable, waiting for a CPU)",
+	{"runq", hist.Time, false, "run-queue waits of queries (runnable, waiting for a CPU)",
 		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and the time the kernel queued it (sched_info.last_queued)."},
-	{"lock", hist.Time, "lock waits of queries (asleep on a lock or LWLock)",
+	{"lock", hist.Time, false, "lock waits of queries (asleep on a lock or LWLock)",
 		"Each sleep of a backend in a query between the USDT probes lock__wait__start/done (heavyweight locks) or lwlock__wait__start/done (LWLocks), timed by sched_switch."},
-	{"fs_read", hist.Time, "file system read latency (read and pread syscalls)",
+	{"fs_read", hist.Time, true, "file system read latency (read and pread syscalls)",
 		"Time of read, readv, pread64, preadv and preadv2 syscalls on regular files and block devices by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs): the time track_io_timing measures around the same calls."},
-	{"fs_read_hit", hist.Time, "file system reads served by the page cache",
+	{"fs_read_hit", hist.Time, true, "file system reads served by the page cache",
 		"The reads of the traced processes that, during the call, neither slept (a voluntary context switch), nor started block requests, nor triggered readahead. With fs_read_miss, every read of fs_read, once."},
-	{"fs_read_miss", hist.Time, "file system reads that missed the page cache (waited for or started I/O)",
+	{"fs_read_miss", hist.Time, true, "file system reads that missed the page cache (waited for or started I/O)",
 		"The reads of the traced processes that, during the call, slept (waiting for a page being read, or for the FUSE daemon serving the file), started block requests or triggered readahead."},
-	{"fuse", hist.Time, "FUSE request latency (a userspace storage engine's answers)",
+	{"fuse", hist.Time, false, "FUSE request latency (a userspace storage engine's answers)",
 		"Each request the traced processes sent to the FUSE daemon serving their files (a storage engine: bindfs, a Longhorn-like engine), from the tracepoint fuse:fuse_request_send in the sender to fuse:fuse_request_end, as the daemon answers: the layer under a FUSE file system's reads and writes."},
-	{"fs_write", hist.Time, "file system write latency (write and pwrite syscalls)",
+	{"fs_write", hist.Time, true, "file system write latency (write and pwrite syscalls)",
 		"Time of write, writev, pwrite64, pwritev and pwritev2 syscalls on regular files and block devices by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs)."},
-	{"fs_sync", hist.Time, "file system sync latency (fsync, fdatasync, sync_file_range)",
+	{"fs_sync", hist.Time, true, "file system sync latency (fsync, fdatasync, sync_file_range)",
 		"Time of fsync, fdatasync and sync_file_range syscalls by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs)."},
-	{"blk_read", hist.Time, "block device read latency (request start to completion)",
+	{"blk_read", hist.Time, true, "block device read latency (request start to completion)",
 		"Block request latency from tp_btf/block_io_start (in the submitting task) to block_io_done, for read requests the traced processes submitted; kernel threads' (writeback) and other processes' requests are not in it."},
-	{"blk_write", hist.Time, "block device write latency",
+	{"blk_write", hist.Time, true, "block device write latency",
 		"Block request latency from tp_btf/block_io_start to block_io_done, for write requests the traced processes submitted; writeback by kernel threads is not in it."},
-	{"blk_other", hist.Time, "block device flush/discard latency",
+	{"blk_other", hist.Time, true, "block device flush/discard latency",
 		"Block request latency from tp_btf/block_io_start to block_io_done of requests without data (cache flushes) and discards the traced processes submitted."},
-	{"blk_read_size", hist.Bytes, "block read request sizes",
+	{"blk_read_size", hist.Bytes, true, "block read request sizes",
 		"Each read request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted: merged bios make larger requests."},
-	{"blk_write_size", hist.Bytes, "block write request sizes",
+	{"blk_write_size", hist.Bytes, true, "block write request sizes",
 		"Each write request's size (__data_len) at tp_btf/block_io_start, for requests the traced processes submitted."},
 }
 

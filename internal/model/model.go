@@ -217,9 +217,22 @@ type Interval struct {
 	Rates   []Rate    `json:"rates,omitempty"`
 	Hists   Hists     `json:"hists,omitempty"`
 	// WaitHists: the sleeps of queries by wait event (names as Query.Waits).
-	WaitHists Hists  `json:"wait_hists,omitempty"`
-	Queries   uint64 `json:"queries"`
-	Drops     Drops  `json:"drops"`
+	WaitHists Hists `json:"wait_hists,omitempty"`
+	// RoleHists: the interval's file system and block histograms (the
+	// catalog's ByRole ones) by server, database and role, when rows are
+	// split by them (dbiolat serve).
+	RoleHists []RoleHists `json:"role_hists,omitempty"`
+	Queries   uint64      `json:"queries"`
+	Drops     Drops       `json:"drops"`
+}
+
+// RoleHists are the histograms of the I/O one role of a server's database
+// did in an interval (Rate's Server, Database and Role).
+type RoleHists struct {
+	Server   string `json:"server,omitempty"`
+	Database string `json:"database,omitempty"`
+	Role     string `json:"role"`
+	Hists    Hists  `json:"hists"`
 }
 
 // Summary closes every command's output.

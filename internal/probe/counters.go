@@ -104,6 +104,39 @@ func (t *Tracer) Hists() (map[string]Hist, error) {
 	return out, nil
 }
 
+// UnitHist names a unit's histogram: its unit (a process, or a MySQL
+// thread) and the histogram's name.
+type UnitHist struct {
+	Unit uint32
+	Name string
+}
+
+// UnitHists returns the I/O histograms kept per unit, cumulative.
+func (t *Tracer) UnitHists() (map[UnitHist]Hist, error) {
+	out := map[UnitHist]Hist{}
+	var k dbiolatUnitHistKey
+	var v Hist
+	it := t.objs.UnitHists.Iterate()
+	for it.Next(&k, &v) {
+		if int(k.Id) < len(t.names.hists) {
+			out[UnitHist{k.Unit, t.names.hists[k.Id]}] = v
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the histograms per process: %w", err)
+	}
+	return out, nil
+}
+
+// ForgetUnitHist drops a histogram of a unit that has exited, once read.
+func (t *Tracer) ForgetUnitHist(h UnitHist) {
+	for id, name := range t.names.hists {
+		if name == h.Name {
+			_ = t.objs.UnitHists.Delete(dbiolatUnitHistKey{Unit: h.Unit, Id: uint32(id)})
+		}
+	}
+}
+
 // WaitKey names a wait event: its code, numbered per database version.
 type WaitKey = dbiolatWaitKey
 
@@ -188,7 +221,7 @@ func (t *Tracer) MapEntries() (map[string]int, error) {
 	out := map[string]int{}
 	o := &t.objs
 	for name, m := range map[string]*ebpf.Map{
-		"procs": o.Procs, "threads": o.Threads, "inflight": o.Inflight, "proc_totals": o.ProcTotals, "blk_totals": o.BlkTotals,
+		"procs": o.Procs, "threads": o.Threads, "inflight": o.Inflight, "proc_totals": o.ProcTotals, "blk_totals": o.BlkTotals, "unit_hists": o.UnitHists,
 	} {
 		k, v := make([]byte, m.KeySize()), make([]byte, m.ValueSize())
 		it := m.Iterate()

@@ -311,7 +311,8 @@ const (
 	dbiolatStatIdSTAT_MYSQL_REPLY_UNSEEN  dbiolatStatId = 23
 	dbiolatStatIdSTAT_BLK_UNSEEN          dbiolatStatId = 24
 	dbiolatStatIdSTAT_QUERY_CUT           dbiolatStatId = 25
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 26
+	dbiolatStatIdSTAT_UNIT_HISTS_FULL     dbiolatStatId = 26
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 27
 )
 
 type dbiolatTaskLocal struct {
@@ -390,6 +391,12 @@ type dbiolatThreadState struct {
 	UringWrites  uint32
 	FsTotal      [5]dbiolatIoAcct
 	Acct         dbiolatQueryAcct
+}
+
+type dbiolatUnitHistKey struct {
+	_    structs.HostLayout
+	Unit uint32
+	Id   uint32
 }
 
 type dbiolatUringReq struct {
@@ -487,6 +494,7 @@ const (
 	dbiolatMapStats                 = "stats"
 	dbiolatMapTasks                 = "tasks"
 	dbiolatMapThreads               = "threads"
+	dbiolatMapUnitHists             = "unit_hists"
 	dbiolatMapUringReqs             = "uring_reqs"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaitHists             = "wait_hists"
@@ -708,6 +716,7 @@ type dbiolatMapSpecs struct {
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
 	Tasks        *ebpf.MapSpec `ebpf:"tasks"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	UnitHists    *ebpf.MapSpec `ebpf:"unit_hists"`
 	UringReqs    *ebpf.MapSpec `ebpf:"uring_reqs"`
 	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
 	WaitHists    *ebpf.MapSpec `ebpf:"wait_hists"`
@@ -773,6 +782,7 @@ type dbiolatMaps struct {
 	Stats        *ebpf.Map `ebpf:"stats"`
 	Tasks        *ebpf.Map `ebpf:"tasks"`
 	Threads      *ebpf.Map `ebpf:"threads"`
+	UnitHists    *ebpf.Map `ebpf:"unit_hists"`
 	UringReqs    *ebpf.Map `ebpf:"uring_reqs"`
 	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
 	WaitHists    *ebpf.Map `ebpf:"wait_hists"`
@@ -800,6 +810,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Stats,
 		m.Tasks,
 		m.Threads,
+		m.UnitHists,
 		m.UringReqs,
 		m.UsdtSpecs,
 		m.WaitHists,

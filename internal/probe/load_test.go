@@ -79,18 +79,22 @@ func (t *Tracer) linked() int {
 }
 
 // The kernel memory the maps take is fixed at load (every map preallocated
-// and sized) and stays within the budget the README states.
+// and sized), but for the histograms per unit, which grow to a bound as
+// processes do I/O: the two stay within the budget the README states.
 func TestMapMemoryBudget(t *testing.T) {
 	testenv.NeedRoot(t)
-	const budget = 40 << 20
+	const budget = 44 << 20
 	tr, err := Open(All, EmitAll)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
 	n := tr.MapBytes()
-	t.Logf("BPF maps: %d bytes (budget %d)", n, budget)
-	if n == 0 || n > budget {
-		t.Errorf("BPF maps take %d bytes, want some and at most %d", n, budget)
+	// A unit's histogram (568 bytes with its key and the kernel's
+	// header) takes a 1 KiB block of the BPF allocator.
+	growth := uint64(tr.objs.UnitHists.MaxEntries()) << 10
+	t.Logf("BPF maps: %d bytes at load, %d more at most (budget %d)", n, growth, budget)
+	if n == 0 || n+growth > budget {
+		t.Errorf("BPF maps take %d bytes and up to %d more, want some and at most %d", n, growth, budget)
 	}
 }

@@ -119,3 +119,13 @@ func (t *Tracer) Procs() (map[uint32]int, error) {
 	}
 	return out, it.Err()
 }
+
+// ProcServer is the server a tracked process belongs to (its pid), as
+// the kernel tracks it; false: not tracked.
+func (t *Tracer) ProcServer(pid uint32) (int, bool) {
+	var v dbiolatProcInfo
+	if err := t.objs.Procs.Lookup(pid, &v); err != nil {
+		return 0, false
+	}
+	return int(v.Instance), true
+}

@@ -7,15 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
 )
 
 // totals is one reading of the kernel's cumulative counters.
 type totals struct {
-	at   time.Time
-	proc map[uint32]probe.ProcIO
-	blk  map[probe.BlkKey]probe.BlkIO
+	at    time.Time
+	proc  map[uint32]probe.ProcIO
+	blk   map[probe.BlkKey]probe.BlkIO
+	hists map[probe.UnitHist]probe.Hist // with Config.RatesByServer
 }
 
 // Interval returns what happened since the previous call (or since the
@@ -27,7 +29,7 @@ func (s *Session) Interval() (*model.Interval, error) {
 	}
 	iv := &model.Interval{Type: "interval", TS: time.Now(), Queries: queries - s.prevQueries, Drops: drops}
 	s.prevQueries = queries
-	iv.Rates, iv.Seconds, err = s.rates()
+	iv.Rates, iv.RoleHists, iv.Seconds, err = s.rates()
 	return iv, err
 }
 
@@ -90,6 +92,30 @@ func (rows rateRows) addBlk(who rateKey, k probe.BlkKey, v, p probe.BlkIO) {
 	r.ops += c
 }
 
+// roleHists are the I/O histograms of the rows of an interval, by
+// server, database and role (a rateKey without layer and device).
+type roleHists map[rateKey]model.Hists
+
+// add adds what a unit's histogram gained between two readings.
+func (rh roleHists) add(who rateKey, name string, v, p probe.Hist) {
+	hs := rh[who]
+	if hs == nil {
+		hs = model.Hists{}
+		rh[who] = hs
+	}
+	h := hs[name]
+	if h == nil {
+		h = &hist.Hist{}
+		hs[name] = h
+	}
+	for slot, n := range v.Slots {
+		if n > p.Slots[slot] {
+			h.AddSlot(slot, n-p.Slots[slot])
+		}
+	}
+	h.Sum += v.Sum - p.Sum
+}
+
 // who is the row a unit's I/O goes in: its role and, if rows are split
 // by them, its server and database.
 func (s *Session) who(unit uint32) rateKey {
@@ -104,6 +130,10 @@ func (s *Session) who(unit uint32) rateKey {
 // owner is the server (its process's pid) a unit belongs to; 0: unknown.
 func (s *Session) owner(unit uint32) int {
 	if pid, ok := s.owners[unit]; ok {
+		return pid
+	}
+	if pid, ok := s.tracer.ProcServer(unit); ok { // a process begun since Poll last walked them
+		s.owners[unit] = pid
 		return pid
 	}
 	for pid, t := range s.myThreads { // a MySQL server's thread
@@ -157,40 +187,67 @@ func (s *Session) foldExited() error {
 			delete(s.prevTotals.blk, k)
 		}
 	}
+	hists, err := s.tracer.UnitHists()
+	if err != nil {
+		return err
+	}
+	for k, v := range hists {
+		if _, gone := s.exited[k.Unit]; gone {
+			if s.cfg.RatesByServer {
+				if s.exitedHists == nil {
+					s.exitedHists = roleHists{}
+				}
+				s.exitedHists.add(s.who(k.Unit), k.Name, v, s.prevTotals.hists[k])
+			}
+			s.tracer.ForgetUnitHist(k)
+			delete(s.prevTotals.hists, k)
+		}
+	}
 	return nil
 }
 
-func (s *Session) rates() ([]model.Rate, float64, error) {
+func (s *Session) rates() ([]model.Rate, []model.RoleHists, float64, error) {
 	if err := s.foldExited(); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	cur := totals{at: time.Now()}
 	var err error
 	if cur.proc, err = s.tracer.ProcTotals(); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if cur.blk, err = s.tracer.BlkTotals(); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
+	}
+	if s.cfg.RatesByServer {
+		if cur.hists, err = s.tracer.UnitHists(); err != nil {
+			return nil, nil, 0, err
+		}
 	}
 	prev := s.prevTotals
 	if prev.at.IsZero() {
 		prev.at = s.start
 	}
 	s.prevTotals = cur
-	rows := s.exitedIO // what exited processes did since the last interval
-	s.exitedIO = nil
+	rows, hists := s.exitedIO, s.exitedHists // what exited processes did since the last interval
+	s.exitedIO, s.exitedHists = nil, nil
 	if rows == nil {
 		rows = rateRows{}
 	}
+	if hists == nil {
+		hists = roleHists{}
+	}
 	secs := cur.at.Sub(prev.at).Seconds()
 	if secs <= 0 {
-		return nil, 0, nil
+		return nil, nil, 0, nil
 	}
 	for tgid, v := range cur.proc {
 		rows.addFS(s.who(tgid), v, prev.proc[tgid])
 	}
 	for k, v := range cur.blk {
 		rows.addBlk(s.blkWho(k), k, v, prev.blk[k])
+	}
+	for k, v := range cur.hists {
+		hists.add(s.who(k.Unit), k.Name, v, prev.hists[k])
 	}
 
 	var out []model.Rate
@@ -220,7 +277,11 @@ func (s *Session) rates() ([]model.Rate, float64, error) {
 		}
 		return a.Server+"\x00"+a.Database < b.Server+"\x00"+b.Database
 	})
-	return out, secs, nil
+	var byRole []model.RoleHists
+	for k, hs := range hists {
+		byRole = append(byRole, model.RoleHists{Server: k.server, Database: k.database, Role: k.role, Hists: hs})
+	}
+	return out, byRole, secs, nil
 }
 
 // deviceName turns the kernel's dev_t (major << 20 | minor) into a name

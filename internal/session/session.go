@@ -35,7 +35,8 @@ type Config struct {
 	// second. Duty cycles count a whole period, paused time included.
 	CostWindow time.Duration
 	// RatesByServer splits the intervals' I/O rows by server and database
-	// too (model.Rate's Server and Database): for series, not for a table.
+	// too (model.Rate's Server and Database), and gives them their
+	// latency histograms (Interval.RoleHists): for series, not for a table.
 	RatesByServer bool
 }
 
@@ -55,6 +56,7 @@ type Session struct {
 	prevQueries uint64
 	statements  statements                // named prepared statements per backend, learned from the wire
 	exitedIO    rateRows                  // what processes that exited did since the last interval
+	exitedHists roleHists                 // and their histograms' gains (RatesByServer)
 	unfolded    []uint32                  // exited processes whose kernel totals are not folded yet
 	folded      time.Time                 // when foldExited last ran
 	followed    time.Time                 // when follow last looked for restarted instances

@@ -213,9 +213,9 @@ int BPF_PROG(blk_done, struct request *rq)
 
 	op = in->op;
 	if (in->owner == OWNER_TRACED && op < BLK_OPS) {
-		hist_add(HIST_BLK_READ + op, ns);
+		unit_hist_add(in->unit, HIST_BLK_READ + op, ns);
 		if (op == BLK_READ || op == BLK_WRITE)
-			hist_add(HIST_BLK_READ_SIZE + op, in->bytes);
+			unit_hist_add(in->unit, HIST_BLK_READ_SIZE + op, in->bytes);
 		if (in->query_seq)
 			blk_query_done(in, op, now, ns, queue_ns, device_ns);
 	}

@@ -17,6 +17,21 @@ struct {
 	__type(value, struct hist);
 } hists SEC(".maps");
 
+/*
+ * The I/O histograms again per unit, allocated as units do I/O (3 to 6
+ * per busy unit; Go deletes an exited unit's once folded): 4,096 take at
+ * most 4 MiB (each in a 1 KiB block of the kernel's BPF allocator).
+ */
+#define MAX_UNIT_HISTS 4096
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MAX_UNIT_HISTS);
+	__type(key, struct unit_hist_key);
+	__type(value, struct hist);
+} unit_hists SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, STAT_IDS);
@@ -61,6 +76,40 @@ static __always_inline void hist_add(enum hist_id id, __u64 v)
 		slot = HIST_SLOTS - 1;
 	h->slots[slot] += 1;
 	h->sum += v;
+}
+
+/* A value into a histogram other CPUs write too. */
+static __always_inline void hist_add_shared(struct hist *h, __u64 v)
+{
+	__u32 slot = log2_slot(v);
+
+	if (slot >= HIST_SLOTS)
+		slot = HIST_SLOTS - 1;
+	__sync_fetch_and_add(&h->slots[slot], 1);
+	__sync_fetch_and_add(&h->sum, v);
+}
+
+/* A value into the host's histogram and its unit's (unit 0: none). */
+static __always_inline void unit_hist_add(__u32 unit, enum hist_id id, __u64 v)
+{
+	struct unit_hist_key key = {.unit = unit, .id = id};
+	struct hist *h;
+
+	hist_add(id, v);
+	if (!unit)
+		return;
+	h = bpf_map_lookup_elem(&unit_hists, &key);
+	if (!h) {
+		static const struct hist zero;
+
+		bpf_map_update_elem(&unit_hists, &key, &zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&unit_hists, &key);
+		if (!h) {
+			stat_inc(STAT_UNIT_HISTS_FULL);
+			return;
+		}
+	}
+	hist_add_shared(h, v);
 }
 
 /* n operations. For counters only their own thread writes: no atomics needed. */

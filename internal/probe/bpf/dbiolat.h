@@ -100,7 +100,8 @@ enum stat_id {
 	STAT_MYSQL_REPLY_UNSEEN = 23, /* the end of a MySQL reply was not recognized: its query ended at the next command */
 	STAT_BLK_UNSEEN = 24,      /* not a loss: a block request not seen whole (in flight at attach, done after a pause) */
 	STAT_QUERY_CUT = 25,       /* not a loss: a query begun before tracing paused, left out (duty cycles) */
-	STAT_IDS = 26,
+	STAT_UNIT_HISTS_FULL = 26, /* a unit's histogram could not be created: its I/O is in the host's only */
+	STAT_IDS = 27,
 };
 
 /*
@@ -334,6 +335,15 @@ enum proc_flag {
 	PROC_TLS_PROBED = 1, /* its TLS library's reads and writes are probed: TLS is read in plaintext */
 	PROC_ENGINE = 2,     /* a storage engine serving an instance from user space (a FUSE daemon) */
 	PROC_MYSQL = 4,      /* a MySQL or MariaDB server: its clients speak MySQL's protocol */
+};
+
+/*
+ * A unit's histogram (thread_state.unit): the file system and block ones
+ * again, per unit, so that Go can split them by server, database and role.
+ */
+struct unit_hist_key {
+	__u32 unit;
+	__u32 id; /* enum hist_id */
 };
 
 /* A wait event's histogram: events are numbered per database version. */

@@ -92,9 +92,9 @@ static __always_inline void fs_account(struct thread_state *ts, __u32 op, __u64 
 		}
 		return;
 	}
-	hist_add(HIST_FS_READ + op, ns);
+	unit_hist_add(ts->unit, HIST_FS_READ + op, ns);
 	if (class)
-		hist_add(class == FS_READ_MISS ? HIST_FS_READ_MISS : HIST_FS_READ_HIT, ns);
+		unit_hist_add(ts->unit, class == FS_READ_MISS ? HIST_FS_READ_MISS : HIST_FS_READ_HIT, ns);
 	if (!q)
 		return;
 	acct_addn(&q->acct.fs[op], n, bytes, ns);

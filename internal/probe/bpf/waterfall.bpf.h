@@ -31,7 +31,6 @@ static __always_inline void wait_hist_add(__u32 version, __u32 event, __u64 ns)
 {
 	struct wait_key key = {.version = version, .event = event};
 	struct hist *h = bpf_map_lookup_elem(&wait_hists, &key);
-	__u32 slot = log2_slot(ns);
 
 	if (!h) {
 		static const struct hist zero;
@@ -43,10 +42,7 @@ static __always_inline void wait_hist_add(__u32 version, __u32 event, __u64 ns)
 			return;
 		}
 	}
-	if (slot >= HIST_SLOTS)
-		slot = HIST_SLOTS - 1;
-	__sync_fetch_and_add(&h->slots[slot], 1);
-	__sync_fetch_and_add(&h->sum, ns);
+	hist_add_shared(h, ns);
 }
 
 /* A sleep of ns to a query's boxes and waits: a waterfall's, or a copy. */
