@@ -37,12 +37,12 @@ type Exporter struct {
 	// The catalog's ByRole histograms: the intervals', by server,
 	// database and role, weighed at Add.
 	roleHists map[roleHist]*scaledHist
-	drops        model.Drops // cumulative
-	queries      float64
-	traced       float64     // the share of the time traced; 1: all of it
-	cost         *model.Cost // the last measure of the tracer's own cost; nil: none yet
-	fps          *fingerprints
-	servers      []model.Server // traced now
+	drops     model.Drops // cumulative
+	queries   float64
+	traced    float64     // the share of the time traced; 1: all of it
+	cost      *model.Cost // the last measure of the tracer's own cost; nil: none yet
+	fps       *fingerprints
+	servers   []model.Server // traced now
 }
 
 // scaledHist is a histogram's counts added up with weights.
