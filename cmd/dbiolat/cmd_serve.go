@@ -195,8 +195,10 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 					return err
 				}
 			case paused && now.Sub(cycleAt) >= d.period:
-				cycleAt, resumedAt, paused = now, time.Now(), false // the window opens as Resume begins
-				if err := s.Resume(); err != nil {
+				cycleAt, paused = now, false
+				err := s.Resume()
+				resumedAt = time.Now() // the window opens as Resume ends, the hooks all back
+				if err != nil {
 					fmt.Fprintln(os.Stderr, "dbiolat: "+err.Error()) // a hook that cannot come back (a binary replaced): the others trace on
 				}
 			}

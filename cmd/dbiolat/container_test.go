@@ -229,6 +229,9 @@ func TestContainerInNamespaces(t *testing.T) {
 		if !has(fams, "dbiolat_io_operations_total", map[string]string{"server": p.server(), "layer": "fs"}) {
 			t.Errorf("no file system I/O of server %q: %v", p.server(), fams["dbiolat_io_operations_total"])
 		}
+		if !has(fams, "dbiolat_fs_read_duration_seconds", map[string]string{"server": p.server(), "database": "postgres", "role": "client backend"}) {
+			t.Errorf("no read histogram of server %q's backends: %v", p.server(), fams["dbiolat_fs_read_duration_seconds"])
+		}
 	}
 	// pg-0's container restarts: its server stops, the pod starts another
 	// container (another id). serve follows it, under the same server name.
@@ -256,4 +259,18 @@ func TestContainerInNamespaces(t *testing.T) {
 		t.Errorf("serve did not say pg-0 is back:\n%s", s.stderr.String())
 	}
 	s.stopText(t)
+
+	// --pgdata with the path as the pods' servers see it: two share it,
+	// then, pg-0 gone, it names pg-1's.
+	wantOneSentence(t, exec.Command(binary, "hist", "--pgdata", podDataDir),
+		fmt.Sprintf("2 PostgreSQL servers use %s as their data directory (in containers: PIDs", podDataDir))
+	again.stop()
+	tr = startTrace(t, "slowlog", "--json", "--min-query", "0", "--pgdata", podDataDir)
+	if _, err := pods[1].psql("SELECT 'by its data directory'"); err != nil {
+		t.Fatal(err)
+	}
+	qs, _, _ = tr.stop(t)
+	if len(matching(qs, "SELECT $1")) == 0 || slices.ContainsFunc(qs, func(q model.Query) bool { return q.Instance != pods[1].postmaster }) {
+		t.Errorf("--pgdata %s: %d queries, want pg-1's (pid %d): %+v", podDataDir, len(qs), pods[1].postmaster, qs)
+	}
 }

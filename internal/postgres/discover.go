@@ -139,7 +139,11 @@ func ByPID(pid int) (Instance, error) {
 func ByDataDir(dir string) (Instance, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
 	if errors.Is(err, os.ErrNotExist) {
-		return Instance{}, fmt.Errorf("no PostgreSQL is running on %s (it has no postmaster.pid): start the server or check the path", dir)
+		// Not on this host's file system: a path in a container, as its server sees it?
+		if in, found, err := servingDir(dir); found || err != nil {
+			return in, err
+		}
+		return Instance{}, fmt.Errorf("no PostgreSQL is running on %s (it has no postmaster.pid, and no server sees a data directory there): start the server or check the path", dir)
 	}
 	if err != nil {
 		return Instance{}, fmt.Errorf("reading %s: %w", filepath.Join(dir, "postmaster.pid"), err)
@@ -149,11 +153,54 @@ func ByDataDir(dir string) (Instance, error) {
 	if err != nil {
 		return Instance{}, fmt.Errorf("%s/postmaster.pid does not start with a PID: is this a PostgreSQL data directory?", dir)
 	}
-	inst, err := ByPID(pid)
-	if err != nil {
-		return Instance{}, fmt.Errorf("%s/postmaster.pid names PID %d, which is not running PostgreSQL (a stale file?)", dir, pid)
+	if inst, err := ByPID(pid); err == nil && !elsewhere(dir, inst.PID) {
+		return inst, nil
 	}
-	return inst, nil
+	// The PID of another pid namespace (a container's): the server whose
+	// working directory this is.
+	if in, found, err := servingDir(dir); found || err != nil {
+		return in, err
+	}
+	return Instance{}, fmt.Errorf("%s/postmaster.pid names PID %d, which is not running PostgreSQL (a stale file?)", dir, pid)
+}
+
+// sameFile says whether dir is the working directory of process pid:
+// a postmaster's is its data directory.
+func sameFile(dir string, pid int) bool {
+	a, err1 := os.Stat(dir)
+	b, err2 := os.Stat(fmt.Sprintf("%s/%d/cwd", procRoot, pid))
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// elsewhere says whether process pid's working directory is known not
+// to be dir (a postmaster.pid's PID in another pid namespace may name an
+// unrelated server on the host).
+func elsewhere(dir string, pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("%s/%d/cwd", procRoot, pid))
+	return err == nil && !sameFile(dir, pid)
+}
+
+// servingDir finds the running server whose data directory is dir: the
+// same directory on this host, or, for a path not on it, the path its
+// server sees in its own mount namespace (a container's). found: one, or
+// several, which is an error.
+func servingDir(dir string) (in Instance, found bool, err error) {
+	all, err := Discover()
+	if err != nil {
+		return Instance{}, false, err
+	}
+	_, statErr := os.Stat(dir)
+	var pids []string
+	for _, i := range all {
+		if sameFile(dir, i.PID) || (statErr != nil && i.DataDir == filepath.Clean(dir)) {
+			in = i
+			pids = append(pids, strconv.Itoa(i.PID))
+		}
+	}
+	if len(pids) > 1 {
+		return Instance{}, true, fmt.Errorf("%d PostgreSQL servers use %s as their data directory (in containers: PIDs %s): choose one with --pid", len(pids), dir, strings.Join(pids, ", "))
+	}
+	return in, len(pids) == 1, nil
 }
 
 // Discover finds every PostgreSQL instance on the host.

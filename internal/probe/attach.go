@@ -148,17 +148,17 @@ func closeAll(links []link.Link) error {
 // Paused says whether the hooks are detached (between Pause and Resume).
 func (t *Tracer) Paused() bool { return t.paused }
 
-// Resume attaches again what Pause detached. The kernel side learns the
-// time first (traced_since_ns), so that whatever began before, while
-// the hooks were off, is left out rather than measured in part: queries
-// (counted in query_cut), syscalls, block requests, sleeps; and the
-// client protocol's parsers resync at each connection's next message.
+// Resume attaches again what Pause detached, then opens the traced
+// window (traced_since_ns, then traced_until_ns cleared): whatever began
+// before it, while the hooks were off or coming back one by one, is left
+// out rather than measured in part (a query whose switches the scheduler
+// hook, not yet back, missed; the attaching's own disturbance, kernel
+// text patched on every CPU): queries (counted in query_cut), syscalls,
+// block requests, sleeps. The protocol parsers resync at each
+// connection's next message from the first hook on (resync_ns).
 func (t *Tracer) Resume() error {
-	if err := t.objs.TracedSinceNs.Set(monotonicNow()); err != nil {
-		return fmt.Errorf("setting traced_since_ns: %w", err)
-	}
-	if err := t.objs.TracedUntilNs.Set(uint64(0)); err != nil {
-		return fmt.Errorf("setting traced_until_ns: %w", err)
+	if err := t.objs.ResyncNs.Set(monotonicNow()); err != nil {
+		return fmt.Errorf("setting resync_ns: %w", err)
 	}
 	var errs []error
 	for _, a := range t.attached {
@@ -167,6 +167,12 @@ func (t *Tracer) Resume() error {
 			errs = append(errs, err) // tried again at the next resume
 			a.link = l
 		}
+	}
+	if err := t.objs.TracedSinceNs.Set(monotonicNow()); err != nil {
+		return fmt.Errorf("setting traced_since_ns: %w", err)
+	}
+	if err := t.objs.TracedUntilNs.Set(uint64(0)); err != nil { // after since: a span begun while attaching stays out
+		return fmt.Errorf("setting traced_until_ns: %w", err)
 	}
 	t.paused = false
 	return errors.Join(errs...)

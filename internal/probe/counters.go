@@ -109,6 +109,7 @@ func (t *Tracer) Hists() (map[string]Hist, error) {
 type UnitHist struct {
 	Unit uint32
 	Name string
+	id   uint32 // enum hist_id
 }
 
 // UnitHists returns the I/O histograms kept per unit, cumulative.
@@ -119,7 +120,7 @@ func (t *Tracer) UnitHists() (map[UnitHist]Hist, error) {
 	it := t.objs.UnitHists.Iterate()
 	for it.Next(&k, &v) {
 		if int(k.Id) < len(t.names.hists) {
-			out[UnitHist{k.Unit, t.names.hists[k.Id]}] = v
+			out[UnitHist{k.Unit, t.names.hists[k.Id], k.Id}] = v
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -130,11 +131,7 @@ func (t *Tracer) UnitHists() (map[UnitHist]Hist, error) {
 
 // ForgetUnitHist drops a histogram of a unit that has exited, once read.
 func (t *Tracer) ForgetUnitHist(h UnitHist) {
-	for id, name := range t.names.hists {
-		if name == h.Name {
-			_ = t.objs.UnitHists.Delete(dbiolatUnitHistKey{Unit: h.Unit, Id: uint32(id)})
-		}
-	}
+	_ = t.objs.UnitHists.Delete(dbiolatUnitHistKey{Unit: h.Unit, Id: h.id})
 }
 
 // WaitKey names a wait event: its code, numbered per database version.

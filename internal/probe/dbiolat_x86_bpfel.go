@@ -570,6 +570,7 @@ const (
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 	dbiolatVarMyFence               = "my_fence"
+	dbiolatVarResyncNs              = "resync_ns"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
 	dbiolatVarTracedUntilNs         = "traced_until_ns"
 	dbiolatVarUnusedBox             = "unused_box"
@@ -731,6 +732,7 @@ type dbiolatVariableSpecs struct {
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 	MyFence           *ebpf.VariableSpec `ebpf:"my_fence"`
+	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.VariableSpec `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
@@ -826,6 +828,7 @@ type dbiolatVariables struct {
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
 	MyFence           *ebpf.Variable `ebpf:"my_fence"`
+	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.Variable `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`

@@ -41,16 +41,20 @@ struct {
 
 /*
  * The traced window of a duty cycle (dbiolat serve), bpf_ktime_get_ns
- * times set by Go: traced_since_ns before it attaches the hooks again
+ * times set by Go: traced_since_ns once the hooks are all attached again
  * after a pause, traced_until_ns before it detaches them (0 while
- * attached). Both 0 when tracing never paused. The hooks take a second to
- * come off, one by one, so the window, not the hooks, says what was
- * traced: a span that began before it or ended after it (a query, a
+ * attached). Both 0 when tracing never paused. The hooks come and go one
+ * by one (a second to come off), so the window, not the hooks, says what
+ * was traced: a span that began before it or ended after it (a query, a
  * syscall, a block request, a sleep) was not seen whole, so it is left
- * out and counted, never measured as if it had been.
+ * out and counted, never measured as if it had been. resync_ns is set
+ * before the hooks come back: a connection's protocol state that follows
+ * an older value missed what went by and starts over (wire_task,
+ * my_resync).
  */
 volatile __u64 traced_since_ns;
 volatile __u64 traced_until_ns;
+volatile __u64 resync_ns;
 
 static __always_inline int crossed_pause(__u64 start_ns, __u64 end_ns)
 {

@@ -312,7 +312,7 @@ struct wire {
 	__u8 flags;     /* enum wire_flag */
 	__u8 tls;       /* the socket carries TLS: its messages come from the TLS library */
 	__u8 pad[1];
-	__u64 synced_ns; /* the traced_since_ns its state follows: another, and it resyncs */
+	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
 };
 
 /* The task-local state of a traced thread. */

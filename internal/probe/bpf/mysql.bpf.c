@@ -108,7 +108,7 @@ struct my_conn {
 	__u8 in_seq;     /* ...its sequence number... */
 	__u8 in_header;  /* ...when its payload comes next (servers read the header first) */
 	__u8 pad;
-	__u64 synced_ns; /* the traced_since_ns its state follows: another, and it resyncs */
+	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
 	__u8 head[MY_HEAD];
 };
 
@@ -982,9 +982,9 @@ static __always_inline void my_received(struct task_struct *task, struct task_lo
  */
 static __always_inline struct my_conn *my_resync(struct my_conn *c)
 {
-	if (c->synced_ns == traced_since_ns)
+	if (c->synced_ns == resync_ns)
 		return c;
-	c->synced_ns = traced_since_ns;
+	c->synced_ns = resync_ns;
 	if (c->state == MY_GREETED || c->state == MY_IDLE || c->state == MY_BUSY) {
 		c->state = MY_IDLE;
 		c->carry = c->left = c->cmd_left = 0;

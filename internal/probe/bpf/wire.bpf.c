@@ -122,10 +122,10 @@ static __always_inline struct task_local *wire_task(struct task_struct *task)
 	struct task_local *tl = task_local_of(task);
 	struct wire *w;
 
-	if (!tl || tl->wire.synced_ns == traced_since_ns)
+	if (!tl || tl->wire.synced_ns == resync_ns)
 		return tl;
 	w = &tl->wire;
-	w->synced_ns = traced_since_ns;
+	w->synced_ns = resync_ns;
 	switch (w->state) {
 	case WIRE_SSL_ASKED: /* the answer, the handshake, the startup may have gone by */
 		w->state = WIRE_NEW;
