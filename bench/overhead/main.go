@@ -319,10 +319,12 @@ func quantile(v []float64, q float64) float64 {
 func printAgreement(runs []measurement) {
 	type key struct{ workload, version, config string }
 	by := map[key][]*latency{}
+	tps := map[key][]float64{}
 	for _, m := range runs {
 		if m.Latency != nil && m.Round > 0 {
 			k := key{m.Workload, m.Version, m.Config}
 			by[k] = append(by[k], m.Latency)
+			tps[k] = append(tps[k], m.TPS)
 		}
 	}
 	median := func(ls []*latency, f func(*latency) float64) float64 {
@@ -351,5 +353,10 @@ func printAgreement(runs []measurement) {
 			fmt.Printf("  %-4s %9.1f us %9.1f us  %6.3f\n", s.name, d, f, d/f)
 		}
 		fmt.Printf("  queries (the duty run's scaled estimate: of the load's traced cycles, one of which may end after it) %.0f and %.0f\n", median(duty, func(l *latency) float64 { return l.Queries }), median(full, func(l *latency) float64 { return l.Queries }))
+		// A closed loop's mean latency is clients/TPS: how much slower
+		// tracing everything made each transaction, in the same rounds.
+		fullKey := key{k.workload, k.version, serveFull.name}
+		fmt.Printf("  pgbench's mean latency (clients/TPS), duty against full: %.3f (tracing everything slows what it measures)\n",
+			quantile(tps[fullKey], 0.5)/quantile(tps[k], 0.5))
 	}
 }

@@ -274,3 +274,96 @@ func TestContainerInNamespaces(t *testing.T) {
 		t.Errorf("--pgdata %s: %d queries, want pg-1's (pid %d): %+v", podDataDir, len(qs), pods[1].postmaster, qs)
 	}
 }
+
+// A MariaDB in a pod as CRI-O and the kubelet make one (its own pid,
+// mount and cgroup namespaces, its data directory seen only inside): found
+// by its PID, its records and serve's series name its container, its pod
+// and its data directory as it sees it.
+func TestMariaDBInPod(t *testing.T) {
+	testenv.NeedRoot(t)
+	const name, uid, id, dataDir = "my-0", "9e8d7c6b-5a49-4387-a6b5-c4d3e2f1a0b9", "3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a", "/var/lib/mysql"
+	if _, err := exec.LookPath("mariadbd"); err != nil {
+		t.Fatalf("MariaDB is not installed (scripts/install-deps installs it): %v", err)
+	}
+	host := reachableTempDir(t, "mypod-")
+	if out, err := exec.Command("mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db",
+		"--datadir="+host+"/data").CombinedOutput(); err != nil {
+		t.Fatalf("making the pod's data directory: %v\n%s", err, out)
+	}
+	cg := podCgroup(t, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"+strings.ReplaceAll(uid, "-", "_")+
+		".slice/crio-"+id+".scope")
+	sock := filepath.Join(host, "mysqld.sock")
+	cmd := exec.Command("sh", "-ec", fmt.Sprintf(`echo $$ > %[1]s/cgroup.procs
+		mkdir -p %[3]s
+		exec unshare --pid --fork --mount --cgroup --propagation private sh -ec '
+			mount -t tmpfs -o mode=755 data %[3]s
+			cp -a %[2]s/data/. %[3]s
+			mount -t tmpfs tmpfs /run
+			mkdir -p /run/secrets/kubernetes.io/serviceaccount
+			printf prod > /run/secrets/kubernetes.io/serviceaccount/namespace
+			echo %[4]s > %[2]s/hostname
+			mount --bind %[2]s/hostname /etc/hostname
+			exec mariadbd --no-defaults --user=root --datadir=%[3]s --socket=%[5]s --skip-networking \
+				--pid-file=%[3]s/mariadbd.pid --log-error=%[3]s/error.log'`,
+		cg, host, dataDir, name, sock))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	server := 0
+	t.Cleanup(func() {
+		if server != 0 {
+			syscall.Kill(server, syscall.SIGTERM) // pid 1 goes, its namespaces with it
+		}
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("the pod's output:\n%s", out.String())
+		}
+	})
+	client := func(sql string) (string, error) {
+		b, err := exec.Command("mariadb", "--no-defaults", "--protocol=socket", "--socket="+sock, "--user=root", "-N", "-e", sql).CombinedOutput()
+		return strings.TrimSpace(string(b)), err
+	}
+	waitFor(t, "the pod's MariaDB to take connections", func() bool {
+		if server == 0 {
+			children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+			server, _ = strconv.Atoi(strings.TrimSpace(string(children)))
+		}
+		_, err := client("SELECT 1")
+		return err == nil
+	})
+	want := container.Info{Runtime: "cri-o", ID: id, PodUID: uid, QoS: "besteffort", Namespace: "prod", Pod: name}
+
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(server))
+	if _, err := client("SELECT SLEEP(0.1)"); err != nil {
+		t.Fatal(err)
+	}
+	qs, _, _ := tr.stop(t)
+	i := slices.IndexFunc(qs, func(q model.Query) bool { return strings.HasPrefix(q.Query, "SELECT SLEEP") })
+	if i < 0 {
+		t.Fatalf("no record of the pod's query among %d\n%s", len(qs), tr.stderr.String())
+	}
+	if q := qs[i]; q.Container == nil || *q.Container != want || q.DataDir != dataDir {
+		t.Errorf("the query's container %+v, data directory %s; want %+v, %s", q.Container, q.DataDir, want, dataDir)
+	}
+
+	s := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", strconv.Itoa(server))
+	url := servingRe.FindStringSubmatch(s.stderr.String())[1]
+	label := "prod/" + name + ":" + dataDir
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, "serve to count the pod's queries", func() bool {
+		if _, err := client("SELECT COUNT(*) FROM mysql.user"); err != nil {
+			t.Fatal(err)
+		}
+		fams = scrape(t, url)
+		return slices.ContainsFunc(fams["dbiolat_fingerprint_calls_total"].GetMetric(), func(m *dto.Metric) bool { return labelOf(m, "server") == label })
+	})
+	if !slices.ContainsFunc(fams["dbiolat_server_info"].GetMetric(), func(m *dto.Metric) bool {
+		return labelOf(m, "server") == label && labelOf(m, "kind") == "MariaDB" && labelOf(m, "data_dir") == dataDir &&
+			labelOf(m, "container_runtime") == "cri-o" && labelOf(m, "container_id") == id && labelOf(m, "k8s_pod") == name
+	}) {
+		t.Errorf("no dbiolat_server_info of the pod's MariaDB: %v", fams["dbiolat_server_info"])
+	}
+	s.stopText(t)
+}

@@ -224,16 +224,19 @@ func labelOf(m *dto.Metric, name string) string {
 
 // checkRoleHists checks the file system histograms by role against the
 // operation counters: every read of a role's processes, the exited ones'
-// folded in, is in its histograms once, as a page-cache hit or a miss.
-// (Summed over servers and databases: a process that begins and ends
-// between two readings may be named by one and not the other. The role
-// must be idle: the two are read one after the other.)
+// folded in, is in its histograms once, as a page-cache hit or a miss,
+// under its server's name, even for a process that began and ended
+// between two readings. (The role must be idle: the two are read one
+// after the other.)
 func checkRoleHists(t *testing.T, fams map[string]*dto.MetricFamily, role string) {
 	t.Helper()
 	count := func(family string) (n uint64) {
 		for _, m := range fams[family].GetMetric() {
 			if labelOf(m, "role") == role {
 				n += m.GetHistogram().GetSampleCount()
+				if labelOf(m, "server") == "" {
+					t.Errorf("%s%v: no server named", family, m.GetLabel())
+				}
 			}
 		}
 		return n

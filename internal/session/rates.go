@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -114,6 +115,37 @@ func (rh roleHists) add(who rateKey, name string, v, p probe.Hist) {
 		}
 	}
 	h.Sum += v.Sum - p.Sum
+}
+
+// later lists the units whose counts wait for the next interval: when
+// rows are split by server, those whose server is not known yet (a
+// process that began and ended since Poll last looked: its exit record,
+// which names it, is read by then). Once: a unit left for later last
+// time goes in now, known or not.
+func (s *Session) later(cur totals) map[uint32]bool {
+	if !s.cfg.RatesByServer {
+		return nil
+	}
+	now := map[uint32]bool{}
+	check := func(unit uint32) {
+		if _, seen := now[unit]; !seen {
+			now[unit] = s.owner(unit) == 0 && !s.leftForLater[unit]
+		}
+	}
+	for unit := range cur.proc {
+		check(unit)
+	}
+	for k := range cur.blk {
+		if k.Owner == probe.OwnerTraced {
+			check(k.Unit)
+		}
+	}
+	for k := range cur.hists {
+		check(k.Unit)
+	}
+	maps.DeleteFunc(now, func(_ uint32, later bool) bool { return !later })
+	s.leftForLater = now
+	return now
 }
 
 // who is the row a unit's I/O goes in: its role and, if rows are split
@@ -240,13 +272,26 @@ func (s *Session) rates() ([]model.Rate, []model.RoleHists, float64, error) {
 	if secs <= 0 {
 		return nil, nil, 0, nil
 	}
+	later := s.later(cur)
 	for tgid, v := range cur.proc {
+		if later[tgid] {
+			cur.proc[tgid] = prev.proc[tgid]
+			continue
+		}
 		rows.addFS(s.who(tgid), v, prev.proc[tgid])
 	}
 	for k, v := range cur.blk {
+		if k.Owner == probe.OwnerTraced && later[k.Unit] {
+			cur.blk[k] = prev.blk[k]
+			continue
+		}
 		rows.addBlk(s.blkWho(k), k, v, prev.blk[k])
 	}
 	for k, v := range cur.hists {
+		if later[k.Unit] {
+			cur.hists[k] = prev.hists[k]
+			continue
+		}
 		hists.add(s.who(k.Unit), k.Name, v, prev.hists[k])
 	}
 

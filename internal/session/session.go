@@ -51,23 +51,24 @@ type Session struct {
 	wallOff   time.Duration // wall clock minus CLOCK_MONOTONIC
 	start     time.Time
 
-	exited      map[uint32]time.Time // pid -> when its exit was seen
-	prevTotals  totals               // for Interval
-	prevQueries uint64
-	statements  statements                // named prepared statements per backend, learned from the wire
-	exitedIO    rateRows                  // what processes that exited did since the last interval
-	exitedHists roleHists                 // and their histograms' gains (RatesByServer)
-	unfolded    []uint32                  // exited processes whose kernel totals are not folded yet
-	folded      time.Time                 // when foldExited last ran
-	followed    time.Time                 // when follow last looked for restarted instances
-	gone        map[int]bool              // postmasters seen exited, not back yet
-	instances   map[int]postgres.Instance // by postmaster pid, every one attached since the start
-	mysqls      map[int]mysql.Instance    // MySQL servers by pid
-	myThreads   map[int]*mysql.Threads    // what tells their threads' roles, by server pid
-	containers  map[int]*container.Info   // the container each server runs in, by its pid; nil: the host
-	owners      map[uint32]int            // the server each tracked process (or MySQL thread) belongs to
-	myConns     map[uint64]*myConn        // MySQL connections by the kernel's key for them
-	boxes       []boxOf                   // where each kernel box goes in a model.Query
+	exited       map[uint32]time.Time // pid -> when its exit was seen
+	prevTotals   totals               // for Interval
+	prevQueries  uint64
+	statements   statements                // named prepared statements per backend, learned from the wire
+	exitedIO     rateRows                  // what processes that exited did since the last interval
+	exitedHists  roleHists                 // and their histograms' gains (RatesByServer)
+	leftForLater map[uint32]bool           // units whose counts the last interval left for this one
+	unfolded     []uint32                  // exited processes whose kernel totals are not folded yet
+	folded       time.Time                 // when foldExited last ran
+	followed     time.Time                 // when follow last looked for restarted instances
+	gone         map[int]bool              // postmasters seen exited, not back yet
+	instances    map[int]postgres.Instance // by postmaster pid, every one attached since the start
+	mysqls       map[int]mysql.Instance    // MySQL servers by pid
+	myThreads    map[int]*mysql.Threads    // what tells their threads' roles, by server pid
+	containers   map[int]*container.Info   // the container each server runs in, by its pid; nil: the host
+	owners       map[uint32]int            // the server each tracked process (or MySQL thread) belongs to
+	myConns      map[uint64]*myConn        // MySQL connections by the kernel's key for them
+	boxes        []boxOf                   // where each kernel box goes in a model.Query
 }
 
 // boxOf is one waterfall box: its index in the kernel's query_acct, and
