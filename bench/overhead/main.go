@@ -62,8 +62,8 @@ type result struct {
 	// over the baseline's CPU per transaction; a floor of its cost (the
 	// hooks' dispatch and the syscall slow path are not in it), measured
 	// without the run-to-run noise of a TPS ratio.
-	OwnShare float64 `json:"median_own_cpu_share"`
-	TopPrograms    []string   `json:"top_programs"`
+	OwnShare    float64  `json:"median_own_cpu_share"`
+	TopPrograms []string `json:"top_programs"`
 }
 
 func main() {
