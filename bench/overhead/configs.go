@@ -252,9 +252,7 @@ func (e *env) load(ctx context.Context, workload, wflag string, clients, secs in
 		return int64(res.Transactions), float64(res.Transactions) / res.Time.Seconds(), nil
 	}
 	args := []string{"-n", "-c", fmt.Sprint(clients), "-T", fmt.Sprint(secs)}
-	if wflag != "" {
-		args = append(args, wflag)
-	}
+	args = append(args, strings.Fields(wflag)...)
 	out, err := e.cluster.Pgbench(ctx, "postgres", args...)
 	if err != nil {
 		return 0, 0, err

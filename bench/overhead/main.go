@@ -6,10 +6,11 @@
 // prints the median TPS ratio against the baseline of the same round with
 // its interquartile range, machine CPU per transaction, the tracer's own
 // CPU and peak memory, and the BPF run time per transaction from the
-// kernel's statistics. Not a test: the figures go into closing notes, and
-// the table as JSON into bench/results/.
+// kernel's statistics; for serve's duty cycles, their query latency
+// quantiles against a fully traced run's. Not a test: the figures go into
+// closing notes, and the table as JSON into bench/results/.
 //
-//	go run ./bench/overhead [-rounds 7] [-seconds 10] [-configs default,all,bpftrace,strace] [-versions 15,mariadb]
+//	go run ./bench/overhead [-rounds 7] [-seconds 10] [-configs default,all,bpftrace,strace] [-versions 15,mariadb] [-rate TPS]
 package main
 
 import (
@@ -74,13 +75,14 @@ func main() {
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
+	rate := flag.Int("rate", 0, "pgbench -R (PostgreSQL): hold this many transactions a second, a steady load below saturation, for the latency agreement (a tracer's cost then shows in CPU, not TPS); 0: as fast as it goes")
 	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
 		"), and mariadb (sysbench oltp_read_only for select-only, oltp_read_write for tpcb-like)")
 	capacityRates := flag.String("capacity", "", "instead, the capacity ladder on a synthetic backend: query rates to hold for -seconds each with every query recorded, e.g. 25000,50000,100000,0 (0: unlimited)")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
 	flag.Parse()
-	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, sharedBuffers: *sharedBuffers, out: *out}
+	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, rate: *rate, sharedBuffers: *sharedBuffers, out: *out}
 	if *capacityRates != "" {
 		rates, err := parseRates(*capacityRates)
 		if err == nil {
@@ -109,10 +111,10 @@ func main() {
 }
 
 type options struct {
-	rounds, secs, clients, scale int
-	sharedBuffers, out           string
-	configs                      []config
-	workloads, versions          []string
+	rounds, secs, clients, scale, rate int
+	sharedBuffers, out                 string
+	configs                            []config
+	workloads, versions                []string
 }
 
 var pgbenchFlag = map[string]string{"select-only": "-S", "tpcb-like": ""}
@@ -173,6 +175,9 @@ func run(o options) error {
 		wflag, ok := pgbenchFlag[wl]
 		if !ok {
 			return fmt.Errorf("unknown workload %q (select-only, tpcb-like)", wl)
+		}
+		if o.rate > 0 {
+			wflag += fmt.Sprintf(" -R %d", o.rate)
 		}
 		type key struct{ version, config string }
 		byItem := map[key][]measurement{}
@@ -266,8 +271,12 @@ func summarize(workload, config string, base, traced []measurement, profile meas
 }
 
 func printTable(o options, results []result) {
-	fmt.Printf("\npgbench scale %d, shared_buffers %s, %d clients, %ds runs, %d rounds (strace: %d)\n",
-		o.scale, o.sharedBuffers, o.clients, o.secs, o.rounds, min(o.rounds, strace.rounds))
+	rate := "as fast as they go"
+	if o.rate > 0 {
+		rate = fmt.Sprintf("-R %d", o.rate)
+	}
+	fmt.Printf("\npgbench scale %d, shared_buffers %s, %d clients %s, %ds runs, %d rounds (strace: %d)\n",
+		o.scale, o.sharedBuffers, o.clients, rate, o.secs, o.rounds, min(o.rounds, strace.rounds))
 	fmt.Printf("%-11s %-4s %-9s %8s %7s %15s %9s %8s %9s %8s %10s  %s\n", "workload", "pg", "config", "TPS", "loss", "IQR", "CPU/tx", "own CPU", "tool CPU", "tool RSS", "BPF ns/tx", "BPF time by program")
 	for _, r := range results {
 		fmt.Printf("%-11s %-4s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %7.2f%% %8.2fs %6dMB %10.0f  %s\n", r.Workload, r.Version, r.Config, r.MedianRatio,
