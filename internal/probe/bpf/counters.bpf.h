@@ -93,6 +93,25 @@ static __always_inline void hist_add_shared(struct hist *h, __u64 v)
 	__sync_fetch_and_add(&h->sum, v);
 }
 
+/*
+ * The histogram under key in a hash map of them, created empty if new;
+ * NULL, counted in full, when the map has no room.
+ */
+static __always_inline struct hist *hist_of(void *map, const void *key, enum stat_id full)
+{
+	struct hist *h = bpf_map_lookup_elem(map, key);
+
+	if (!h) {
+		static const struct hist zero;
+
+		bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(map, key);
+		if (!h)
+			stat_inc(full);
+	}
+	return h;
+}
+
 /* A value into the host's histogram and its unit's (unit 0: none). */
 static __always_inline void unit_hist_add(__u32 unit, enum hist_id id, __u64 v)
 {
@@ -100,20 +119,8 @@ static __always_inline void unit_hist_add(__u32 unit, enum hist_id id, __u64 v)
 	struct hist *h;
 
 	hist_add(id, v);
-	if (!unit)
-		return;
-	h = bpf_map_lookup_elem(&unit_hists, &key);
-	if (!h) {
-		static const struct hist zero;
-
-		bpf_map_update_elem(&unit_hists, &key, &zero, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&unit_hists, &key);
-		if (!h) {
-			stat_inc(STAT_UNIT_HISTS_FULL);
-			return;
-		}
-	}
-	hist_add_shared(h, v);
+	if (unit && (h = hist_of(&unit_hists, &key, STAT_UNIT_HISTS_FULL)))
+		hist_add_shared(h, v);
 }
 
 /* n operations. For counters only their own thread writes: no atomics needed. */

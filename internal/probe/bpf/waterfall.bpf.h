@@ -30,19 +30,10 @@ static __always_inline __u32 sleep_box(__u8 box)
 static __always_inline void wait_hist_add(__u32 version, __u32 event, __u64 ns)
 {
 	struct wait_key key = {.version = version, .event = event};
-	struct hist *h = bpf_map_lookup_elem(&wait_hists, &key);
+	struct hist *h = hist_of(&wait_hists, &key, STAT_WAIT_HISTS_FULL);
 
-	if (!h) {
-		static const struct hist zero;
-
-		bpf_map_update_elem(&wait_hists, &key, &zero, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&wait_hists, &key);
-		if (!h) {
-			stat_inc(STAT_WAIT_HISTS_FULL);
-			return;
-		}
-	}
-	hist_add_shared(h, ns);
+	if (h)
+		hist_add_shared(h, ns);
 }
 
 /* A sleep of ns to a query's boxes and waits: a waterfall's, or a copy. */
