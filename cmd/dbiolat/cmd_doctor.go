@@ -26,7 +26,8 @@ func runDoctorCmd(ctx context.Context, args []string) error {
 	var o targetOptions
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.IntVar(&o.PID, "pid", 0, "check the PostgreSQL instance, or the MySQL or MariaDB server, this process belongs to")
-	fs.StringVar(&o.PGData, "pgdata", "", "check the PostgreSQL instance serving this data directory")
+	fs.StringVar(&o.PGData, "pgdata", "", "check the server (PostgreSQL, MySQL or MariaDB) serving this data directory")
+	fs.StringVar(&o.PGData, "datadir", "", "the same as --pgdata (mysqld's name for it)")
 	fs.BoolVar(&o.JSON, "json", false, "print the checks as one JSON object")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err

@@ -335,7 +335,9 @@ func TestMariaDBInPod(t *testing.T) {
 	})
 	want := container.Info{Runtime: "cri-o", ID: id, PodUID: uid, QoS: "besteffort", Namespace: "prod", Pod: name}
 
-	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(server))
+	// The data directory as the pod's server sees it (the host's own
+	// /var/lib/mysql, if it has one, is another directory).
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--datadir", dataDir)
 	if _, err := client("SELECT SLEEP(0.1)"); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,8 @@ type targetOptions struct {
 
 func (o *targetOptions) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.PID, "pid", 0, "trace the PostgreSQL instance this process belongs to (postmaster or any backend)")
-	fs.StringVar(&o.PGData, "pgdata", "", "trace the PostgreSQL instance serving this data directory")
+	fs.StringVar(&o.PGData, "pgdata", "", "trace the server (PostgreSQL, MySQL or MariaDB) serving this data directory, as the host or the server's container sees it")
+	fs.StringVar(&o.PGData, "datadir", "", "the same as --pgdata (mysqld's name for it)")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C")
 	fs.BoolVar(&o.JSON, "json", false, "print JSON lines, one object per record or interval, and a final summary object")
 	fs.BoolVar(&o.RawSQL, "raw-sql", false, "show query text with its literals (default: literals replaced by $n)")

@@ -165,28 +165,39 @@ func ByPID(pid int) (Instance, error) {
 
 // ByDataDir finds the server whose data directory is dir: the one whose
 // working directory is the same directory (compared as files, so that
-// symlinks and mount namespaces do not matter).
+// symlinks do not matter), or else the one that sees dir as its data
+// directory in its own mount namespace (a container's).
 func ByDataDir(dir string) (Instance, error) {
-	want, err := os.Stat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return Instance{}, fmt.Errorf("%s does not exist: check the data directory's path", dir)
-	}
-	if err != nil {
-		return Instance{}, fmt.Errorf("cannot read the data directory %s: %w", dir, err)
+	want, statErr := os.Stat(dir)
+	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+		return Instance{}, fmt.Errorf("cannot read the data directory %s: %w", dir, statErr)
 	}
 	ins, err := Discover()
 	if err != nil {
 		return Instance{}, err
 	}
+	var same, seen []Instance
 	for _, in := range ins {
-		if cwd, err := os.Stat(fmt.Sprintf("%s/%d/cwd", procRoot, in.PID)); err == nil && os.SameFile(want, cwd) {
-			return in, nil
-		}
-		if filepath.Clean(in.DataDir) == filepath.Clean(dir) {
-			return in, nil
+		if cwd, err := os.Stat(fmt.Sprintf("%s/%d/cwd", procRoot, in.PID)); statErr == nil && err == nil && os.SameFile(want, cwd) {
+			same = append(same, in)
+		} else if filepath.Clean(in.DataDir) == filepath.Clean(dir) {
+			seen = append(seen, in)
 		}
 	}
-	return Instance{}, fmt.Errorf("no MySQL or MariaDB server is running on %s: start the server or check the path", dir)
+	if len(same) == 0 {
+		same = seen
+	}
+	switch len(same) {
+	case 0:
+		return Instance{}, fmt.Errorf("no MySQL or MariaDB server is running on %s: start the server or check the path", dir)
+	case 1:
+		return same[0], nil
+	}
+	pids := make([]string, len(same))
+	for i, in := range same {
+		pids[i] = strconv.Itoa(in.PID)
+	}
+	return Instance{}, fmt.Errorf("%d MySQL or MariaDB servers use %s as their data directory (in containers: PIDs %s): choose one with --pid", len(same), dir, strings.Join(pids, ", "))
 }
 
 // Discover finds every running MySQL and MariaDB server on the host:

@@ -181,26 +181,36 @@ func elsewhere(dir string, pid int) bool {
 }
 
 // servingDir finds the running server whose data directory is dir: the
-// same directory on this host, or, for a path not on it, the path its
-// server sees in its own mount namespace (a container's). found: one, or
+// same directory on this host, or else the one that sees dir as its data
+// directory in its own mount namespace (a container's). found: one, or
 // several, which is an error.
 func servingDir(dir string) (in Instance, found bool, err error) {
 	all, err := Discover()
 	if err != nil {
 		return Instance{}, false, err
 	}
-	_, statErr := os.Stat(dir)
-	var pids []string
+	var same, seen []Instance
 	for _, i := range all {
-		if sameFile(dir, i.PID) || (statErr != nil && i.DataDir == filepath.Clean(dir)) {
-			in = i
-			pids = append(pids, strconv.Itoa(i.PID))
+		if sameFile(dir, i.PID) {
+			same = append(same, i)
+		} else if i.DataDir == filepath.Clean(dir) {
+			seen = append(seen, i)
 		}
 	}
-	if len(pids) > 1 {
-		return Instance{}, true, fmt.Errorf("%d PostgreSQL servers use %s as their data directory (in containers: PIDs %s): choose one with --pid", len(pids), dir, strings.Join(pids, ", "))
+	if len(same) == 0 {
+		same = seen
 	}
-	return in, len(pids) == 1, nil
+	if len(same) > 1 {
+		pids := make([]string, len(same))
+		for i, in := range same {
+			pids[i] = strconv.Itoa(in.PID)
+		}
+		return Instance{}, true, fmt.Errorf("%d PostgreSQL servers use %s as their data directory (in containers: PIDs %s): choose one with --pid", len(same), dir, strings.Join(pids, ", "))
+	}
+	if len(same) == 0 {
+		return Instance{}, false, nil
+	}
+	return same[0], true, nil
 }
 
 // Discover finds every PostgreSQL instance on the host.
