@@ -111,8 +111,8 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	nextTick, ticks := time.Now().Add(t.interval), 0
 	for {
 		deadline := time.Now().Add(drainEvery)
-		if t.interval > 0 && nextTick.Before(deadline) {
-			deadline = nextTick
+		if t.interval > 0 && (nextTick.Before(deadline) || s.Paused()) {
+			deadline = nextTick // while the hooks are off (duty cycles), nothing comes to drain
 		}
 		if err := poll(deadline); err != nil {
 			return s, err

@@ -412,6 +412,9 @@ func (s *Session) Detach() error { return s.tracer.Detach() }
 // is measured meanwhile, and nothing costs (duty cycles).
 func (s *Session) Pause() error { return s.tracer.Pause() }
 
+// Paused says whether the hooks are off (between Pause and Resume).
+func (s *Session) Paused() bool { return s.tracer.Paused() }
+
 // Resume attaches again what Pause detached; what began meanwhile is
 // left out (probe.Tracer.Resume).
 func (s *Session) Resume() error { return s.tracer.Resume() }
