@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 demo: deps
 	$(GO) run ./cmd/dbiolat demo
 
-test: deps check-generated
+test: deps .tools/prometheus3 check-generated
 	$(GO) vet ./...
 	# -p 1: the tests share one kernel and page cache (drop_caches, block I/O by
 	# other processes); packages must not run at the same time.
@@ -19,6 +19,14 @@ test: deps check-generated
 
 deps:
 	scripts/install-deps
+
+# Tests only: Prometheus 3 (Debian's is 2.42), from the Go module proxy, to
+# scrape serve's classic histograms as native ones (TestDashboardQueriesReturnData).
+# No service discovery: the test names its target.
+PROMETHEUS3 = github.com/prometheus/prometheus/cmd/prometheus@v0.316.0
+.tools/prometheus3:
+	GOBIN=$(CURDIR)/.tools/go $(GO) install -tags remove_all_sd $(PROMETHEUS3)
+	mv .tools/go/prometheus $@
 
 build:
 	$(GO) build -o dbiolat ./cmd/dbiolat
