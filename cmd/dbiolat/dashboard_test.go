@@ -117,19 +117,19 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 // within a bucket; the margin is for floating point only).
 func checkNativeHistograms(t *testing.T, p *promServer) {
 	t.Helper()
-	at := "&time=" + strconv.FormatInt(time.Now().Unix(), 10)
-	native := p.query(t, `dbiolat_query_duration_seconds`+at)
+	at := strconv.FormatInt(time.Now().Unix(), 10)
+	native := p.queryAt(t, `dbiolat_query_duration_seconds`, at)
 	if len(native) == 0 || native[0].Histogram == nil {
 		t.Fatalf("%s: no native histogram of query latency: %+v", p.name, native)
 	}
 	bounds := map[float64]bool{}
-	for _, s := range p.query(t, `dbiolat_query_duration_seconds_bucket`+at) {
+	for _, s := range p.queryAt(t, `dbiolat_query_duration_seconds_bucket`, at) {
 		le, _ := strconv.ParseFloat(s.Metric["le"], 64)
 		bounds[le] = true
 	}
 	for _, h := range native {
 		labels := fmt.Sprintf(`{server=%q,database=%q}`, h.Metric["server"], h.Metric["database"])
-		classic := p.query(t, `dbiolat_query_duration_seconds_count`+labels+at)
+		classic := p.queryAt(t, `dbiolat_query_duration_seconds_count`+labels, at)
 		if len(classic) != 1 || classic[0].Value[1] != h.Histogram.Count {
 			t.Errorf("%s %s: native count %s, classic %+v", p.name, labels, h.Histogram.Count, classic)
 		}
@@ -140,8 +140,8 @@ func checkNativeHistograms(t *testing.T, p *promServer) {
 			}
 		}
 		for _, q := range []string{"0.5", "0.99"} {
-			n := p.query(t, "histogram_quantile("+q+", dbiolat_query_duration_seconds"+labels+")"+at)
-			c := p.query(t, "histogram_quantile("+q+", dbiolat_query_duration_seconds_bucket"+labels+")"+at)
+			n := p.queryAt(t, "histogram_quantile("+q+", dbiolat_query_duration_seconds"+labels+")", at)
+			c := p.queryAt(t, "histogram_quantile("+q+", dbiolat_query_duration_seconds_bucket"+labels+")", at)
 			if len(n) != 1 || len(c) != 1 {
 				t.Fatalf("%s %s: p%s native %+v, classic %+v", p.name, labels, q, n, c)
 			}
@@ -191,12 +191,21 @@ type promSample struct {
 	}
 }
 
-// query runs an instant query (expr, then any &time=) through the HTTP
-// API; an error of the query fails the test.
+// query runs an instant query through the HTTP API; an error of the
+// query fails the test.
 func (p *promServer) query(t *testing.T, expr string) []promSample {
 	t.Helper()
-	expr, at, _ := strings.Cut(expr, "&")
-	resp, err := http.Get("http://" + p.addr + "/api/v1/query?query=" + url.QueryEscape(expr) + "&" + at)
+	return p.queryAt(t, expr, "")
+}
+
+// queryAt runs an instant query at a time (unix seconds; "": now).
+func (p *promServer) queryAt(t *testing.T, expr, at string) []promSample {
+	t.Helper()
+	args := url.Values{"query": {expr}}
+	if at != "" {
+		args.Set("time", at)
+	}
+	resp, err := http.Get("http://" + p.addr + "/api/v1/query?" + args.Encode())
 	if err != nil {
 		return nil // not up yet
 	}
