@@ -200,17 +200,17 @@ func servingDir(dir string) (in Instance, found bool, err error) {
 	if len(same) == 0 {
 		same = seen
 	}
-	if len(same) > 1 {
-		pids := make([]string, len(same))
-		for i, in := range same {
-			pids[i] = strconv.Itoa(in.PID)
-		}
-		return Instance{}, true, fmt.Errorf("%d PostgreSQL servers use %s as their data directory (in containers: PIDs %s): choose one with --pid", len(same), dir, strings.Join(pids, ", "))
-	}
-	if len(same) == 0 {
+	switch len(same) {
+	case 0:
 		return Instance{}, false, nil
+	case 1:
+		return same[0], true, nil
 	}
-	return same[0], true, nil
+	pids := make([]string, len(same))
+	for i, in := range same {
+		pids[i] = strconv.Itoa(in.PID)
+	}
+	return Instance{}, true, fmt.Errorf("%d PostgreSQL servers use %s as their data directory (in containers: PIDs %s): choose one with --pid", len(same), dir, strings.Join(pids, ", "))
 }
 
 // Discover finds every PostgreSQL instance on the host.
