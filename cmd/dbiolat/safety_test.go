@@ -37,7 +37,7 @@ func recordings(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 		for i := 0; i < 200; i++ {
-			w.Query(&model.Query{TS: time.Now(), Query: fmt.Sprintf("SELECT $1 FROM t%d", i), Fingerprint: fmt.Sprint(i), QueryNs: 1000})
+			w.Query(&model.Query{Statements: 1, TS: time.Now(), Query: fmt.Sprintf("SELECT $1 FROM t%d", i), Fingerprint: fmt.Sprint(i), QueryNs: 1000})
 		}
 		w.Summary(&model.Summary{})
 		if version != "" {

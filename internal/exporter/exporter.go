@@ -100,7 +100,7 @@ func (e *Exporter) Observe(q *model.Query) {
 		h = &hist.Hist{}
 		e.queryPending[k] = h
 	}
-	h.Add(q.QueryNs)
+	h.AddN(q.QueryNs, uint64(q.Statements))
 }
 
 // EndWindow gives the window's busiest fingerprints their series (at most

@@ -183,8 +183,8 @@ func TestSeriesNameTheirServer(t *testing.T) {
 		{Name: "/srv/pg", Kind: "PostgreSQL", Version: "15", PID: 100, DataDir: "/srv/pg", Port: 5432},
 		{Name: inPod, Kind: "PostgreSQL", Version: "17", PID: 200, DataDir: "/var/lib/postgresql/data", Port: 5432, Container: pod},
 	})
-	e.Observe(&model.Query{Fingerprint: "f1", Query: "SELECT 1", QueryNs: 10, DataDir: "/srv/pg", Database: "app"})
-	e.Observe(&model.Query{Fingerprint: "f1", Query: "SELECT 1", QueryNs: 10, DataDir: "/var/lib/postgresql/data", Container: pod, Database: "app"})
+	e.Observe(&model.Query{Statements: 1, Fingerprint: "f1", Query: "SELECT 1", QueryNs: 10, DataDir: "/srv/pg", Database: "app"})
+	e.Observe(&model.Query{Statements: 1, Fingerprint: "f1", Query: "SELECT 1", QueryNs: 10, DataDir: "/var/lib/postgresql/data", Container: pod, Database: "app"})
 	e.Add(&model.Interval{Seconds: 1, Rates: []model.Rate{
 		{Layer: "fs", Server: inPod, Database: "app", Role: "client backend", ReadOps: 5},
 		{Layer: "fs", Server: inPod, Role: "checkpointer", WriteOps: 2},

@@ -50,7 +50,7 @@ var fsOps = [3]string{"read", "write", "sync"}
 
 // add counts a query w times (1 when traced all the time).
 func (s *fpStats) add(q *model.Query, w float64) {
-	s.calls += w
+	s.calls += w * float64(q.Statements)
 	s.ns += w * float64(q.QueryNs)
 	s.windowNs += w * float64(q.QueryNs)
 	if s.boxes == nil {

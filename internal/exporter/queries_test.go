@@ -31,7 +31,7 @@ func fpLabel(m *dto.Metric) string {
 }
 
 func query(fp string, ns uint64) *model.Query {
-	return &model.Query{Fingerprint: fp, Query: "SELECT " + fp, QueryNs: ns, CPUNs: ns}
+	return &model.Query{Statements: 1, Fingerprint: fp, Query: "SELECT " + fp, QueryNs: ns, CPUNs: ns}
 }
 
 // 100,000 distinct statements, in windows: never more than top+1 series,

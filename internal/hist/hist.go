@@ -68,6 +68,17 @@ func (h *Hist) Add(v uint64) {
 	h.Sum += v
 }
 
+// AddN adds n values whose sum is total, each at their mean: what is
+// known of statements timed together.
+func (h *Hist) AddN(total, n uint64) {
+	if n == 0 {
+		return
+	}
+	h.Buckets[Slot(total/n)] += n
+	h.Count += n
+	h.Sum += total
+}
+
 // AddSlot adds n values to a slot. It is for histograms read from BPF maps,
 // which carry only per-slot counts: Sum is not touched, so the caller must
 // set it from its own (kernel-side) total. It panics if slot is out of

@@ -34,7 +34,7 @@ func sample(scale uint64) *record.Recording {
 		"postgres_version": "15", "data_dir": "/tmp/pg", "started": t0.Format(time.RFC3339Nano), "hostname": "box"}}
 	var qs []model.Query
 	for i := 0; i < 30; i++ {
-		q := model.Query{Type: "query", TS: t0.Add(time.Duration(i) * 10 * time.Millisecond), PID: 100 + i%2, Role: "client backend",
+		q := model.Query{Type: "query", Statements: 1, TS: t0.Add(time.Duration(i) * 10 * time.Millisecond), PID: 100 + i%2, Role: "client backend",
 			User: "postgres", Database: "postgres", Fingerprint: "00000000000000aa", Query: "UPDATE t SET a = a + $1 WHERE id = $2",
 			QueryNs: scale * uint64(1e6+i*1e4), CPUNs: scale * 6e5, IOWaitNs: scale * 3e5, RunqNs: 5e4, LockNs: 2e4, OtherWaitNs: 1e4}
 		q.UnaccountedNs = q.QueryNs - q.Accounted()

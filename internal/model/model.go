@@ -36,6 +36,15 @@ type Query struct {
 	Truncated    bool   `json:"query_truncated,omitempty"`
 
 	QueryNs uint64 `json:"query_ns"`
+	// Statements the record holds: 1, but for a PostgreSQL pipeline or
+	// batch whose statements' replies went out together (they share its
+	// time: the kernel saw no boundary between them), a simple Query
+	// holding several statements, or 0 for a portal suspended at its row
+	// limit (its statement goes on in a later record, as pg_stat_statements
+	// counts it) or a round trip that ran none. Failed of them ended in an
+	// error (pg_stat_statements counts only the others).
+	Statements int `json:"statements"`
+	Failed     int `json:"failed,omitempty"`
 
 	FSTotals
 

@@ -24,7 +24,7 @@ func TestSlowLine(t *testing.T) {
 
 	// Syncs are named; raw multi-line SQL stays on one line; a process
 	// whose title was not seen shows its role.
-	q = &model.Query{TS: q.TS, PID: 7, Role: "client backend", Query: "INSERT INTO t\n\tVALUES (1)",
+	q = &model.Query{Statements: 1, TS: q.TS, PID: 7, Role: "client backend", Query: "INSERT INTO t\n\tVALUES (1)",
 		FSTotals: model.FSTotals{FSWriteCount: 1, FSWriteBytes: 8192, FSWriteNs: 20e3, FSSyncCount: 1, FSSyncNs: 2e6}}
 	got := SlowLine(q)
 	for _, part := range []string{"pid 7 client backend ", "fs 2.02ms (2 I/O, 8.0KiB, 1 sync 2ms)", ": INSERT INTO t VALUES (1)"} {
@@ -56,7 +56,7 @@ func TestDropsText(t *testing.T) {
 }
 
 func TestTree(t *testing.T) {
-	q := &model.Query{PID: 9, Role: "client backend", User: "u", Database: "d", Query: "SELECT 1",
+	q := &model.Query{Statements: 1, PID: 9, Role: "client backend", User: "u", Database: "d", Query: "SELECT 1",
 		QueryNs: 100e6, CPUNs: 60e6, IOWaitNs: 30e6, OtherWaitNs: 10e6,
 		FSTotals: model.FSTotals{FSReadCount: 10, FSReadBytes: 81920, FSReadNs: 35e6, FSReadMissCount: 3, FSReadMissNs: 31e6,
 			FSReadHitCount: 7, FSReadHitNs: 4e6}, BlkCount: 3, BlkNs: 29e6}

@@ -46,7 +46,7 @@ func ByFingerprint(qs iter.Seq[model.Query]) []FingerprintStats {
 			list = append(list, FingerprintStats{Fingerprint: q.Fingerprint, Query: q.Query, BoxNs: make([]uint64, len(model.Boxes))})
 		}
 		f := &list[k]
-		f.Calls++
+		f.Calls += q.Statements
 		f.TotalNs += q.QueryNs
 		f.CPUNs += q.CPUNs
 		f.FSNs += q.FSNs()
@@ -164,7 +164,7 @@ func QueryDeltas(a, b iter.Seq[model.Query], top int) (deltas []QueryDelta, comm
 	}
 	for _, y := range ByFingerprint(b) {
 		x, ok := fa[y.Fingerprint]
-		if !ok {
+		if !ok || x.Calls == 0 || y.Calls == 0 { // only parts of statements (suspended portals)
 			continue
 		}
 		d := QueryDelta{Fingerprint: y.Fingerprint, Query: x.Query, CallsA: x.Calls, CallsB: y.Calls,

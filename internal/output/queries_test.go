@@ -10,7 +10,7 @@ import (
 )
 
 func q(fp string, ns, iowait uint64) model.Query {
-	return model.Query{Fingerprint: fp, Query: "Q " + fp, QueryNs: ns, IOWaitNs: iowait, CPUNs: ns - iowait}
+	return model.Query{Statements: 1, Fingerprint: fp, Query: "Q " + fp, QueryNs: ns, IOWaitNs: iowait, CPUNs: ns - iowait}
 }
 
 func TestByFingerprint(t *testing.T) {

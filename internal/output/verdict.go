@@ -104,7 +104,7 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 				s = &sums{v: make([]float64, len(qs))}
 				out[q.Fingerprint] = s
 			}
-			s.calls++
+			s.calls += uint64(q.Statements)
 			for i, x := range qs {
 				s.v[i] += float64(x.of(&q))
 			}
@@ -115,7 +115,7 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 	m := &means{a: map[string]float64{}, b: map[string]float64{}}
 	for fp, y := range sb {
 		x, ok := sa[fp]
-		if !ok {
+		if !ok || x.calls == 0 || y.calls == 0 { // only parts of statements (suspended portals)
 			continue
 		}
 		m.fps++

@@ -12,7 +12,7 @@ import (
 // scan is a cold full scan of the shape the issue measured: its time split
 // into CPU, I/O wait and the file system and block time under it.
 func scan(fp string, cpu, ioWait, missNs, misses, hits, blkBusy, blkQueue, blkDevice float64) model.Query {
-	q := model.Query{Fingerprint: fp, CPUNs: uint64(cpu * 1e6), IOWaitNs: uint64(ioWait * 1e6),
+	q := model.Query{Statements: 1, Fingerprint: fp, CPUNs: uint64(cpu * 1e6), IOWaitNs: uint64(ioWait * 1e6),
 		BlkNs: uint64(blkBusy * 1e6), BlkQueueNs: uint64(blkQueue * 1e6), BlkDeviceNs: uint64(blkDevice * 1e6)}
 	q.FSReadMissCount, q.FSReadHitCount = uint64(misses), uint64(hits)
 	q.FSReadCount = q.FSReadMissCount + q.FSReadHitCount

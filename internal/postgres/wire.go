@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/dbiolat/dbiolat/internal/sqlnorm"
 )
 
 // The frontend half of PostgreSQL's protocol (version 3), as far as
@@ -17,23 +20,33 @@ type RoundTrip struct {
 	// Query is the SQL it ran: a simple Query's text, or the text of the
 	// statement its first Bind names; for a round trip that only
 	// prepares, the prepared text.
-	Query    string
-	Prepared []Statement // named statements it prepared (Parse)
-	Closed   []string    // named statements it closed (Close)
-	Executes int         // simple Queries and Executes (a JDBC batch sends many before one Sync)
-	Cut      bool        // the bytes end inside a message: Query may be cut short
+	Query string
+	// Statements are the texts of the statements it ran, in order, as far
+	// as the bytes go: each Execute's (a pipeline or a batch sends many
+	// before one Sync), each of a simple Query's.
+	Statements []string
+	Prepared   []Statement // statements it prepared (Parse; "": the unnamed one)
+	Portals    []Statement // named portals it bound (Bind): a later Execute may resume one
+	Closed     []string    // named statements it closed (Close)
+	Executes   int         // simple Queries and Executes
+	Cut        bool        // the bytes end inside a message: Query may be cut short
 }
 
-// Statement is a named prepared statement.
+// Statement is a named prepared statement, or a named portal.
 type Statement struct{ Name, Text string }
 
-// ParseRoundTrip reads the frontend messages of a round trip. A Bind that
-// names a statement prepared in an earlier round trip finds its text with
-// known.
-func ParseRoundTrip(b []byte, known func(name string) (string, bool)) RoundTrip {
+// Known finds the text of a named statement (kind 'S') or portal ('P')
+// that an earlier round trip prepared or bound.
+type Known func(kind byte, name string) (string, bool)
+
+// ParseRoundTrip reads the frontend messages of a round trip. A Bind or
+// Execute that names a statement or portal of an earlier round trip finds
+// its text with known.
+func ParseRoundTrip(b []byte, known Known) RoundTrip {
 	var rt RoundTrip
-	var unnamed, parsed string // the unnamed statement's text; the first Parse's
-	here := map[string]string{}
+	var parsed string              // the first Parse's text
+	stmts := map[string]string{}   // this round trip's statements ("": the unnamed one)
+	portals := map[string]string{} // and portals
 	for end := false; len(b) > 0 && !end; {
 		if len(b) < 5 {
 			rt.Cut = true
@@ -57,27 +70,34 @@ func ParseRoundTrip(b []byte, known func(name string) (string, bool)) RoundTrip 
 		switch typ {
 		case 'Q':
 			rt.Executes++
-			if rt.Query == "" {
-				rt.Query = f.next()
+			text := f.next()
+			rt.Query = cmp.Or(rt.Query, text)
+			split := sqlnorm.Statements(text)
+			if len(split) == 0 {
+				split = []string{text} // an empty query: the server answers it, once
 			}
+			rt.Statements = append(rt.Statements, split...)
 		case 'P':
 			name, text := f.next(), f.next()
-			if parsed == "" {
-				parsed = text
-			}
-			if name == "" {
-				unnamed = text
-			} else {
-				here[name] = text
-				rt.Prepared = append(rt.Prepared, Statement{name, text})
-			}
+			parsed = cmp.Or(parsed, text)
+			stmts[name] = text
+			rt.Prepared = append(rt.Prepared, Statement{name, text})
 		case 'B':
-			f.next() // the portal
-			if name := f.next(); rt.Query == "" {
-				rt.Query = statementText(name, unnamed, here, known)
+			portal, name := f.next(), f.next()
+			text := lookup(stmts, 'S', name, known)
+			portals[portal] = text
+			if portal != "" {
+				rt.Portals = append(rt.Portals, Statement{portal, text})
 			}
-		case 'E', 'F':
+			rt.Query = cmp.Or(rt.Query, text)
+		case 'E':
 			rt.Executes++
+			text := lookup(portals, 'P', f.next(), known)
+			rt.Statements = append(rt.Statements, text)
+			rt.Query = cmp.Or(rt.Query, text)
+		case 'F':
+			rt.Executes++
+			rt.Statements = append(rt.Statements, "-- a function call (fast path)")
 		case 'C':
 			if kind := f.byte(); kind == 'S' {
 				if name := f.next(); name != "" {
@@ -86,31 +106,29 @@ func ParseRoundTrip(b []byte, known func(name string) (string, bool)) RoundTrip 
 			}
 		}
 	}
-	if rt.Query == "" {
-		rt.Query = parsed
-	}
+	rt.Query = cmp.Or(rt.Query, parsed)
 	if rt.Query == "" && len(rt.Closed) == 0 {
 		rt.Query = "-- a statement that began before the trace" // its first messages were not seen (COPY data, say)
 	}
 	return rt
 }
 
-func statementText(name, unnamed string, here map[string]string, known func(string) (string, bool)) string {
-	if name == "" && unnamed != "" {
-		return unnamed
-	}
+// lookup finds a statement's or portal's text: this round trip's, else an
+// earlier one's, else says what it is.
+func lookup(here map[string]string, kind byte, name string, known Known) string {
 	if t, ok := here[name]; ok {
 		return t
 	}
 	if known != nil {
-		if t, ok := known(name); ok {
+		if t, ok := known(kind, name); ok {
 			return t
 		}
 	}
+	what := map[byte]string{'S': "prepared statement", 'P': "portal"}[kind]
 	if name == "" {
-		return "-- the unnamed statement, prepared in an earlier round trip"
+		return "-- the unnamed " + what + ", from an earlier round trip"
 	}
-	return fmt.Sprintf("-- prepared statement %s, prepared before the trace began", name)
+	return fmt.Sprintf("-- %s %s, from before the trace began", what, name)
 }
 
 // fields reads the NUL-terminated strings of a message body in turn.

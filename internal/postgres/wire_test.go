@@ -38,33 +38,49 @@ var (
 	describe    = msg('D', "P", cstr(""))
 	execute     = msg('E', cstr(""), "\x00\x00\x00\x00")
 	sync        = msg('S')
+	bindPortal  = msg('B', cstr("C_2"), cstr("S_7"), "\x00\x00\x00\x00\x00\x00")
+	execute100  = msg('E', cstr("C_2"), "\x00\x00\x00\x64") // a fetch size of 100: the portal may be suspended
 	closeStmt   = msg('C', "S", cstr("P0_1"))
 )
 
 func TestParseRoundTrip(t *testing.T) {
-	known := map[string]string{"S_7": "DELETE FROM t WHERE id = $1"}
-	lookup := func(n string) (string, bool) { s, ok := known[n]; return s, ok }
+	known := map[string]string{"SS_7": "DELETE FROM t WHERE id = $1", "PC_1": "SELECT id FROM big"}
+	lookup := func(kind byte, n string) (string, bool) { s, ok := known[string(kind)+n]; return s, ok }
+	const (
+		balance = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+		update  = "UPDATE t SET v = $1"
+		del     = "DELETE FROM t WHERE id = $1"
+	)
 	for _, c := range []struct {
 		name string
 		in   []byte
 		want RoundTrip
 	}{
-		{"simple query", simple, RoundTrip{Query: "SELECT 1", Executes: 1}},
-		{"simple query, the next one sent ahead", cat(simple, msg('Q', cstr("SELECT 2"))), RoundTrip{Query: "SELECT 1", Executes: 1}},
+		{"simple query", simple, RoundTrip{Query: "SELECT 1", Statements: []string{"SELECT 1"}, Executes: 1}},
+		{"simple query, the next one sent ahead", cat(simple, msg('Q', cstr("SELECT 2"))),
+			RoundTrip{Query: "SELECT 1", Statements: []string{"SELECT 1"}, Executes: 1}},
+		{"simple query of three statements", msg('Q', cstr("INSERT INTO t VALUES (';'); SELECT 1 /* ; */;\n;UPDATE t SET v = 2;")),
+			RoundTrip{Query: "INSERT INTO t VALUES (';'); SELECT 1 /* ; */;\n;UPDATE t SET v = 2;",
+				Statements: []string{"INSERT INTO t VALUES (';')", "SELECT 1 /* ; */", "UPDATE t SET v = 2"}, Executes: 1}},
+		{"empty query", msg('Q', cstr(" ")), RoundTrip{Query: " ", Statements: []string{" "}, Executes: 1}},
 		{"extended, unnamed statement", cat(parseAnon, bindAnon, describe, execute, sync),
-			RoundTrip{Query: "UPDATE t SET v = $1", Executes: 1}},
-		{"prepare only", cat(parseNamed, sync), RoundTrip{Query: "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
-			Prepared: []Statement{{"P0_1", "SELECT abalance FROM pgbench_accounts WHERE aid = $1"}}}},
-		{"prepare and run", cat(parseNamed, bindNamed, execute, sync), RoundTrip{Query: "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
-			Prepared: []Statement{{"P0_1", "SELECT abalance FROM pgbench_accounts WHERE aid = $1"}}, Executes: 1}},
-		{"run a statement prepared earlier", cat(bindUnknown, execute, sync), RoundTrip{Query: "DELETE FROM t WHERE id = $1", Executes: 1}},
+			RoundTrip{Query: update, Statements: []string{update}, Prepared: []Statement{{"", update}}, Executes: 1}},
+		{"prepare only", cat(parseNamed, sync), RoundTrip{Query: balance, Prepared: []Statement{{"P0_1", balance}}}},
+		{"prepare and run", cat(parseNamed, bindNamed, execute, sync),
+			RoundTrip{Query: balance, Statements: []string{balance}, Prepared: []Statement{{"P0_1", balance}}, Executes: 1}},
+		{"run a statement prepared earlier", cat(bindUnknown, execute, sync), RoundTrip{Query: del, Statements: []string{del}, Executes: 1}},
 		{"run a statement prepared before the trace", cat(bindNamed, execute, sync),
-			RoundTrip{Query: "-- prepared statement P0_1, prepared before the trace began", Executes: 1}},
-		{"a batch: many executes, one sync", cat(bindUnknown, execute, bindUnknown, execute, bindUnknown, execute, sync),
-			RoundTrip{Query: "DELETE FROM t WHERE id = $1", Executes: 3}},
+			RoundTrip{Query: "-- prepared statement P0_1, from before the trace began",
+				Statements: []string{"-- prepared statement P0_1, from before the trace began"}, Executes: 1}},
+		{"a batch: many executes, one sync", cat(bindUnknown, execute, parseAnon, bindAnon, execute, bindUnknown, execute, sync),
+			RoundTrip{Query: del, Statements: []string{del, update, del}, Prepared: []Statement{{"", update}}, Executes: 3}},
+		{"a named portal, suspended, resumed later", cat(bindPortal, execute100, sync),
+			RoundTrip{Query: del, Statements: []string{del}, Portals: []Statement{{"C_2", del}}, Executes: 1}},
+		{"a portal bound earlier, resumed", cat(msg('E', cstr("C_1"), "\x00\x00\x00\x64"), sync),
+			RoundTrip{Query: "SELECT id FROM big", Statements: []string{"SELECT id FROM big"}, Executes: 1}},
 		{"close", cat(closeStmt, sync), RoundTrip{Closed: []string{"P0_1"}}},
-		{"cut inside the text", simple[:8], RoundTrip{Query: "SEL", Executes: 1, Cut: true}},
-		{"cut inside a header", cat(parseAnon, bindAnon[:3]), RoundTrip{Query: "UPDATE t SET v = $1", Cut: true}},
+		{"cut inside the text", simple[:8], RoundTrip{Query: "SEL", Statements: []string{"SEL"}, Executes: 1, Cut: true}},
+		{"cut inside a header", cat(parseAnon, bindAnon[:3]), RoundTrip{Query: update, Prepared: []Statement{{"", update}}, Cut: true}},
 		{"not a message", []byte{'Q', 0, 0, 0, 1}, RoundTrip{Query: "-- a statement that began before the trace", Cut: true}},
 		{"the middle of a COPY", cat(msg('d', "1\tx\n"), msg('c')), RoundTrip{Query: "-- a statement that began before the trace"}},
 		{"nothing", nil, RoundTrip{Query: "-- a statement that began before the trace"}},
@@ -81,7 +97,7 @@ func FuzzParseRoundTrip(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rt := ParseRoundTrip(b, func(string) (string, bool) { return "", false })
+		rt := ParseRoundTrip(b, func(byte, string) (string, bool) { return "", false })
 		if rt.Executes < 0 || len(rt.Query) > len(b)+80 {
 			t.Fatalf("%+v from %d bytes", rt, len(b))
 		}

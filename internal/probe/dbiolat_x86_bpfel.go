@@ -168,7 +168,7 @@ type dbiolatMyConn struct {
 
 type dbiolatMyParked struct {
 	_         structs.HostLayout
-	Head      [784]uint8
+	Head      [792]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -255,24 +255,26 @@ type dbiolatQueryAcct struct {
 }
 
 type dbiolatQueryEvent struct {
-	_             structs.HostLayout
-	StartNs       uint64
-	EndNs         uint64
-	Pid           uint32
-	Tgid          uint32
-	Instance      uint32
-	TextKind      uint8
-	EmitFlags     uint8
-	Pad           uint16
-	Conn          uint64
-	ReplyId       uint32
-	Pad2          uint32
-	Title         [64]int8
-	Acct          dbiolatQueryAcct
-	Waits         [8]dbiolatWaitTime
-	TextLen       uint32
-	TextTruncated uint32
-	Text          [4096]int8
+	_              structs.HostLayout
+	StartNs        uint64
+	EndNs          uint64
+	Pid            uint32
+	Tgid           uint32
+	Instance       uint32
+	TextKind       uint8
+	EmitFlags      uint8
+	Pad            uint16
+	Conn           uint64
+	ReplyId        uint32
+	Statements     uint32
+	FirstStatement uint32
+	Failed         uint32
+	Title          [64]int8
+	Acct           dbiolatQueryAcct
+	Waits          [8]dbiolatWaitTime
+	TextLen        uint32
+	TextTruncated  uint32
+	Text           [4096]int8
 }
 
 type dbiolatQueryRef struct {
@@ -312,7 +314,9 @@ const (
 	dbiolatStatIdSTAT_BLK_UNSEEN          dbiolatStatId = 24
 	dbiolatStatIdSTAT_QUERY_CUT           dbiolatStatId = 25
 	dbiolatStatIdSTAT_UNIT_HISTS_FULL     dbiolatStatId = 26
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 27
+	dbiolatStatIdSTAT_WIRE_GROUPED        dbiolatStatId = 27
+	dbiolatStatIdSTAT_WIRE_UNWALKED       dbiolatStatId = 28
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 29
 )
 
 type dbiolatTaskLocal struct {
@@ -336,18 +340,24 @@ type dbiolatTaskLocal struct {
 		ServeCpuNs   uint64
 	}
 	Wire struct {
-		_        structs.HostLayout
-		Sk       uint64
-		TlsBuf   uint64
-		TlsSsl   uint64
-		TlsLen   uint32
-		TextOff  uint32
-		NextOff  uint32
-		State    uint8
-		Flags    uint8
-		Tls      uint8
-		Pad      [1]uint8
-		SyncedNs uint64
+		_         structs.HostLayout
+		Sk        uint64
+		TlsBuf    uint64
+		TlsSsl    uint64
+		TlsLen    uint32
+		TextOff   uint32
+		NextOff   uint32
+		State     uint8
+		Flags     uint8
+		Tls       uint8
+		OutHdrLen uint8
+		SyncedNs  uint64
+		OutSkip   uint32
+		Done      uint32
+		Recorded  uint32
+		Failed    uint32
+		OutHdr    [8]uint8
+		PortalNs  uint64
 	}
 }
 

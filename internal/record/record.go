@@ -266,7 +266,7 @@ func Open(path string) (*Recording, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var b []byte
-			var q model.Query
+			q := model.Query{Statements: 1} // a recording made before records counted their statements
 			if err := rows.Scan(&b); err != nil {
 				r.err = bad(err)
 				return

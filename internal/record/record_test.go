@@ -14,7 +14,7 @@ import (
 )
 
 func sampleQuery(i int) *model.Query {
-	return &model.Query{Type: "query", TS: time.Unix(1700000000, int64(i)), PID: 42, Role: "client backend",
+	return &model.Query{Type: "query", Statements: 1, TS: time.Unix(1700000000, int64(i)), PID: 42, Role: "client backend",
 		Fingerprint: "00000000000000aa", Query: "SELECT $1", QueryNs: uint64(1000 + i), CPUNs: 900,
 		FSTotals: model.FSTotals{FSReadCount: 2, FSReadNs: 50}}
 }

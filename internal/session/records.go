@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -175,7 +176,7 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
 			return nil
 		}
-		text, truncated = []byte(rt.Query), truncated || rt.Cut
+		text, truncated = []byte(statementTexts(rt, int(e.FirstStatement), int(e.Statements))), truncated || rt.Cut
 	}
 	p := s.describe(e.Tgid)
 	if p.Role == postgres.Postmaster || p.Role == postgres.Unknown {
@@ -195,6 +196,25 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(p.Role), p.Database, p.User, p.ClientAddr, p.ClientPort
 	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
 	return q
+}
+
+// statementTexts is the text of a record's statements, the round trip's
+// first+1st to first+n-th, as far as its captured messages go: each
+// distinct text once, in order (a batch's are one text).
+func statementTexts(rt postgres.RoundTrip, first, n int) string {
+	if first >= len(rt.Statements) {
+		if first == 0 {
+			return rt.Query // it ran none: what it prepared
+		}
+		return fmt.Sprintf("-- statements %d to %d of a pipeline, past its bytes captured", first+1, first+max(n, 1))
+	}
+	var texts []string
+	for _, t := range rt.Statements[first:min(first+max(n, 1), len(rt.Statements))] {
+		if !slices.Contains(texts, t) {
+			texts = append(texts, t)
+		}
+	}
+	return strings.Join(texts, ";\n")
 }
 
 // statement sets a query's text, normalized in the server's dialect
@@ -218,6 +238,8 @@ func (s *Session) accounted(e *probe.QueryEvent) *model.Query {
 		Instance:      int(e.Instance),
 		Container:     s.containers[int(e.Instance)],
 		QueryNs:       e.EndNs - e.StartNs,
+		Statements:    int(e.Statements),
+		Failed:        int(e.Failed),
 		FSTotals:      fsTotals(&a.Fs),
 		BlkCount:      a.Blk[0].Count + a.Blk[1].Count + a.Blk[2].Count,
 		BlkBytes:      a.Blk[0].Bytes + a.Blk[1].Bytes + a.Blk[2].Bytes,

@@ -480,3 +480,33 @@ func lowerASCII(s string) string {
 	}
 	return s
 }
+
+// Statements splits a simple Query's text into its statements, as
+// PostgreSQL runs them: at semicolons outside literals, quoted names and
+// comments, leaving out the empty ones.
+func Statements(s string) []string {
+	var out []string
+	from := 0
+	add := func(to int) {
+		if st := strings.TrimSpace(s[from:to]); st != "" && !onlyComments(st) {
+			out = append(out, st)
+		}
+	}
+	for _, t := range lex(s) {
+		if t.kind == kPunct && s[t.start:t.end] == ";" {
+			add(t.start)
+			from = t.end
+		}
+	}
+	add(len(s))
+	return out
+}
+
+func onlyComments(s string) bool {
+	for _, t := range lex(s) {
+		if t.kind != kSpace && t.kind != kComment {
+			return false
+		}
+	}
+	return true
+}

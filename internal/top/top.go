@@ -53,7 +53,7 @@ func (s *Stats) add(q *model.Query) {
 	if s.BoxNs == nil {
 		s.BoxNs = make([]uint64, len(model.Boxes))
 	}
-	s.Calls++
+	s.Calls += uint64(q.Statements)
 	s.TotalNs += q.QueryNs
 	for i, b := range model.Boxes {
 		s.BoxNs[i] += *b.Of(q)

@@ -21,7 +21,7 @@ const pgbenchSelect = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
 // given in ms, with fs calls and block requests.
 func query(fp, text string, pid int, db, user string, cpu, io, lock, other float64, fs, blk uint64) *model.Query {
 	ns := func(ms float64) uint64 { return uint64(ms * 1e6) }
-	q := &model.Query{Type: "query", TS: t0, PID: pid, Role: "client backend", Database: db, User: user,
+	q := &model.Query{Type: "query", Statements: 1, TS: t0, PID: pid, Role: "client backend", Database: db, User: user,
 		Fingerprint: fp, Query: text, QueryNs: ns(cpu + io + lock + other),
 		CPUNs: ns(cpu), IOWaitNs: ns(io), LockNs: ns(lock), OtherWaitNs: ns(other), BlkCount: blk}
 	q.FSReadCount = fs

@@ -69,6 +69,14 @@ static __always_inline void stat_inc(enum stat_id id)
 		*v += 1; /* per-CPU: no atomics needed */
 }
 
+static __always_inline void stat_add(enum stat_id id, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &id);
+
+	if (v)
+		*v += n;
+}
+
 static __always_inline void hist_add(enum hist_id id, __u64 v)
 {
 	struct hist *h = bpf_map_lookup_elem(&hists, &id);
@@ -80,6 +88,21 @@ static __always_inline void hist_add(enum hist_id id, __u64 v)
 		slot = HIST_SLOTS - 1;
 	h->slots[slot] += 1;
 	h->sum += v;
+}
+
+/* n values whose sum is total, each at their mean: n statements ended together. */
+static __always_inline void hist_add_n(enum hist_id id, __u64 total, __u32 n)
+{
+	struct hist *h = bpf_map_lookup_elem(&hists, &id);
+	__u32 slot;
+
+	if (!h || !n)
+		return;
+	slot = log2_slot(total / n);
+	if (slot >= HIST_SLOTS)
+		slot = HIST_SLOTS - 1;
+	h->slots[slot] += n;
+	h->sum += total;
 }
 
 /* A value into a histogram other CPUs write too. */

@@ -101,7 +101,10 @@ enum stat_id {
 	STAT_BLK_UNSEEN = 24,      /* not a loss: a block request not seen whole (in flight at attach, done after a pause) */
 	STAT_QUERY_CUT = 25,       /* not a loss: a query begun before tracing paused, left out (duty cycles) */
 	STAT_UNIT_HISTS_FULL = 26, /* a unit's histogram could not be created: its I/O is in the host's only */
-	STAT_IDS = 27,
+	STAT_WIRE_GROUPED = 27,    /* not a loss: statements timed together with others in one record (a pipeline's,
+				    * whose replies were sent together) */
+	STAT_WIRE_UNWALKED = 28,   /* a reply whose messages could not be walked: its statements counted as one */
+	STAT_IDS = 29,
 };
 
 /*
@@ -197,7 +200,13 @@ struct query_event {
 	 * one older than the trace, its socket's address (above 2^32). */
 	__u64 conn;
 	__u32 reply_id; /* what the server's reply named: the id of the statement a COM_STMT_PREPARE prepared */
-	__u32 pad2;
+	/* The statements the record holds: one, but for a PostgreSQL pipeline
+	 * whose statements' replies went out together (their time is shared),
+	 * and none for a portal suspended at its row limit (the statement goes
+	 * on in a later round trip) or a round trip that only prepares. */
+	__u32 statements;
+	__u32 first_statement; /* the place of its first among its round trip's statements (0: the first) */
+	__u32 failed;          /* of its statements, those the server answered with an error */
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
@@ -298,6 +307,9 @@ enum wire_flag {
 	WIRE_NAMED_PARSE = 2, /* it prepares a named statement */
 	WIRE_OPEN = 4,        /* its captured messages ended before its Sync */
 	WIRE_TRUNCATED = 8,   /* the first read held more than was captured */
+	WIRE_WALK = 16,       /* it may run several statements: its replies are walked for their ends */
+	WIRE_SUSPENDED = 32,  /* its reply ended with a portal suspended at its row limit */
+	WIRE_NAMED_PORTAL = 64, /* it binds a named portal, which a later round trip may resume */
 };
 
 struct wire {
@@ -311,8 +323,16 @@ struct wire {
 	__u8 state;     /* enum wire_state */
 	__u8 flags;     /* enum wire_flag */
 	__u8 tls;       /* the socket carries TLS: its messages come from the TLS library */
-	__u8 pad[1];
+	__u8 out_hdr_len; /* bytes of a reply message's header the last send ended in */
 	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
+	/* The reply of a round trip that may run several statements, walked
+	 * message by message across sends (WIRE_WALK). */
+	__u32 out_skip;   /* bytes of the message in progress still to come */
+	__u32 done;       /* statements its reply has ended (CommandComplete, ErrorResponse...) */
+	__u32 recorded;   /* of them, those already in a record */
+	__u32 failed;     /* of the unrecorded, those ended by an ErrorResponse */
+	__u8 out_hdr[8];  /* the header's bytes (out_hdr_len of them) */
+	__u64 portal_ns;  /* time of the earlier round trips of a statement whose portal was suspended */
 };
 
 /* The task-local state of a traced thread. */

@@ -478,6 +478,7 @@ static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
 		if (wanted(&e->acct, ns))
 			e->emit_flags |= EMIT_WANTED;
 	}
+	e->statements = ran;
 	if (e->emit_flags)
 		my_submit(e, r, p->text, p->text_len, p->truncated);
 out:
@@ -580,7 +581,7 @@ static __always_inline void my_park(struct task_struct *task, struct thread_stat
 		bpf_probe_read_kernel(p->text, sizeof(p->text), t->buf);
 	}
 	/* A record whatever the thresholds: they are applied at the reply. */
-	e = start ? my_take(ts, wf, start, now) : query_end(ts, wf, now, 0, 1);
+	e = start ? my_take(ts, wf, start, now) : query_end(ts, wf, now, (struct query_ending){.teaches = 1});
 	if (!e) /* another thread ended it first */
 		return;
 	e->pid = task->pid;
@@ -616,7 +617,8 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 
 	c->state = MY_IDLE;
 	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
-		e = query_end(ts, &tl->wf, r.end_ns, my_ran(r.cmd), my_teaches(r.cmd));
+		e = query_end(ts, &tl->wf, r.end_ns,
+			      (struct query_ending){.statements = my_ran(r.cmd), .timed = my_ran(r.cmd), .teaches = my_teaches(r.cmd)});
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&wire_texts, task, 0, 0);

@@ -84,6 +84,9 @@ static __always_inline void query_fill(struct query_event *e, struct thread_stat
 	e->emit_flags = flags;
 	e->conn = 0; /* the MySQL family sets these */
 	e->reply_id = 0;
+	e->statements = 0; /* query_end and PostgreSQL's pipelines set these */
+	e->first_statement = 0;
+	e->failed = 0;
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
 	/* PostgreSQL writes its title over argv, so it starts at arg_start. */
@@ -93,13 +96,27 @@ static __always_inline void query_fill(struct query_event *e, struct thread_stat
 }
 
 /*
- * The query ends, in the thread that ran it: its waterfall closes and, if
- * it ran a statement, it counts in HIST_QUERY. If a record is to be sent
- * (it met the thresholds, or it teaches Go a statement), the per-CPU
- * record is filled but for its text and returned; else NULL.
+ * How a query ends: how many statements it ended (a PostgreSQL pipeline's
+ * record may hold several), whether its time is a statement's (all or a
+ * part: a portal suspended at its row limit goes on in a later round
+ * trip, whose statement then took earlier_ns more), whether it teaches Go.
+ */
+struct query_ending {
+	__u32 statements;
+	__u8 timed;
+	__u8 teaches;
+	__u64 earlier_ns;
+};
+
+/*
+ * The query ends, in the thread that ran it: its waterfall closes and its
+ * statements count in HIST_QUERY (several ended together: each at their
+ * mean). If a record is to be sent (it met the thresholds, or it teaches
+ * Go a statement), the per-CPU record is filled but for its text and
+ * returned; else NULL.
  */
 static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf, __u64 now,
-						     int ran, int teaches)
+						     struct query_ending how)
 {
 	__u32 zero = 0, i;
 	struct query_event *e;
@@ -119,16 +136,18 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		for (i = 0; i < BOXES; i++)
 			ts->acct.box_ns[i] = wf->box_ns[i];
 	}
-	if (ran && crossed_pause(start, now)) { /* not measured whole: left out, counted */
+	if (how.timed && crossed_pause(start, now)) { /* not measured whole: left out, counted */
 		stat_inc(STAT_QUERY_CUT);
-		ran = 0;
+		how.timed = 0;
+		how.statements = 0;
 	}
-	if (ran) {
-		hist_add(HIST_QUERY, now - start);
+	if (how.timed) {
+		if (how.statements)
+			hist_add_n(HIST_QUERY, how.earlier_ns + now - start, how.statements);
 		if (wanted(&ts->acct, now - start))
 			flags |= EMIT_WANTED;
 	}
-	if (teaches)
+	if (how.teaches)
 		flags |= EMIT_STATEMENT;
 	if (!flags)
 		return NULL;
@@ -143,6 +162,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	else
 		__builtin_memset(e->waits, 0, sizeof(e->waits));
 	query_fill(e, ts, start, now, flags);
+	e->statements = how.statements;
 	return e;
 }
 

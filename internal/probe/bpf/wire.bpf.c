@@ -11,6 +11,18 @@
  * QUERY_TEXT_MAX - 1 bytes) and sent with the record; Go reads the statement
  * out of them (internal/postgres/wire.go). Encrypted connections cannot be
  * read: they are counted, and --usdt sees their simple-protocol queries.
+ *
+ * A round trip may run many statements: a pipeline or a batch (many
+ * Executes before one Sync), a simple Query holding several. The server
+ * runs them in turn and sends their replies when its buffer fills, at a
+ * Flush or at the Sync, so there is no socket call between one statement
+ * and the next: the kernel sees a statement end only when the reply that
+ * says so (CommandComplete, ErrorResponse...) is sent. Such a round trip's
+ * replies are walked message by message (reply_walk), and each send that
+ * ends statements ends a record holding them (`statements`): one record
+ * per statement where the sends tell them apart, a group sharing its time
+ * where one send ended several (counted: wire_grouped). A round trip of one
+ * statement, most of them, is not walked: its ReadyForQuery ends it.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -32,29 +44,64 @@ static __always_inline __u32 be32_at(const char *b, __u32 off)
 	       (__u32)(__u8)b[(off + 2) & TEXT_MASK] << 8 | (__u32)(__u8)b[(off + 3) & TEXT_MASK];
 }
 
+/* Does a simple Query's text from off to end hold another statement
+ * after a semicolon? (A semicolon in a literal only costs a walk.) */
+struct semi_scan {
+	struct wire_text *t;
+	__u32 off, end;
+	__u8 semicolon, more;
+};
+
+static long semi_step(__u32 i, void *ctx)
+{
+	struct semi_scan *s = ctx;
+	char c;
+
+	if (s->off >= s->end)
+		return 1;
+	c = s->t->buf[s->off++ & TEXT_MASK];
+	if (c == ';')
+		s->semicolon = 1;
+	else if (s->semicolon && c && c != ' ' && c != '\n' && c != '\t' && c != '\r')
+		s->more = 1;
+	return s->more ? 1 : 0;
+}
+
 /*
  * Walks the round trip's messages from w->text_off: notes whether it runs
- * a query and prepares a named statement, and where the next round trip
- * starts when the client sent several at once (pipelining). A Sync, a
- * simple Query or a FunctionCall is the last message of a round trip.
+ * a query, whether it may run several (then its replies are walked),
+ * whether it prepares a named statement or binds a named portal, and where
+ * the next round trip starts when the client sent several at once. A Sync,
+ * a simple Query or a FunctionCall is the last message of a round trip.
+ * A global function: the verifier checks it once, not in every caller.
  */
-static __always_inline void wire_walk(struct wire_text *t, struct wire *w)
+__noinline int wire_walk(struct wire_text *t, struct wire *w)
 {
-	__u32 off = w->text_off, len, i;
+	__u32 off, len, i, execs = 0;
+	struct semi_scan scan = { .t = t };
 
+	if (!t || !w)
+		return 0;
+	off = w->text_off;
 	w->next_off = 0;
 	for (i = 0; i < WIRE_MAX_MSGS; i++) {
 		if (off + 5 > t->len) {
 			w->flags |= WIRE_OPEN;
-			return;
+			break;
 		}
 		len = be32_at(t->buf, off + 1);
 		if (len < 4 || len > (1U << 30)) { /* not a message: count it as a query */
 			w->flags |= WIRE_EXEC;
-			return;
+			return 0;
 		}
 		switch (t->buf[off & TEXT_MASK]) {
 		case 'Q':
+			scan.off = off + 5;
+			scan.end = off + 1 + len < t->len ? off + 1 + len : t->len;
+			bpf_loop(QUERY_TEXT_MAX, semi_step, &scan, 0);
+			if (scan.more || off + 1 + len > t->len)
+				w->flags |= WIRE_WALK;
+			/* fallthrough */
 		case 'F':
 			w->flags |= WIRE_EXEC;
 			/* fallthrough */
@@ -62,18 +109,29 @@ static __always_inline void wire_walk(struct wire_text *t, struct wire *w)
 			off += 1 + len;
 			if (off < t->len)
 				w->next_off = off;
-			return;
+			goto out;
 		case 'E':
 			w->flags |= WIRE_EXEC;
+			execs++;
 			break;
 		case 'P':
 			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK])
 				w->flags |= WIRE_NAMED_PARSE;
 			break;
+		case 'B':
+			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK])
+				w->flags |= WIRE_NAMED_PORTAL;
+			break;
 		}
 		off += 1 + len;
 	}
-	w->flags |= WIRE_EXEC; /* more messages than we walk: assume it runs one */
+	if (i == WIRE_MAX_MSGS)
+		w->flags |= WIRE_EXEC | WIRE_OPEN; /* more messages than we walk: assume it runs several */
+out:
+	/* Several Executes, or more than we saw: its replies tell how many ran. */
+	if (execs > 1 || (w->flags & WIRE_OPEN))
+		w->flags |= WIRE_WALK;
+	return 0;
 }
 
 /* A round trip begins: the backend has just read its first message. */
@@ -83,6 +141,8 @@ static __always_inline void wire_begin(struct task_local *tl, struct wire_text *
 	struct wire *w = &tl->wire;
 
 	w->flags &= WIRE_TRUNCATED;
+	w->out_skip = w->out_hdr_len = 0;
+	w->done = w->recorded = w->failed = 0;
 	wire_walk(t, w);
 	/* What was not captured may hold the Execute. */
 	if ((w->flags & (WIRE_OPEN | WIRE_TRUNCATED)) == (WIRE_OPEN | WIRE_TRUNCATED))
@@ -236,7 +296,55 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
 	wire_received(task, tl, sock_buf(task), ret);
 	return 0;
 }
-/* The round trip ends with its ReadyForQuery: the record goes out. */
+/* The record goes out with the round trip's messages, as captured. */
+static __always_inline void wire_submit(struct query_event *e, struct wire *w, struct wire_text *t)
+{
+	__u32 off = w->text_off & TEXT_MASK, n = 0;
+
+	if (t && t->len > off)
+		n = text_bound(t->len - off);
+	if (n && bpf_probe_read_kernel(e->text, n, t->buf + off))
+		n = 0;
+	e->text_kind = TEXT_PG_WIRE;
+	query_submit(e, n, w->flags & WIRE_TRUNCATED);
+}
+
+/*
+ * The round trip's statements its replies ended since the last record
+ * are done, now: a record holding them (the first of the round trip
+ * teaches Go the statements it prepares).
+ */
+static __always_inline struct query_event *wire_record(struct thread_state *ts, struct task_local *tl, __u64 now,
+						       __u32 statements, int timed)
+{
+	struct wire *w = &tl->wire;
+	struct query_ending how = {
+		.statements = statements,
+		.timed = timed,
+		.teaches = (w->flags & WIRE_NAMED_PARSE) && !w->recorded,
+	};
+	struct query_event *e;
+
+	if (w->flags & WIRE_SUSPENDED) { /* a part of a statement: the rest comes in a later round trip */
+		how.teaches |= !!(w->flags & WIRE_NAMED_PORTAL);
+		w->portal_ns += now - ts->query_start_ns;
+	} else if (statements) {
+		how.earlier_ns = w->portal_ns;
+		w->portal_ns = 0;
+	}
+	if (statements > 1)
+		stat_add(STAT_WIRE_GROUPED, statements);
+	e = query_end(ts, &tl->wf, now, how);
+	if (e) {
+		e->first_statement = w->recorded;
+		e->failed = w->failed;
+	}
+	w->recorded += statements;
+	w->failed = 0;
+	return e;
+}
+
+/* The round trip ends with its ReadyForQuery: the last record goes out. */
 static __always_inline void wire_end(struct task_struct *task, struct task_local *tl)
 {
 	struct thread_state *ts = thread_current();
@@ -244,27 +352,43 @@ static __always_inline void wire_end(struct task_struct *task, struct task_local
 	__u64 now = bpf_ktime_get_ns();
 	struct wire_text *t = NULL;
 	struct query_event *e;
-	__u32 off, n = 0;
+	__u32 statements;
 
 	w->state = WIRE_IDLE;
 	if (!ts || !ts->query_start_ns)
 		return;
-	e = query_end(ts, &tl->wf, now, w->flags & WIRE_EXEC, w->flags & WIRE_NAMED_PARSE);
+	if (w->flags & WIRE_WALK)
+		statements = w->done - w->recorded;
+	else /* one statement, unless its portal was suspended */
+		statements = (w->flags & (WIRE_EXEC | WIRE_SUSPENDED)) == WIRE_EXEC;
+	e = wire_record(ts, tl, now, statements, statements || (w->flags & WIRE_SUSPENDED));
 	if (e || w->next_off) /* only then are the messages needed */
 		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
-	if (e) {
-		off = w->text_off & TEXT_MASK;
-		if (t && t->len > off)
-			n = text_bound(t->len - off);
-		if (n && bpf_probe_read_kernel(e->text, n, t->buf + off))
-			n = 0;
-		e->text_kind = TEXT_PG_WIRE;
-		query_submit(e, n, w->flags & WIRE_TRUNCATED);
-	}
+	if (e)
+		wire_submit(e, w, t);
 	if (w->next_off && t) { /* the client sent the next round trip already: it begins now */
 		w->text_off = w->next_off;
 		wire_begin(tl, t, now);
 	}
+}
+
+/*
+ * Statements ended within the round trip (their replies just went out):
+ * a record holding them, and the rest of the round trip goes on as the
+ * next record's.
+ */
+static __always_inline void wire_cut(struct task_struct *task, struct task_local *tl)
+{
+	struct thread_state *ts = thread_current();
+	__u64 now = bpf_ktime_get_ns();
+	struct query_event *e;
+
+	if (!ts || !ts->query_start_ns)
+		return;
+	e = wire_record(ts, tl, now, tl->wire.done - tl->wire.recorded, 1);
+	if (e)
+		wire_submit(e, &tl->wire, bpf_task_storage_get(&wire_texts, task, 0, 0));
+	query_begin(ts, &tl->wf, now);
 }
 
 /* ReadyForQuery: 'Z', length 5, transaction status. */
@@ -274,11 +398,124 @@ static __always_inline int ready_for_query(const char *m)
 	       (m[5] == 'I' || m[5] == 'T' || m[5] == 'E');
 }
 
+/* PortalSuspended: 's', length 4. */
+static __always_inline int portal_suspended(const char *m)
+{
+	return m[0] == 's' && m[1] == 0 && m[2] == 0 && m[3] == 0 && m[4] == 4;
+}
+
+/*
+ * Walking a reply: the backend's messages in the bytes of one send, from
+ * where the last send left off, a header read from the process at a time
+ * (an offset into a copy would make the verifier track every step).
+ */
+#define REPLY_MAX_MSGS 4096 /* messages walked per send: an 8 KiB send holds at most 1,639 */
+
+struct reply_walk {
+	const char *buf;    /* the bytes sent (user memory) */
+	__u64 off, n;       /* where the next message starts; bytes sent */
+	__u32 done, failed; /* statements ended, and of them by an error */
+	__u8 ready, suspended, lost;
+};
+
+/* The message of type and length (without the type byte) at w->off. */
+static __always_inline long reply_message(struct reply_walk *w, char type, __u32 len)
+{
+	if (len < 4 || len > (1U << 30)) {
+		w->lost = 1;
+		return 1;
+	}
+	w->off += 1 + len;
+	switch (type) {
+	case 'E': /* ErrorResponse: the statement failed (in a pipeline, the rest to the Sync is skipped) */
+		w->failed++;
+		/* fallthrough */
+	case 'C': /* CommandComplete */
+	case 'I': /* EmptyQueryResponse */
+	case 'V': /* FunctionCallResponse */
+		w->done++;
+		break;
+	case 's': /* PortalSuspended: the statement goes on at the next Execute */
+		w->suspended = 1;
+		break;
+	case 'Z': /* ReadyForQuery: the round trip is over */
+		w->ready = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static long reply_step(__u32 i, void *ctx)
+{
+	struct reply_walk *w = ctx;
+	char m[5];
+
+	if (w->off + 5 > w->n) /* the end, or a header cut by it */
+		return 1;
+	if (bpf_probe_read_user(m, sizeof(m), w->buf + w->off)) {
+		w->lost = 1;
+		return 1;
+	}
+	return reply_message(w, m[0], be32_at(m, 1));
+}
+
+/*
+ * The backend sent n bytes of a walked round trip's reply from buf: counts
+ * the statements they end. Returns 0 if the walk lost its place (a message
+ * that cannot be one, more messages than walked, bytes that cannot be
+ * read): the round trip then ends at its ReadyForQuery, counted whole.
+ */
+static __always_inline int reply_walk(struct task_struct *task, struct task_local *tl, const char *buf, __u32 n)
+{
+	struct wire *w = &tl->wire;
+	__u32 need, have = w->out_hdr_len & 7;
+	struct reply_walk rw = { .buf = buf, .n = n };
+
+	if (have) { /* the last send ended inside a header: its rest begins this one */
+		__u64 saved, rest = 0, hdr;
+
+		have = have > 4 ? 4 : have;
+		need = 5 - have;
+		if (need > n || bpf_probe_read_user(&rest, need & 7, buf))
+			return 0;
+		__builtin_memcpy(&saved, w->out_hdr, sizeof(saved));
+		/* little-endian: the saved bytes, then the new ones */
+		hdr = (saved & ((1ULL << (8 * have)) - 1)) | rest << (8 * have);
+		w->out_hdr_len = 0;
+		rw.off = (__u64)need - 5; /* the message began before this send (wraps: + its length) */
+		if (reply_message(&rw, hdr & 0xff, __builtin_bswap32(hdr >> 8)) && !rw.ready)
+			return 0;
+	} else {
+		rw.off = w->out_skip; /* the rest of a message begun before */
+	}
+	if (!rw.ready && bpf_loop(REPLY_MAX_MSGS, reply_step, &rw, 0) == REPLY_MAX_MSGS && rw.off + 5 <= n)
+		rw.lost = 1;
+	if (rw.lost)
+		return 0;
+	w->out_skip = rw.off > n ? rw.off - n : 0;
+	if (!rw.ready && rw.off < n) { /* a header cut by the end of the send */
+		need = (n - rw.off) & 7;
+		if (bpf_probe_read_user(w->out_hdr, need, buf + rw.off))
+			return 0;
+		w->out_hdr_len = need;
+	}
+	w->done += rw.done;
+	w->failed += rw.failed;
+	if (rw.suspended)
+		w->flags |= WIRE_SUSPENDED;
+	if (rw.ready)
+		wire_end(task, tl);
+	else if (w->done > w->recorded)
+		wire_cut(task, tl);
+	return 1;
+}
+
 /* The backend sends ret bytes from buf to its client. */
 static __always_inline void wire_sent(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
 	struct wire *w = &tl->wire;
-	char tail[6];
+	char tail[11]; /* PortalSuspended, ReadyForQuery */
+	long err = 1;
 
 	if (!buf) {
 		stat_inc(STAT_WIRE_UNREADABLE);
@@ -292,11 +529,25 @@ static __always_inline void wire_sent(struct task_struct *task, struct task_loca
 			wire_encrypted(task, w, tail[0] == 'S');
 		return;
 	}
-	if (ret < (int)sizeof(tail) || bpf_probe_read_user(tail, sizeof(tail), buf + ret - sizeof(tail)) ||
-	    !ready_for_query(tail))
+	if (w->state == WIRE_BUSY && (w->flags & WIRE_WALK)) {
+		if (reply_walk(task, tl, buf, ret))
+			return;
+		stat_inc(STAT_WIRE_UNWALKED);
+		w->flags &= ~WIRE_WALK;
+		w->flags |= WIRE_EXEC;
+	}
+	/* The tail: a ReadyForQuery, after a PortalSuspended perhaps. */
+	__builtin_memset(tail, 0, sizeof(tail));
+	if (ret >= (int)sizeof(tail))
+		err = bpf_probe_read_user(tail, sizeof(tail), buf + ret - sizeof(tail));
+	else if (ret >= 6)
+		err = bpf_probe_read_user(tail + 5, 6, buf + ret - 6);
+	if (err || !ready_for_query(tail + 5))
 		return;
 	switch (w->state) {
 	case WIRE_BUSY:
+		if (portal_suspended(tail))
+			w->flags |= WIRE_SUSPENDED;
 		wire_end(task, tl);
 		break;
 	case WIRE_IDLE:

@@ -1,0 +1,148 @@
+package main
+
+// Statements as applications send them: real drivers from the package
+// registries (psycopg 3 from PyPI, pgJDBC from Maven Central), driven by
+// the small programs in testdata/drivers. Pipelines and batches send many
+// statements before one Sync; a fetch size suspends a portal and resumes
+// it; a simple Query may hold several statements. Each case's statements
+// are counted as pg_stat_statements counts them.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/cmdrun"
+	"github.com/dbiolat/dbiolat/internal/model"
+)
+
+// driverCase is one way a driver talks: the program that runs it, and the
+// tables (or cursor) its statements name, which tell its statements apart.
+type driverCase struct {
+	driver, name string
+	marker       *regexp.Regexp
+}
+
+func TestDriversStatementsCounted(t *testing.T) {
+	python, jdbc := driverTools(t)
+	port := 20000 + (os.Getpid()+17)%20000
+	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})
+	cases := []driverCase{
+		{"psycopg", "pipeline", regexp.MustCompile(`drv_pipeline\b`)},
+		{"psycopg", "executemany", regexp.MustCompile(`drv_executemany\b`)},
+		{"psycopg", "cursor", regexp.MustCompile(`drv_(cursor|named)\b`)},
+		{"psycopg", "copy", regexp.MustCompile(`drv_copy\b`)},
+		{"psycopg", "multi", regexp.MustCompile(`drv_multi\b`)},
+		{"psycopg", "error", regexp.MustCompile(`drv_error\b`)},
+		{"pgjdbc", "batch", regexp.MustCompile(`drv_batch\b`)},
+		{"pgjdbc", "prepared", regexp.MustCompile(`drv_prepared\b`)},
+		{"pgjdbc", "fetch", regexp.MustCompile(`drv_fetch\b`)},
+	}
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	for _, dc := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		var cmd *exec.Cmd
+		switch dc.driver {
+		case "psycopg":
+			cmd = exec.CommandContext(ctx, python, filepath.Join("testdata", "drivers", "pg_psycopg.py"), dc.name)
+			cmd.Env = append(os.Environ(), c.Env()...)
+		case "pgjdbc":
+			url := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/postgres?user=postgres", port)
+			cmd = exec.CommandContext(ctx, "java", "-cp", jdbc, filepath.Join("testdata", "drivers", "PgJdbc.java"), url, dc.name)
+		}
+		_, err := cmdrun.Run(cmd, nil, dc.driver)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s %s: %v", dc.driver, dc.name, err)
+		}
+	}
+	queries, _, sum := tr.stop(t)
+
+	// pg_stat_statements counts the statements that succeeded.
+	theirs := map[string]int{}
+	for _, line := range strings.Split(psql(t, c, "SELECT calls, query FROM pg_stat_statements WHERE query LIKE '%drv\\_%'"), "\n") {
+		calls, query, _ := strings.Cut(line, "|")
+		n, _ := strconv.Atoi(calls)
+		for _, dc := range cases {
+			if dc.marker.MatchString(query) {
+				theirs[dc.name] += n
+			}
+		}
+	}
+	for _, dc := range cases {
+		ours, failed, records := 0, 0, 0
+		for _, q := range queries {
+			if dc.marker.MatchString(q.Query) {
+				ours += q.Statements - q.Failed
+				failed += q.Failed
+				records++
+			}
+		}
+		t.Logf("%-8s %-12s pg_stat_statements %4d, dbiolat %4d (+%d failed) in %d records", dc.driver, dc.name, theirs[dc.name], ours, failed, records)
+		if ours != theirs[dc.name] || theirs[dc.name] == 0 {
+			t.Errorf("%s %s: dbiolat counted %d statements that succeeded, pg_stat_statements %d", dc.driver, dc.name, ours, theirs[dc.name])
+		}
+		if want := map[string]int{"error": 1}[dc.name]; failed != want {
+			t.Errorf("%s %s: %d statements failed, want %d", dc.driver, dc.name, failed, want)
+		}
+	}
+	for _, q := range queries {
+		if strings.TrimSpace(q.Query) == "" || strings.HasPrefix(q.Query, "-- ") {
+			t.Errorf("a record without its statement's text: %q (%d statements)", q.Query, q.Statements)
+		}
+	}
+	checkConnectionTimeline(t, queries)
+	if n := sum.Drops.Of("wire_unseen") + sum.Drops.Of("wire_unwalked"); n != 0 {
+		t.Errorf("round trips not seen or not walked: %d", n)
+	}
+	t.Logf("statements timed in groups: %d", sum.Drops.Of("wire_grouped"))
+}
+
+// checkConnectionTimeline: a connection's records never overlap, so their
+// times add up to at most its busy time: no statement's time is counted
+// twice, whatever the pipelining.
+func checkConnectionTimeline(t *testing.T, qs []model.Query) {
+	t.Helper()
+	byPID := map[int][]model.Query{}
+	for _, q := range qs {
+		byPID[q.PID] = append(byPID[q.PID], q)
+	}
+	for pid, list := range byPID {
+		slices.SortFunc(list, func(a, b model.Query) int { return a.TS.Compare(b.TS) })
+		for i := 1; i < len(list); i++ {
+			if end := list[i-1].TS.Add(time.Duration(list[i-1].QueryNs)); end.After(list[i].TS) {
+				t.Errorf("backend %d: %q ends %v after %q begins", pid, list[i-1].Query, end.Sub(list[i].TS), list[i].Query)
+			}
+		}
+	}
+}
+
+// driverTools finds the drivers scripts/install-deps installed: a Python
+// with psycopg, and pgJDBC's jar.
+func driverTools(t *testing.T) (python, jdbc string) {
+	t.Helper()
+	tools, err := filepath.Abs(filepath.Join("..", "..", ".tools"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	python = filepath.Join(tools, "venv", "bin", "python3")
+	jars, _ := filepath.Glob(filepath.Join(tools, "java", "postgresql-*.jar"))
+	_, err = os.Stat(python)
+	if err != nil || len(jars) == 0 {
+		msg := cmp.Or(fmt.Sprint(err), "no pgJDBC jar") + ": run scripts/install-deps"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return python, jars[0]
+}

@@ -1,0 +1,63 @@
+// How pgJDBC talks to PostgreSQL, one case per run, each on its own table
+// so that pg_stat_statements tells the cases apart:
+//
+//   batch     300 INSERTs by addBatch and one executeBatch: many
+//             Parse/Bind/Execute before one Sync
+//   prepared  one PreparedStatement run 20 times: server-prepared (a named
+//             statement) from the prepareThreshold'th run on
+//   fetch     a SELECT of 650 rows with setFetchSize(100): a portal run
+//             with a row limit, resumed by the next Executes
+//
+// Run as `java -cp postgresql.jar PgJdbc.java URL CASE` (a single-file
+// program: no build step). Prints what it ran.
+import java.sql.*;
+
+public class PgJdbc {
+    public static void main(String[] args) throws Exception {
+        String url = args[0], c = args[1], table = "drv_" + c;
+        try (Connection conn = DriverManager.getConnection(url)) {
+            try (Statement s = conn.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS " + table);
+                s.execute("CREATE TABLE " + table + " (id int, v text)");
+            }
+            switch (c) {
+                case "batch" -> {
+                    try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + table + " VALUES (?, ?)")) {
+                        for (int i = 0; i < 300; i++) {
+                            ps.setInt(1, i);
+                            ps.setString(2, "row " + i);
+                            ps.addBatch();
+                        }
+                        ps.executeBatch();
+                    }
+                }
+                case "prepared" -> {
+                    try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + table + " VALUES (?, ?)")) {
+                        for (int i = 0; i < 20; i++) {
+                            ps.setInt(1, i);
+                            ps.setString(2, "row " + i);
+                            ps.executeUpdate();
+                        }
+                    }
+                }
+                case "fetch" -> {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("INSERT INTO " + table + " SELECT g, 'row' FROM generate_series(1, 650) g");
+                    }
+                    conn.setAutoCommit(false); // a fetch size needs a transaction
+                    int rows = 0;
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT id, v FROM " + table + " ORDER BY id")) {
+                        ps.setFetchSize(100);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            while (rs.next()) rows++;
+                        }
+                    }
+                    conn.commit();
+                    if (rows != 650) throw new IllegalStateException("read " + rows + " rows");
+                }
+                default -> throw new IllegalArgumentException("unknown case " + c);
+            }
+        }
+        System.out.println(c + " done");
+    }
+}
