@@ -46,7 +46,15 @@ func TestDriversStatementsCounted(t *testing.T) {
 		{"pgjdbc", "batch", regexp.MustCompile(`drv_batch\b`)},
 		{"pgjdbc", "prepared", regexp.MustCompile(`drv_prepared\b`)},
 		{"pgjdbc", "fetch", regexp.MustCompile(`drv_fetch\b`)},
+		{"libpq", "pipeline", regexp.MustCompile(`drv_libpq\b`)},
 	}
+	// libpq's pipeline mode, as pgbench drives it: 10 INSERTs a Sync, 30 times.
+	script := filepath.Join(reachableTempDir(t, "libpq-pipeline-"), "pipeline.sql")
+	body := "\\startpipeline\n" + strings.Repeat("INSERT INTO drv_libpq VALUES (:client_id, 'x');\n", 10) + "\\endpipeline\n"
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	for _, dc := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -58,6 +66,9 @@ func TestDriversStatementsCounted(t *testing.T) {
 		case "pgjdbc":
 			url := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/postgres?user=postgres", port)
 			cmd = exec.CommandContext(ctx, "java", "-cp", jdbc, filepath.Join("testdata", "drivers", "PgJdbc.java"), url, dc.name)
+		case "libpq":
+			psql(t, c, "CREATE TABLE drv_libpq (id int, v text)")
+			cmd = c.PgbenchCmd(ctx, "postgres", "-n", "-M", "extended", "-f", script, "-t", "30")
 		}
 		_, err := cmdrun.Run(cmd, nil, dc.driver)
 		cancel()
@@ -74,7 +85,7 @@ func TestDriversStatementsCounted(t *testing.T) {
 		n, _ := strconv.Atoi(calls)
 		for _, dc := range cases {
 			if dc.marker.MatchString(query) {
-				theirs[dc.name] += n
+				theirs[dc.driver+" "+dc.name] += n
 			}
 		}
 	}
@@ -87,9 +98,9 @@ func TestDriversStatementsCounted(t *testing.T) {
 				records++
 			}
 		}
-		t.Logf("%-8s %-12s pg_stat_statements %4d, dbiolat %4d (+%d failed) in %d records", dc.driver, dc.name, theirs[dc.name], ours, failed, records)
-		if ours != theirs[dc.name] || theirs[dc.name] == 0 {
-			t.Errorf("%s %s: dbiolat counted %d statements that succeeded, pg_stat_statements %d", dc.driver, dc.name, ours, theirs[dc.name])
+		t.Logf("%-8s %-12s pg_stat_statements %4d, dbiolat %4d (+%d failed) in %d records", dc.driver, dc.name, theirs[dc.driver+" "+dc.name], ours, failed, records)
+		if ours != theirs[dc.driver+" "+dc.name] || theirs[dc.driver+" "+dc.name] == 0 {
+			t.Errorf("%s %s: dbiolat counted %d statements that succeeded, pg_stat_statements %d", dc.driver, dc.name, ours, theirs[dc.driver+" "+dc.name])
 		}
 		if want := map[string]int{"error": 1}[dc.name]; failed != want {
 			t.Errorf("%s %s: %d statements failed, want %d", dc.driver, dc.name, failed, want)

@@ -31,6 +31,18 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = strconv.AppendInt(b, int64(q.PID), 10)
 	b = append(append(b, ' '), Who(q)...)
 	b = append(append(b, " query "...), dur(q.QueryNs)...)
+	switch q.Statements {
+	case 0: // a portal suspended at its row limit: its statement goes on
+		b = append(b, " in part"...)
+	case 1:
+	default: // statements whose replies went out together: their time is shared
+		b = strconv.AppendInt(append(b, " for "...), int64(q.Statements), 10)
+		b = append(b, " statements"...)
+	}
+	if q.Failed > 0 {
+		b = strconv.AppendInt(append(b, ", "...), int64(q.Failed), 10)
+		b = append(b, " failed"...)
+	}
 	for i, box := range model.Boxes {
 		ns := *box.Of(q)
 		if ns == 0 && i > 0 { // the first box, CPU, always

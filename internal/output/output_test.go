@@ -10,7 +10,7 @@ import (
 )
 
 func TestSlowLine(t *testing.T) {
-	q := &model.Query{
+	q := &model.Query{Statements: 1,
 		TS: time.Date(2026, 11, 22, 1, 52, 2, 512e6, time.UTC), PID: 15311, Role: "client backend",
 		User: "postgres", Database: "bench", Query: "SELECT count(*) FROM t WHERE a >= $1",
 		QueryNs: 328e6, FSTotals: model.FSTotals{FSReadCount: 12778, FSReadBytes: 104_660_992, FSReadNs: 261e6,
@@ -35,6 +35,16 @@ func TestSlowLine(t *testing.T) {
 	// No block request of its own: no block part, whatever else it waited for.
 	if strings.Contains(got, "blk") {
 		t.Errorf("a query without block requests shows a block part: %q", got)
+	}
+	// A pipeline's statements whose replies went out together say so, and
+	// how many failed; a suspended portal's round trip is a part.
+	q.Statements, q.Failed = 40, 1
+	if got := SlowLine(q); !strings.Contains(got, " query 0ns for 40 statements, 1 failed (cpu 0ns)") {
+		t.Errorf("a group of statements: %q", got)
+	}
+	q.Statements, q.Failed = 0, 0
+	if got := SlowLine(q); !strings.Contains(got, " query 0ns in part (cpu 0ns)") {
+		t.Errorf("a suspended portal: %q", got)
 	}
 }
 
