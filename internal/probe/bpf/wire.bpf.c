@@ -45,12 +45,32 @@ static __always_inline __u32 be32_at(const char *b, __u32 off)
 }
 
 /* Does a simple Query's text from off to end hold another statement
- * after a semicolon? (A semicolon in a literal only costs a walk.) */
+ * after a semicolon? (A semicolon in a literal only costs a walk.) Eight
+ * bytes at a time to the first word holding a semicolon, then bytewise:
+ * most queries have none, or one at their end. */
 struct semi_scan {
 	struct wire_text *t;
 	__u32 off, end;
 	__u8 semicolon, more;
 };
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+static long semi_word(__u32 i, void *ctx)
+{
+	struct semi_scan *s = ctx;
+	__u64 v, x;
+
+	if (s->off + 8 > s->end)
+		return 1;
+	__builtin_memcpy(&v, &s->t->buf[s->off & (TEXT_MASK & ~7)], sizeof(v));
+	x = v ^ (';' * ONES);
+	if ((x - ONES) & ~x & HIGHS) /* a zero byte: a semicolon */
+		return 1;
+	s->off += 8;
+	return 0;
+}
 
 static long semi_step(__u32 i, void *ctx)
 {
@@ -96,8 +116,11 @@ __noinline int wire_walk(struct wire_text *t, struct wire *w)
 		}
 		switch (t->buf[off & TEXT_MASK]) {
 		case 'Q':
-			scan.off = off + 5;
+			scan.off = (off + 5) & ~7; /* aligned: the header's bytes before it are no semicolon's */
 			scan.end = off + 1 + len < t->len ? off + 1 + len : t->len;
+			bpf_loop(QUERY_TEXT_MAX / 8, semi_word, &scan, 0);
+			if (scan.off < off + 5)
+				scan.off = off + 5;
 			bpf_loop(QUERY_TEXT_MAX, semi_step, &scan, 0);
 			if (scan.more || off + 1 + len > t->len)
 				w->flags |= WIRE_WALK;
@@ -357,10 +380,11 @@ static __always_inline void wire_end(struct task_struct *task, struct task_local
 	w->state = WIRE_IDLE;
 	if (!ts || !ts->query_start_ns)
 		return;
-	if (w->flags & WIRE_WALK)
+	/* One statement, unless its portal was suspended; a walked reply's:
+	 * those it ended (if the walk lost its place: at least one). */
+	statements = (w->flags & (WIRE_EXEC | WIRE_SUSPENDED)) == WIRE_EXEC;
+	if ((w->flags & WIRE_WALK) || w->done - w->recorded > statements)
 		statements = w->done - w->recorded;
-	else /* one statement, unless its portal was suspended */
-		statements = (w->flags & (WIRE_EXEC | WIRE_SUSPENDED)) == WIRE_EXEC;
 	e = wire_record(ts, tl, now, statements, statements || (w->flags & WIRE_SUSPENDED));
 	if (e || w->next_off) /* only then are the messages needed */
 		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
