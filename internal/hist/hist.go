@@ -62,11 +62,7 @@ type Hist struct {
 }
 
 // Add records one value.
-func (h *Hist) Add(v uint64) {
-	h.Buckets[Slot(v)]++
-	h.Count++
-	h.Sum += v
-}
+func (h *Hist) Add(v uint64) { h.AddN(v, 1) }
 
 // AddN adds n values whose sum is total, each at their mean: what is
 // known of statements timed together.

@@ -28,7 +28,6 @@ type RoundTrip struct {
 	Prepared   []Statement // statements it prepared (Parse; "": the unnamed one)
 	Portals    []Statement // named portals it bound (Bind): a later Execute may resume one
 	Closed     []string    // named statements it closed (Close)
-	Executes   int         // simple Queries and Executes
 	Cut        bool        // the bytes end inside a message: Query may be cut short
 }
 
@@ -69,7 +68,6 @@ func ParseRoundTrip(b []byte, known Known) RoundTrip {
 		end = typ == 'S' || typ == 'Q' || typ == 'F'
 		switch typ {
 		case 'Q':
-			rt.Executes++
 			text := f.next()
 			rt.Query = cmp.Or(rt.Query, text)
 			split := sqlnorm.Statements(text)
@@ -91,12 +89,10 @@ func ParseRoundTrip(b []byte, known Known) RoundTrip {
 			}
 			rt.Query = cmp.Or(rt.Query, text)
 		case 'E':
-			rt.Executes++
 			text := lookup(portals, 'P', f.next(), known)
 			rt.Statements = append(rt.Statements, text)
 			rt.Query = cmp.Or(rt.Query, text)
 		case 'F':
-			rt.Executes++
 			rt.Statements = append(rt.Statements, "-- a function call (fast path)")
 		case 'C':
 			if kind := f.byte(); kind == 'S' {

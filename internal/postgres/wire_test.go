@@ -56,30 +56,30 @@ func TestParseRoundTrip(t *testing.T) {
 		in   []byte
 		want RoundTrip
 	}{
-		{"simple query", simple, RoundTrip{Query: "SELECT 1", Statements: []string{"SELECT 1"}, Executes: 1}},
+		{"simple query", simple, RoundTrip{Query: "SELECT 1", Statements: []string{"SELECT 1"}}},
 		{"simple query, the next one sent ahead", cat(simple, msg('Q', cstr("SELECT 2"))),
-			RoundTrip{Query: "SELECT 1", Statements: []string{"SELECT 1"}, Executes: 1}},
+			RoundTrip{Query: "SELECT 1", Statements: []string{"SELECT 1"}}},
 		{"simple query of three statements", msg('Q', cstr("INSERT INTO t VALUES (';'); SELECT 1 /* ; */;\n;UPDATE t SET v = 2;")),
 			RoundTrip{Query: "INSERT INTO t VALUES (';'); SELECT 1 /* ; */;\n;UPDATE t SET v = 2;",
-				Statements: []string{"INSERT INTO t VALUES (';')", "SELECT 1 /* ; */", "UPDATE t SET v = 2"}, Executes: 1}},
-		{"empty query", msg('Q', cstr(" ")), RoundTrip{Query: " ", Statements: []string{" "}, Executes: 1}},
+				Statements: []string{"INSERT INTO t VALUES (';')", "SELECT 1 /* ; */", "UPDATE t SET v = 2"}}},
+		{"empty query", msg('Q', cstr(" ")), RoundTrip{Query: " ", Statements: []string{" "}}},
 		{"extended, unnamed statement", cat(parseAnon, bindAnon, describe, execute, sync),
-			RoundTrip{Query: update, Statements: []string{update}, Prepared: []Statement{{"", update}}, Executes: 1}},
+			RoundTrip{Query: update, Statements: []string{update}, Prepared: []Statement{{"", update}}}},
 		{"prepare only", cat(parseNamed, sync), RoundTrip{Query: balance, Prepared: []Statement{{"P0_1", balance}}}},
 		{"prepare and run", cat(parseNamed, bindNamed, execute, sync),
-			RoundTrip{Query: balance, Statements: []string{balance}, Prepared: []Statement{{"P0_1", balance}}, Executes: 1}},
-		{"run a statement prepared earlier", cat(bindUnknown, execute, sync), RoundTrip{Query: del, Statements: []string{del}, Executes: 1}},
+			RoundTrip{Query: balance, Statements: []string{balance}, Prepared: []Statement{{"P0_1", balance}}}},
+		{"run a statement prepared earlier", cat(bindUnknown, execute, sync), RoundTrip{Query: del, Statements: []string{del}}},
 		{"run a statement prepared before the trace", cat(bindNamed, execute, sync),
 			RoundTrip{Query: "-- prepared statement P0_1, from before the trace began",
-				Statements: []string{"-- prepared statement P0_1, from before the trace began"}, Executes: 1}},
+				Statements: []string{"-- prepared statement P0_1, from before the trace began"}}},
 		{"a batch: many executes, one sync", cat(bindUnknown, execute, parseAnon, bindAnon, execute, bindUnknown, execute, sync),
-			RoundTrip{Query: del, Statements: []string{del, update, del}, Prepared: []Statement{{"", update}}, Executes: 3}},
+			RoundTrip{Query: del, Statements: []string{del, update, del}, Prepared: []Statement{{"", update}}}},
 		{"a named portal, suspended, resumed later", cat(bindPortal, execute100, sync),
-			RoundTrip{Query: del, Statements: []string{del}, Portals: []Statement{{"C_2", del}}, Executes: 1}},
+			RoundTrip{Query: del, Statements: []string{del}, Portals: []Statement{{"C_2", del}}}},
 		{"a portal bound earlier, resumed", cat(msg('E', cstr("C_1"), "\x00\x00\x00\x64"), sync),
-			RoundTrip{Query: "SELECT id FROM big", Statements: []string{"SELECT id FROM big"}, Executes: 1}},
+			RoundTrip{Query: "SELECT id FROM big", Statements: []string{"SELECT id FROM big"}}},
 		{"close", cat(closeStmt, sync), RoundTrip{Closed: []string{"P0_1"}}},
-		{"cut inside the text", simple[:8], RoundTrip{Query: "SEL", Statements: []string{"SEL"}, Executes: 1, Cut: true}},
+		{"cut inside the text", simple[:8], RoundTrip{Query: "SEL", Statements: []string{"SEL"}, Cut: true}},
 		{"cut inside a header", cat(parseAnon, bindAnon[:3]), RoundTrip{Query: update, Prepared: []Statement{{"", update}}, Cut: true}},
 		{"not a message", []byte{'Q', 0, 0, 0, 1}, RoundTrip{Query: "-- a statement that began before the trace", Cut: true}},
 		{"the middle of a COPY", cat(msg('d', "1\tx\n"), msg('c')), RoundTrip{Query: "-- a statement that began before the trace"}},
@@ -98,7 +98,7 @@ func FuzzParseRoundTrip(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rt := ParseRoundTrip(b, func(byte, string) (string, bool) { return "", false })
-		if rt.Executes < 0 || len(rt.Query) > len(b)+80 {
+		if len(rt.Statements) > len(b) || len(rt.Query) > len(b)+80 {
 			t.Fatalf("%+v from %d bytes", rt, len(b))
 		}
 	})

@@ -61,33 +61,17 @@ static __always_inline int crossed_pause(__u64 start_ns, __u64 end_ns)
 	return start_ns < traced_since_ns || (traced_until_ns && end_ns > traced_until_ns);
 }
 
-static __always_inline void stat_inc(enum stat_id id)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &id);
-
-	if (v)
-		*v += 1; /* per-CPU: no atomics needed */
-}
-
 static __always_inline void stat_add(enum stat_id id, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &id);
 
 	if (v)
-		*v += n;
+		*v += n; /* per-CPU: no atomics needed */
 }
 
-static __always_inline void hist_add(enum hist_id id, __u64 v)
+static __always_inline void stat_inc(enum stat_id id)
 {
-	struct hist *h = bpf_map_lookup_elem(&hists, &id);
-	__u32 slot = log2_slot(v);
-
-	if (!h)
-		return;
-	if (slot >= HIST_SLOTS)
-		slot = HIST_SLOTS - 1;
-	h->slots[slot] += 1;
-	h->sum += v;
+	stat_add(id, 1);
 }
 
 /* n values whose sum is total, each at their mean: n statements ended together. */
@@ -103,6 +87,11 @@ static __always_inline void hist_add_n(enum hist_id id, __u64 total, __u32 n)
 		slot = HIST_SLOTS - 1;
 	h->slots[slot] += n;
 	h->sum += total;
+}
+
+static __always_inline void hist_add(enum hist_id id, __u64 v)
+{
+	hist_add_n(id, v, 1);
 }
 
 /* A value into a histogram other CPUs write too. */

@@ -18,7 +18,7 @@
  * Flush or at the Sync, so there is no socket call between one statement
  * and the next: the kernel sees a statement end only when the reply that
  * says so (CommandComplete, ErrorResponse...) is sent. Such a round trip's
- * replies are walked message by message (reply_walk), and each send that
+ * replies are walked message by message (pgwire.bpf.h), and each send that
  * ends statements ends a record holding them (`statements`): one record
  * per statement where the sends tell them apart, a group sharing its time
  * where one send ended several (counted: wire_grouped). A round trip of one
@@ -31,61 +31,13 @@
 #include <bpf/bpf_endian.h>
 
 #include "sock.bpf.h"
+#include "pgwire.bpf.h"
 
 #define WIRE_MAX_MSGS 16 /* messages walked per round trip */
 
 /* Startup codes of PostgreSQL's protocol (after the length word). */
 #define PG_SSL_REQUEST 80877103
 #define PG_GSSENC_REQUEST 80877104
-
-static __always_inline __u32 be32_at(const char *b, __u32 off)
-{
-	return (__u32)(__u8)b[off & TEXT_MASK] << 24 | (__u32)(__u8)b[(off + 1) & TEXT_MASK] << 16 |
-	       (__u32)(__u8)b[(off + 2) & TEXT_MASK] << 8 | (__u32)(__u8)b[(off + 3) & TEXT_MASK];
-}
-
-/* Does a simple Query's text from off to end hold another statement
- * after a semicolon? (A semicolon in a literal only costs a walk.) Eight
- * bytes at a time to the first word holding a semicolon, then bytewise:
- * most queries have none, or one at their end. */
-struct semi_scan {
-	struct wire_text *t;
-	__u32 off, end;
-	__u8 semicolon, more;
-};
-
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-
-static long semi_word(__u32 i, void *ctx)
-{
-	struct semi_scan *s = ctx;
-	__u64 v, x;
-
-	if (s->off + 8 > s->end)
-		return 1;
-	__builtin_memcpy(&v, &s->t->buf[s->off & (TEXT_MASK & ~7)], sizeof(v));
-	x = v ^ (';' * ONES);
-	if ((x - ONES) & ~x & HIGHS) /* a zero byte: a semicolon */
-		return 1;
-	s->off += 8;
-	return 0;
-}
-
-static long semi_step(__u32 i, void *ctx)
-{
-	struct semi_scan *s = ctx;
-	char c;
-
-	if (s->off >= s->end)
-		return 1;
-	c = s->t->buf[s->off++ & TEXT_MASK];
-	if (c == ';')
-		s->semicolon = 1;
-	else if (s->semicolon && c && c != ' ' && c != '\n' && c != '\t' && c != '\r')
-		s->more = 1;
-	return s->more ? 1 : 0;
-}
 
 /*
  * Walks the round trip's messages from w->text_off: notes whether it runs
@@ -98,7 +50,6 @@ static long semi_step(__u32 i, void *ctx)
 __noinline int wire_walk(struct wire_text *t, struct wire *w)
 {
 	__u32 off, len, i, execs = 0;
-	struct semi_scan scan = { .t = t };
 
 	if (!t || !w)
 		return 0;
@@ -116,13 +67,8 @@ __noinline int wire_walk(struct wire_text *t, struct wire *w)
 		}
 		switch (t->buf[off & TEXT_MASK]) {
 		case 'Q':
-			scan.off = (off + 5) & ~7; /* aligned: the header's bytes before it are no semicolon's */
-			scan.end = off + 1 + len < t->len ? off + 1 + len : t->len;
-			bpf_loop(QUERY_TEXT_MAX / 8, semi_word, &scan, 0);
-			if (scan.off < off + 5)
-				scan.off = off + 5;
-			bpf_loop(QUERY_TEXT_MAX, semi_step, &scan, 0);
-			if (scan.more || off + 1 + len > t->len)
+			if (off + 1 + len > t->len ||
+			    query_has_more(t, off + 5, off + 1 + len))
 				w->flags |= WIRE_WALK;
 			/* fallthrough */
 		case 'F':
@@ -429,104 +375,18 @@ static __always_inline int portal_suspended(const char *m)
 }
 
 /*
- * Walking a reply: the backend's messages in the bytes of one send, from
- * where the last send left off, a header read from the process at a time
- * (an offset into a copy would make the verifier track every step).
+ * The backend sent n bytes of a walked round trip's reply from buf: the
+ * statements they end make a record (wire_cut), its ReadyForQuery the
+ * last one (wire_end). 0 if the walk lost its place: the round trip then
+ * ends at its ReadyForQuery.
  */
-#define REPLY_MAX_MSGS 4096 /* messages walked per send: an 8 KiB send holds at most 1,639 */
-
-struct reply_walk {
-	const char *buf;    /* the bytes sent (user memory) */
-	__u64 off, n;       /* where the next message starts; bytes sent */
-	__u32 done, failed; /* statements ended, and of them by an error */
-	__u8 ready, suspended, lost;
-};
-
-/* The message of type and length (without the type byte) at w->off. */
-static __always_inline long reply_message(struct reply_walk *w, char type, __u32 len)
-{
-	if (len < 4 || len > (1U << 30)) {
-		w->lost = 1;
-		return 1;
-	}
-	w->off += 1 + len;
-	switch (type) {
-	case 'E': /* ErrorResponse: the statement failed (in a pipeline, the rest to the Sync is skipped) */
-		w->failed++;
-		/* fallthrough */
-	case 'C': /* CommandComplete */
-	case 'I': /* EmptyQueryResponse */
-	case 'V': /* FunctionCallResponse */
-		w->done++;
-		break;
-	case 's': /* PortalSuspended: the statement goes on at the next Execute */
-		w->suspended = 1;
-		break;
-	case 'Z': /* ReadyForQuery: the round trip is over */
-		w->ready = 1;
-		return 1;
-	}
-	return 0;
-}
-
-static long reply_step(__u32 i, void *ctx)
-{
-	struct reply_walk *w = ctx;
-	char m[5];
-
-	if (w->off + 5 > w->n) /* the end, or a header cut by it */
-		return 1;
-	if (bpf_probe_read_user(m, sizeof(m), w->buf + w->off)) {
-		w->lost = 1;
-		return 1;
-	}
-	return reply_message(w, m[0], be32_at(m, 1));
-}
-
-/*
- * The backend sent n bytes of a walked round trip's reply from buf: counts
- * the statements they end. Returns 0 if the walk lost its place (a message
- * that cannot be one, more messages than walked, bytes that cannot be
- * read): the round trip then ends at its ReadyForQuery, counted whole.
- */
-static __always_inline int reply_walk(struct task_struct *task, struct task_local *tl, const char *buf, __u32 n)
+static __always_inline int wire_reply(struct task_struct *task, struct task_local *tl, const char *buf, __u32 n)
 {
 	struct wire *w = &tl->wire;
-	__u32 need, have = w->out_hdr_len & 7;
-	struct reply_walk rw = { .buf = buf, .n = n };
+	struct reply_walk rw;
 
-	if (have) { /* the last send ended inside a header: its rest begins this one */
-		__u64 saved, rest = 0, hdr;
-
-		have = have > 4 ? 4 : have;
-		need = 5 - have;
-		if (need > n || bpf_probe_read_user(&rest, need & 7, buf))
-			return 0;
-		__builtin_memcpy(&saved, w->out_hdr, sizeof(saved));
-		/* little-endian: the saved bytes, then the new ones */
-		hdr = (saved & ((1ULL << (8 * have)) - 1)) | rest << (8 * have);
-		w->out_hdr_len = 0;
-		rw.off = (__u64)need - 5; /* the message began before this send (wraps: + its length) */
-		if (reply_message(&rw, hdr & 0xff, __builtin_bswap32(hdr >> 8)) && !rw.ready)
-			return 0;
-	} else {
-		rw.off = w->out_skip; /* the rest of a message begun before */
-	}
-	if (!rw.ready && bpf_loop(REPLY_MAX_MSGS, reply_step, &rw, 0) == REPLY_MAX_MSGS && rw.off + 5 <= n)
-		rw.lost = 1;
-	if (rw.lost)
+	if (!reply_walk(w, &rw, buf, n))
 		return 0;
-	w->out_skip = rw.off > n ? rw.off - n : 0;
-	if (!rw.ready && rw.off < n) { /* a header cut by the end of the send */
-		need = (n - rw.off) & 7;
-		if (bpf_probe_read_user(w->out_hdr, need, buf + rw.off))
-			return 0;
-		w->out_hdr_len = need;
-	}
-	w->done += rw.done;
-	w->failed += rw.failed;
-	if (rw.suspended)
-		w->flags |= WIRE_SUSPENDED;
 	if (rw.ready)
 		wire_end(task, tl);
 	else if (w->done > w->recorded)
@@ -554,7 +414,7 @@ static __always_inline void wire_sent(struct task_struct *task, struct task_loca
 		return;
 	}
 	if (w->state == WIRE_BUSY && (w->flags & WIRE_WALK)) {
-		if (reply_walk(task, tl, buf, ret))
+		if (wire_reply(task, tl, buf, ret))
 			return;
 		stat_inc(STAT_WIRE_UNWALKED);
 		w->flags &= ~WIRE_WALK;
