@@ -110,18 +110,23 @@ func coldScanRead(t *testing.T, c *pgsandbox.Cluster, parallel bool) int {
 // A parallel scan with --fs: the workers' reads are rolled up into the
 // leader's query, so the blocks it read match the buffers EXPLAIN says the
 // query (workers included) read. (Blocks, not calls: from 17 on, one call
-// reads several.)
+// reads several.) On 18 in its default configuration, I/O workers read
+// for the leader and for the parallel workers alike: all of it is the
+// leader's query's, and most of it was read for it by I/O workers.
 func TestParallelWorkersRollUpIntoLeader(t *testing.T) {
-	eachVersion(t, nil, func(t *testing.T, c *pgsandbox.Cluster) {
+	eachIOConfig(t, nil, func(t *testing.T, c *pgsandbox.Cluster) {
 		makeBigTable(t, c)
 		var pgReads int
 		qs := traceQueries(t, c, func() { pgReads = coldScanRead(t, c, true) })
 		q := only(t, qs, "EXPLAIN", 1)[0]
-		blocks := q.FSReadBytes / 8192
-		t.Logf("parallel scan: PostgreSQL read %d buffers; the leader's query shows %d blocks in %d reads in %.1f ms, %d block requests",
-			pgReads, blocks, q.FSReadCount, ms(q.FSReadNs), q.BlkCount)
+		blocks, byWorkers := q.FSReadBytes/8192, q.AIOReadBytes/8192
+		t.Logf("parallel scan: PostgreSQL read %d buffers; the leader's query shows %d blocks in %d reads in %.1f ms (I/O workers: %d blocks), %d block requests",
+			pgReads, blocks, q.FSReadCount, ms(q.FSReadNs), byWorkers, q.BlkCount)
 		if blocks < uint64(pgReads)*95/100 || blocks > uint64(pgReads)*110/100 {
 			t.Errorf("the leader's query read %d blocks, PostgreSQL read %d buffers", blocks, pgReads)
+		}
+		if ioWorkers := psql(t, c, "SELECT current_setting('io_method', true)") == "worker"; ioWorkers != (byWorkers > uint64(pgReads)/2) {
+			t.Errorf("io_method=worker %v, yet I/O workers read %d of the %d blocks", ioWorkers, byWorkers, pgReads)
 		}
 	})
 }

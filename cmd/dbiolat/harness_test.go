@@ -98,6 +98,17 @@ func eachVersion(t *testing.T, settings map[string]string, fn func(t *testing.T,
 	}
 }
 
+// eachIOConfig is eachVersion, and then PostgreSQL 18 in its default
+// configuration (io_method=worker, subtest "pg18-io-worker"): its I/O
+// workers read for the queries, for their parallel workers too.
+func eachIOConfig(t *testing.T, settings map[string]string, fn func(t *testing.T, c *pgsandbox.Cluster)) {
+	t.Helper()
+	eachVersion(t, settings, fn)
+	t.Run("pg18-io-worker", func(t *testing.T) {
+		fn(t, startVersion(t, "18", withSetting(maps.Clone(settings), "io_method", "worker")))
+	})
+}
+
 // withSetting adds a setting to a (possibly nil) set of settings.
 func withSetting(settings map[string]string, name, value string) map[string]string {
 	if settings == nil {

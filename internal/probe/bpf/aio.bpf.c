@@ -46,11 +46,14 @@ static __always_inline int aio_key_of(struct pt_regs *ctx, struct thread_state *
 	return 0;
 }
 
-/* The backend stages a read: remember the query it serves. */
+/*
+ * A process stages a read: remember the query it serves, its own, or, for
+ * a parallel worker, its leader's (whose query its reads are: charged.bpf.h).
+ */
 SEC("uprobe")
 int aio_stage(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_current();
+	struct thread_state *ts = thread_current(), *q;
 	struct query_ref owner = {};
 	struct aio_key key = {};
 
@@ -59,6 +62,12 @@ int aio_stage(struct pt_regs *ctx)
 	if (ts->query_start_ns) {
 		owner.tid = (__u32)bpf_get_current_pid_tgid();
 		owner.query_seq = ts->query_seq;
+	} else {
+		find_leader(ts);
+		if ((q = charged(ts))) {
+			owner.tid = ts->leader_tid;
+			owner.query_seq = q->query_seq;
+		}
 	}
 	bpf_map_update_elem(&aio_owners, &key, &owner, BPF_ANY);
 	return 0;
@@ -79,8 +88,8 @@ int aio_perform(struct pt_regs *ctx)
 		stat_inc(STAT_AIO_UNSEEN);
 		return 0;
 	}
-	if (!owner->tid || owner->tid == (__u32)bpf_get_current_pid_tgid())
-		return 0; /* staged outside a query, or performed by its own backend */
+	if (!owner->tid || owner->tid == (__u32)bpf_get_current_pid_tgid() || owner->tid == ts->leader_tid)
+		return 0; /* staged outside a query, or performed by its own backend or parallel worker */
 	serve(ts, owner);
 	return 0;
 }
