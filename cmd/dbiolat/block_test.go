@@ -136,7 +136,7 @@ func TestParallelWorkersRollUpIntoLeader(t *testing.T) {
 // PostgreSQL read for it, serial, and in parallel, where two thirds of
 // the requests are the workers' and count in the leader's query.
 func TestColdScanBlockRequestsWithoutFS(t *testing.T) {
-	eachVersion(t, nil, func(t *testing.T, c *pgsandbox.Cluster) {
+	eachIOConfig(t, nil, func(t *testing.T, c *pgsandbox.Cluster) {
 		makeBigTable(t, c)
 		for _, parallel := range []bool{false, true} {
 			t.Run(map[bool]string{false: "serial", true: "parallel"}[parallel], func(t *testing.T) {
