@@ -33,7 +33,7 @@ type driverCase struct {
 }
 
 func TestDriversStatementsCounted(t *testing.T) {
-	python, jdbc := driverTools(t)
+	python, jars := driverTools(t)
 	port := 20000 + (os.Getpid()+17)%20000
 	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})
 	cases := []driverCase{
@@ -65,7 +65,7 @@ func TestDriversStatementsCounted(t *testing.T) {
 			cmd.Env = append(os.Environ(), c.Env()...)
 		case "pgjdbc":
 			url := fmt.Sprintf("jdbc:postgresql://127.0.0.1:%d/postgres?user=postgres", port)
-			cmd = exec.CommandContext(ctx, "java", "-cp", jdbc, filepath.Join("testdata", "drivers", "PgJdbc.java"), url, dc.name)
+			cmd = exec.CommandContext(ctx, "java", "-cp", jars.pgjdbc, filepath.Join("testdata", "drivers", "PgJdbc.java"), url, dc.name)
 		case "libpq":
 			psql(t, c, "CREATE TABLE drv_libpq (id int, v text)")
 			cmd = c.PgbenchCmd(ctx, "postgres", "-n", "-M", "extended", "-f", script, "-t", "30")
@@ -120,40 +120,55 @@ func TestDriversStatementsCounted(t *testing.T) {
 
 // checkConnectionTimeline: a connection's records never overlap, so their
 // times add up to at most its busy time: no statement's time is counted
-// twice, whatever the pipelining.
+// twice, whatever the pipelining. (A PostgreSQL connection is its backend;
+// a MySQL one, a connection id of the server.)
 func checkConnectionTimeline(t *testing.T, qs []model.Query) {
 	t.Helper()
-	byPID := map[int][]model.Query{}
-	for _, q := range qs {
-		byPID[q.PID] = append(byPID[q.PID], q)
+	type conn struct {
+		pid int
+		id  uint32
 	}
-	for pid, list := range byPID {
+	byConn := map[conn][]model.Query{}
+	for _, q := range qs {
+		byConn[conn{q.PID, q.ConnectionID}] = append(byConn[conn{q.PID, q.ConnectionID}], q)
+	}
+	for c, list := range byConn {
 		slices.SortFunc(list, func(a, b model.Query) int { return a.TS.Compare(b.TS) })
 		for i := 1; i < len(list); i++ {
 			if end := list[i-1].TS.Add(time.Duration(list[i-1].QueryNs)); end.After(list[i].TS) {
-				t.Errorf("backend %d: %q ends %v after %q begins", pid, list[i-1].Query, end.Sub(list[i].TS), list[i].Query)
+				t.Errorf("connection %v: %q ends %v after %q begins", c, list[i-1].Query, end.Sub(list[i].TS), list[i].Query)
 			}
 		}
 	}
 }
 
+// driverJars are the Java drivers' jars.
+type driverJars struct{ pgjdbc, mariadb string }
+
 // driverTools finds the drivers scripts/install-deps installed: a Python
-// with psycopg, and pgJDBC's jar.
-func driverTools(t *testing.T) (python, jdbc string) {
+// with psycopg and PyMySQL, and the Java drivers' jars.
+func driverTools(t *testing.T) (python string, jars driverJars) {
 	t.Helper()
 	tools, err := filepath.Abs(filepath.Join("..", "..", ".tools"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	python = filepath.Join(tools, "venv", "bin", "python3")
-	jars, _ := filepath.Glob(filepath.Join(tools, "java", "postgresql-*.jar"))
+	find := func(prefix string) string {
+		m, _ := filepath.Glob(filepath.Join(tools, "java", prefix+"-*.jar"))
+		if len(m) == 0 {
+			return ""
+		}
+		return m[0]
+	}
+	jars = driverJars{pgjdbc: find("postgresql"), mariadb: find("mariadb-java-client")}
 	_, err = os.Stat(python)
-	if err != nil || len(jars) == 0 {
-		msg := cmp.Or(fmt.Sprint(err), "no pgJDBC jar") + ": run scripts/install-deps"
+	if err != nil || jars.pgjdbc == "" || jars.mariadb == "" {
+		msg := cmp.Or(fmt.Sprint(err), "a driver's jar is missing") + ": run scripts/install-deps"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	return python, jars[0]
+	return python, jars
 }

@@ -48,7 +48,7 @@ var Counters = []Counter{
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
 	{"waterfall_missed", false, true, "context switches of a query not seen (the time since shows as unaccounted)"},
 	{"wire_tls", false, true, "TLS connections read in plaintext at OpenSSL"},
-	{"wire_grouped", false, true, "statements of pipelines timed together with others in one record (their replies went out in one send)"},
+	{"wire_grouped", false, true, "statements timed together with others in one record (a pipeline's whose replies went out in one send, a multi-statement command's)"},
 	{"aio_unseen", false, true, "reads I/O workers performed whose staging was not seen (not charged to a query)"},
 	{"fuse_unseen", false, true, "FUSE requests a storage engine took that no traced process sent (not charged to a query)"},
 	{"mysql_reply_unseen", false, true, "MySQL replies whose end was not recognized (their query ended at the next command)"},

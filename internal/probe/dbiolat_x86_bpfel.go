@@ -154,6 +154,7 @@ type dbiolatMyConn struct {
 	Owner    uint32
 	InLen    uint32
 	CmdLeft  uint32
+	Results  uint32
 	State    uint8
 	Cmd      uint8
 	Part     uint8
@@ -162,6 +163,7 @@ type dbiolatMyConn struct {
 	InSeq    uint8
 	InHeader uint8
 	Pad      uint8
+	_        [4]byte
 	SyncedNs uint64
 	Head     [32]uint8
 }
@@ -176,12 +178,13 @@ type dbiolatMyParked struct {
 }
 
 type dbiolatMyReply struct {
-	_       structs.HostLayout
-	EndNs   uint64
-	Conn    uint64
-	ReplyId uint32
-	Cmd     uint8
-	Pad     [3]uint8
+	_          structs.HostLayout
+	EndNs      uint64
+	Conn       uint64
+	ReplyId    uint32
+	Statements uint32
+	Cmd        uint8
+	Pad        [7]uint8
 }
 
 type dbiolatMyTlsConn struct {

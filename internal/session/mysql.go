@@ -134,7 +134,6 @@ func (s *Session) mysqlQuery(e *probe.QueryEvent, text []byte) *model.Query {
 	}
 	in := s.mysqls[int(e.Instance)]
 	q := s.accounted(e)
-	q.Statements = 1 // a command's statements are one record
 	q.DataDir, q.Port = in.DataDir, in.Port
 	q.Role, q.Database, q.User = string(MySQLConnRole), c.database, c.user
 	q.TID = int(e.Pid)

@@ -101,8 +101,8 @@ enum stat_id {
 	STAT_BLK_UNSEEN = 24,      /* not a loss: a block request not seen whole (in flight at attach, done after a pause) */
 	STAT_QUERY_CUT = 25,       /* not a loss: a query begun before tracing paused, left out (duty cycles) */
 	STAT_UNIT_HISTS_FULL = 26, /* a unit's histogram could not be created: its I/O is in the host's only */
-	STAT_WIRE_GROUPED = 27,    /* not a loss: statements timed together with others in one record (a pipeline's,
-				    * whose replies were sent together) */
+	STAT_WIRE_GROUPED = 27,    /* not a loss: statements timed together with others in one record (a pipeline's
+				    * whose replies were sent together, a multi-statement command's) */
 	STAT_WIRE_UNWALKED = 28,   /* a reply whose messages could not be walked: its statements counted as one */
 	STAT_IDS = 29,
 };

@@ -100,6 +100,7 @@ struct my_conn {
 	__u32 owner;     /* the thread whose query the command is */
 	__u32 in_len;    /* the client packet whose header was read alone: its length... */
 	__u32 cmd_left;  /* bytes of the client's packet still to be read, past what was captured */
+	__u32 results;   /* results the reply ended so far with "more results exist": a multi-statement command's */
 	__u8 state;      /* enum my_state */
 	__u8 cmd;        /* the command running; 0 for the handshake */
 	__u8 part;       /* enum my_part */
@@ -161,8 +162,9 @@ struct my_reply {
 	__u64 end_ns;
 	__u64 conn;
 	__u32 reply_id;
+	__u32 statements; /* the command's, if it ran any: one a result */
 	__u8 cmd;
-	__u8 pad[3];
+	__u8 pad[7];
 };
 
 struct {
@@ -323,7 +325,11 @@ static __always_inline int my_packet(struct my_conn *c, const __u8 *p, __u32 ple
 	/* an OK or EOF: the reply goes on if more results follow */
 	status = status_of(p, plen);
 	c->part = PART_FIRST;
-	return !(status & SERVER_MORE_RESULTS_EXIST);
+	if (status & SERVER_MORE_RESULTS_EXIST) {
+		c->results++;
+		return 0;
+	}
+	return 1;
 }
 
 /*
@@ -434,6 +440,7 @@ static __always_inline struct my_reply my_reply_of(struct my_conn *c, __u64 sk)
 		.end_ns = bpf_ktime_get_ns(),
 		.conn = c->conn ? c->conn : sk,
 		.reply_id = c->reply_id,
+		.statements = my_ran(c->cmd) ? 1 + c->results : 0,
 		.cmd = c->cmd,
 	};
 	return r;
@@ -458,7 +465,7 @@ static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
 	struct my_parked *p = bpf_map_lookup_elem(&my_parked, &sk);
 	__u32 zero = 0;
 	struct query_event *e = bpf_map_lookup_elem(&query_scratch, &zero);
-	int ran = my_ran(r->cmd);
+	__u32 ran = r->statements;
 	__u64 ns;
 
 	if (!p)
@@ -474,7 +481,9 @@ static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
 		ran = 0;
 	}
 	if (ran) {
-		hist_add(HIST_QUERY, ns);
+		if (ran > 1)
+			stat_add(STAT_WIRE_GROUPED, ran);
+		hist_add_n(HIST_QUERY, ns, ran);
 		if (wanted(&e->acct, ns))
 			e->emit_flags |= EMIT_WANTED;
 	}
@@ -618,7 +627,7 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 	c->state = MY_IDLE;
 	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
 		e = query_end(ts, &tl->wf, r.end_ns,
-			      (struct query_ending){.statements = my_ran(r.cmd), .timed = my_ran(r.cmd), .teaches = my_teaches(r.cmd)});
+			      (struct query_ending){.statements = r.statements, .timed = my_ran(r.cmd), .teaches = my_teaches(r.cmd)});
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
@@ -737,6 +746,7 @@ static __always_inline int my_rows_end(struct my_conn *c, void *buf, __u32 from,
 		c->carry = c->have = 0;
 		if (status_of(p + 4, len) & SERVER_MORE_RESULTS_EXIST) {
 			c->part = PART_FIRST;
+			c->results++;
 			return 0;
 		}
 		return 1;
@@ -820,7 +830,7 @@ static __always_inline void my_command(struct task_struct *task, struct task_loc
 	__u32 m = text_bound(n < len ? n : len);
 
 	c->carry = c->have = 0;
-	c->reply_id = 0;
+	c->reply_id = c->results = 0;
 	if (!t || !m || bpf_probe_read_user(t->buf, m, payload)) {
 		stat_inc(STAT_WIRE_UNREADABLE);
 		my_cancel(thread_current(), &tl->wf);

@@ -142,6 +142,8 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		how.statements = 0;
 	}
 	if (how.timed) {
+		if (how.statements > 1) /* the kernel saw no boundary between them */
+			stat_add(STAT_WIRE_GROUPED, how.statements);
 		if (how.statements)
 			hist_add_n(HIST_QUERY, how.earlier_ns + now - start, how.statements);
 		if (wanted(&ts->acct, now - start))

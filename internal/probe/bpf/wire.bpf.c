@@ -301,8 +301,6 @@ static __always_inline struct query_event *wire_record(struct thread_state *ts, 
 		how.earlier_ns = w->portal_ns;
 		w->portal_ns = 0;
 	}
-	if (statements > 1)
-		stat_add(STAT_WIRE_GROUPED, statements);
 	e = query_end(ts, &tl->wf, now, how);
 	if (e) {
 		e->first_statement = w->recorded;

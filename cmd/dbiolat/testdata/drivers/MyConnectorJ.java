@@ -1,0 +1,59 @@
+// How MariaDB Connector/J talks to MariaDB, one case per run, each on its
+// own table:
+//
+//   bulk       300 rows by addBatch and executeBatch: one COM_STMT_BULK_EXECUTE
+//   pipelined  the same without bulk statements (useBulkStmts=false): 300
+//              executions sent one after the other before any reply is read
+//   prepared   one server-prepared statement (useServerPrepStmts) run 20 times
+//   longdata   a parameter sent as a stream: COM_STMT_SEND_LONG_DATA before
+//              the COM_STMT_EXECUTE
+//
+// Run as `java -cp mariadb-java-client.jar MyConnectorJ.java URL CASE`
+// (a single-file program: no build step). Prints what it ran.
+import java.io.ByteArrayInputStream;
+import java.sql.*;
+
+public class MyConnectorJ {
+    public static void main(String[] args) throws Exception {
+        String url = args[0], c = args[1], table = "drv_" + c;
+        if (c.equals("pipelined")) url += "&useBulkStmts=false";
+        if (c.equals("prepared") || c.equals("longdata")) url += "&useServerPrepStmts=true";
+        try (Connection conn = DriverManager.getConnection(url)) {
+            try (Statement s = conn.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS " + table);
+                s.execute("CREATE TABLE " + table + " (id int, v longtext)");
+            }
+            String insert = "INSERT INTO " + table + " VALUES (?, ?)";
+            switch (c) {
+                case "bulk", "pipelined" -> {
+                    try (PreparedStatement ps = conn.prepareStatement(insert)) {
+                        for (int i = 0; i < 300; i++) {
+                            ps.setInt(1, i);
+                            ps.setString(2, "row " + i);
+                            ps.addBatch();
+                        }
+                        ps.executeBatch();
+                    }
+                }
+                case "prepared" -> {
+                    try (PreparedStatement ps = conn.prepareStatement(insert)) {
+                        for (int i = 0; i < 20; i++) {
+                            ps.setInt(1, i);
+                            ps.setString(2, "row " + i);
+                            ps.executeUpdate();
+                        }
+                    }
+                }
+                case "longdata" -> {
+                    try (PreparedStatement ps = conn.prepareStatement(insert)) {
+                        ps.setInt(1, 1);
+                        ps.setAsciiStream(2, new ByteArrayInputStream("x".repeat(100000).getBytes()));
+                        ps.executeUpdate();
+                    }
+                }
+                default -> throw new IllegalArgumentException("unknown case " + c);
+            }
+        }
+        System.out.println(c + " done");
+    }
+}
