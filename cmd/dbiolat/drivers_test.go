@@ -143,7 +143,7 @@ func checkConnectionTimeline(t *testing.T, qs []model.Query) {
 }
 
 // driverJars are the Java drivers' jars.
-type driverJars struct{ pgjdbc, mariadb string }
+type driverJars struct{ pgjdbc, mariadb, mysql string }
 
 // driverTools finds the drivers scripts/install-deps installed: a Python
 // with psycopg and PyMySQL, and the Java drivers' jars.
@@ -161,9 +161,9 @@ func driverTools(t *testing.T) (python string, jars driverJars) {
 		}
 		return m[0]
 	}
-	jars = driverJars{pgjdbc: find("postgresql"), mariadb: find("mariadb-java-client")}
+	jars = driverJars{pgjdbc: find("postgresql"), mariadb: find("mariadb-java-client"), mysql: find("mysql-connector-j")}
 	_, err = os.Stat(python)
-	if err != nil || jars.pgjdbc == "" || jars.mariadb == "" {
+	if err != nil || jars.pgjdbc == "" || jars.mariadb == "" || jars.mysql == "" {
 		msg := cmp.Or(fmt.Sprint(err), "a driver's jar is missing") + ": run scripts/install-deps"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)

@@ -1,9 +1,9 @@
 package main
 
-// MySQL's protocol as MariaDB's drivers speak it: PyMySQL (PyPI) and
-// MariaDB Connector/J (Maven Central), driven by the programs in
-// testdata/drivers. Each case's statements are counted as the server's
-// performance_schema counts them.
+// MySQL's protocol as drivers speak it to MariaDB: PyMySQL (PyPI), MariaDB
+// Connector/J and MySQL Connector/J (Maven Central), driven by the
+// programs in testdata/drivers. Each case's statements are counted as the
+// server counts them.
 
 import (
 	"context"
@@ -38,6 +38,7 @@ func TestMySQLDriversStatementsCounted(t *testing.T) {
 		{"connectorj", "pipelined", regexp.MustCompile(`drv_pipelined\b`)},
 		{"connectorj", "prepared", regexp.MustCompile(`drv_prepared\b`)},
 		{"connectorj", "longdata", regexp.MustCompile(`drv_longdata\b`)},
+		{"mysql-connectorj", "cursor", regexp.MustCompile(`drv_cursor\b`)},
 	}
 	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(s.PID()))
 	for _, dc := range cases {
@@ -48,7 +49,10 @@ func TestMySQLDriversStatementsCounted(t *testing.T) {
 			cmd = exec.CommandContext(ctx, python, filepath.Join("testdata", "drivers", "my_pymysql.py"), s.Socket, dc.name)
 		case "connectorj":
 			url := fmt.Sprintf("jdbc:mariadb://127.0.0.1:%d/test?user=drv&password=drv", port)
-			cmd = exec.CommandContext(ctx, "java", "-cp", jars.mariadb, filepath.Join("testdata", "drivers", "MyConnectorJ.java"), url, dc.name)
+			cmd = exec.CommandContext(ctx, "java", "-cp", jars.mariadb, filepath.Join("testdata", "drivers", "MyJdbc.java"), url, dc.name)
+		case "mysql-connectorj":
+			url := fmt.Sprintf("jdbc:mysql://127.0.0.1:%d/test?user=drv&password=drv&useCursorFetch=true", port)
+			cmd = exec.CommandContext(ctx, "java", "-cp", jars.mysql, filepath.Join("testdata", "drivers", "MyJdbc.java"), url, dc.name)
 		}
 		_, err := cmdrun.Run(cmd, nil, dc.driver)
 		cancel()
@@ -90,6 +94,17 @@ func TestMySQLDriversStatementsCounted(t *testing.T) {
 		if ours != theirs[dc.name] || ours == 0 {
 			t.Errorf("%s %s: dbiolat counted %d statements, the server %d", dc.driver, dc.name, ours, theirs[dc.name])
 		}
+	}
+	// A cursor's fetches are records of their own, parts of its statement.
+	fetches := comCounters(t, s)["com_stmt_fetch"]
+	parts := uint64(0)
+	for _, q := range queries {
+		if q.Statements == 0 {
+			parts++
+		}
+	}
+	if parts != fetches || fetches == 0 {
+		t.Errorf("%d records of parts of statements, the server ran %d COM_STMT_FETCH", parts, fetches)
 	}
 	checkConnectionTimeline(t, queries)
 	checkRepliesEnded(t, sum)

@@ -428,6 +428,14 @@ static __always_inline int my_ran(__u8 cmd)
 	return cmd == COM_QUERY || cmd == COM_STMT_EXECUTE || cmd == COM_STMT_BULK_EXECUTE;
 }
 
+/* A command whose time is a statement's, or a part of one: a cursor's
+ * COM_STMT_FETCH reads on from the COM_STMT_EXECUTE that opened it (which
+ * counts the statement, as the server does). */
+static __always_inline int my_timed(__u8 cmd)
+{
+	return my_ran(cmd) || cmd == COM_STMT_FETCH;
+}
+
 static __always_inline int my_teaches(__u8 cmd)
 {
 	return cmd == COM_STMT_PREPARE || cmd == COM_INIT_DB || cmd == COM_CHANGE_USER || cmd == COM_QUIT || cmd == 0;
@@ -465,8 +473,11 @@ static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
 	struct my_parked *p = bpf_map_lookup_elem(&my_parked, &sk);
 	__u32 zero = 0;
 	struct query_event *e = bpf_map_lookup_elem(&query_scratch, &zero);
-	__u32 ran = r->statements;
-	__u64 ns;
+	struct query_ending how = {
+		.statements = r->statements,
+		.timed = my_timed(r->cmd),
+		.teaches = my_teaches(r->cmd),
+	};
 
 	if (!p)
 		return 0;
@@ -474,20 +485,8 @@ static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
 		goto out;
 	e->end_ns = r->end_ns;
 	e->acct.box_ns[BOX_AIO_WAIT] += r->end_ns - p->parked_ns;
-	ns = r->end_ns - e->start_ns;
-	e->emit_flags = my_teaches(r->cmd) ? EMIT_STATEMENT : 0;
-	if (ran && crossed_pause(e->start_ns, r->end_ns)) { /* not measured whole */
-		stat_inc(STAT_QUERY_CUT);
-		ran = 0;
-	}
-	if (ran) {
-		if (ran > 1)
-			stat_add(STAT_WIRE_GROUPED, ran);
-		hist_add_n(HIST_QUERY, ns, ran);
-		if (wanted(&e->acct, ns))
-			e->emit_flags |= EMIT_WANTED;
-	}
-	e->statements = ran;
+	e->emit_flags = query_counted(&e->acct, e->start_ns, r->end_ns, &how);
+	e->statements = how.statements;
 	if (e->emit_flags)
 		my_submit(e, r, p->text, p->text_len, p->truncated);
 out:
@@ -627,7 +626,7 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 	c->state = MY_IDLE;
 	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
 		e = query_end(ts, &tl->wf, r.end_ns,
-			      (struct query_ending){.statements = r.statements, .timed = my_ran(r.cmd), .teaches = my_teaches(r.cmd)});
+			      (struct query_ending){.statements = r.statements, .timed = my_timed(r.cmd), .teaches = my_teaches(r.cmd)});
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&wire_texts, task, 0, 0);

@@ -109,11 +109,36 @@ struct query_ending {
 };
 
 /*
- * The query ends, in the thread that ran it: its waterfall closes and its
- * statements count in HIST_QUERY (several ended together: each at their
- * mean). If a record is to be sent (it met the thresholds, or it teaches
- * Go a statement), the per-CPU record is filled but for its text and
- * returned; else NULL.
+ * A query from start to now ends as how says: a query begun before a
+ * pause of tracing is left out (counted); its statements count in
+ * HIST_QUERY (several ended together: each at their mean). Returns why
+ * its record would be sent (enum emit_flag), 0 for none.
+ */
+static __always_inline __u8 query_counted(struct query_acct *a, __u64 start, __u64 now, struct query_ending *how)
+{
+	__u8 flags = how->teaches ? EMIT_STATEMENT : 0;
+
+	if (how->timed && crossed_pause(start, now)) { /* not measured whole: left out, counted */
+		stat_inc(STAT_QUERY_CUT);
+		how->timed = 0;
+		how->statements = 0;
+	}
+	if (!how->timed)
+		return flags;
+	if (how->statements > 1) /* the kernel saw no boundary between them */
+		stat_add(STAT_WIRE_GROUPED, how->statements);
+	if (how->statements)
+		hist_add_n(HIST_QUERY, how->earlier_ns + now - start, how->statements);
+	if (wanted(a, now - start))
+		flags |= EMIT_WANTED;
+	return flags;
+}
+
+/*
+ * The query ends, in the thread that ran it: its waterfall closes and it
+ * is counted (query_counted). If a record is to be sent (it met the
+ * thresholds, or it teaches Go a statement), the per-CPU record is filled
+ * but for its text and returned; else NULL.
  */
 static __always_inline struct query_event *query_end(struct thread_state *ts, struct waterfall *wf, __u64 now,
 						     struct query_ending how)
@@ -123,7 +148,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	/* Taken, not read: a MySQL thread pool's worker sending the reply
 	 * may end it at the same moment in this thread's stead (my_take). */
 	__u64 start = __sync_lock_test_and_set(&ts->query_start_ns, 0);
-	__u8 flags = 0;
+	__u8 flags;
 
 	if (!start)
 		return NULL;
@@ -136,21 +161,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		for (i = 0; i < BOXES; i++)
 			ts->acct.box_ns[i] = wf->box_ns[i];
 	}
-	if (how.timed && crossed_pause(start, now)) { /* not measured whole: left out, counted */
-		stat_inc(STAT_QUERY_CUT);
-		how.timed = 0;
-		how.statements = 0;
-	}
-	if (how.timed) {
-		if (how.statements > 1) /* the kernel saw no boundary between them */
-			stat_add(STAT_WIRE_GROUPED, how.statements);
-		if (how.statements)
-			hist_add_n(HIST_QUERY, how.earlier_ns + now - start, how.statements);
-		if (wanted(&ts->acct, now - start))
-			flags |= EMIT_WANTED;
-	}
-	if (how.teaches)
-		flags |= EMIT_STATEMENT;
+	flags = query_counted(&ts->acct, start, now, &how);
 	if (!flags)
 		return NULL;
 	e = bpf_map_lookup_elem(&query_scratch, &zero);

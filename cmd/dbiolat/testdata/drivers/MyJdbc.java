@@ -1,4 +1,5 @@
-// How MariaDB Connector/J talks to MariaDB, one case per run, each on its
+// How JDBC drivers talk to MariaDB (MariaDB Connector/J, and MySQL
+// Connector/J for its server-side cursors), one case per run, each on its
 // own table:
 //
 //   bulk       300 rows by addBatch and executeBatch: one COM_STMT_BULK_EXECUTE
@@ -7,13 +8,16 @@
 //   prepared   one server-prepared statement (useServerPrepStmts) run 20 times
 //   longdata   a parameter sent as a stream: COM_STMT_SEND_LONG_DATA before
 //              the COM_STMT_EXECUTE
+//   cursor     a SELECT of 650 rows through a server-side cursor (MySQL
+//              Connector/J, useCursorFetch): COM_STMT_EXECUTE opens it, each
+//              COM_STMT_FETCH reads 100 rows
 //
-// Run as `java -cp mariadb-java-client.jar MyConnectorJ.java URL CASE`
+// Run as `java -cp DRIVER.jar MyJdbc.java URL CASE`
 // (a single-file program: no build step). Prints what it ran.
 import java.io.ByteArrayInputStream;
 import java.sql.*;
 
-public class MyConnectorJ {
+public class MyJdbc {
     public static void main(String[] args) throws Exception {
         String url = args[0], c = args[1], table = "drv_" + c;
         if (c.equals("pipelined")) url += "&useBulkStmts=false";
@@ -50,6 +54,19 @@ public class MyConnectorJ {
                         ps.setAsciiStream(2, new ByteArrayInputStream("x".repeat(100000).getBytes()));
                         ps.executeUpdate();
                     }
+                }
+                case "cursor" -> {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("INSERT INTO " + table + " SELECT seq, 'row' FROM seq_1_to_650");
+                    }
+                    int rows = 0;
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT id, v FROM " + table + " ORDER BY id")) {
+                        ps.setFetchSize(100);
+                        try (ResultSet rs = ps.executeQuery()) {
+                            while (rs.next()) rows++;
+                        }
+                    }
+                    if (rows != 650) throw new IllegalStateException("read " + rows + " rows");
                 }
                 default -> throw new IllegalArgumentException("unknown case " + c);
             }
