@@ -26,7 +26,7 @@ type RoundTrip struct {
 	// before one Sync), each of a simple Query's.
 	Statements []string
 	Prepared   []Statement // statements it prepared (Parse; "": the unnamed one)
-	Portals    []Statement // named portals it bound (Bind): a later Execute may resume one
+	Portals    []Statement // portals it bound (Bind; "": the unnamed one): a later Execute may run one
 	Closed     []string    // named statements it closed (Close)
 	Cut        bool        // the bytes end inside a message: Query may be cut short
 }
@@ -84,9 +84,7 @@ func ParseRoundTrip(b []byte, known Known) RoundTrip {
 			portal, name := f.next(), f.next()
 			text := lookup(stmts, 'S', name, known)
 			portals[portal] = text
-			if portal != "" {
-				rt.Portals = append(rt.Portals, Statement{portal, text})
-			}
+			rt.Portals = append(rt.Portals, Statement{portal, text})
 			rt.Query = cmp.Or(rt.Query, text)
 		case 'E':
 			text := lookup(portals, 'P', f.next(), known)

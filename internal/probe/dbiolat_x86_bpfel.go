@@ -170,7 +170,7 @@ type dbiolatMyConn struct {
 
 type dbiolatMyParked struct {
 	_         structs.HostLayout
-	Head      [792]uint8
+	Head      [800]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -272,6 +272,8 @@ type dbiolatQueryEvent struct {
 	Statements     uint32
 	FirstStatement uint32
 	Failed         uint32
+	TextFirst      uint32
+	Pad2           uint32
 	Title          [64]int8
 	Acct           dbiolatQueryAcct
 	Waits          [8]dbiolatWaitTime
@@ -343,23 +345,38 @@ type dbiolatTaskLocal struct {
 		ServeCpuNs   uint64
 	}
 	Wire struct {
-		_         structs.HostLayout
-		Sk        uint64
-		TlsBuf    uint64
-		TlsSsl    uint64
-		TlsLen    uint32
-		TextOff   uint32
-		NextOff   uint32
-		State     uint8
-		Flags     uint8
-		Tls       uint8
-		OutHdrLen uint8
-		SyncedNs  uint64
-		OutSkip   uint32
+		_        structs.HostLayout
+		Sk       uint64
+		TlsBuf   uint64
+		TlsSsl   uint64
+		TlsLen   uint32
+		TextOff  uint32
+		NextOff  uint32
+		State    uint8
+		Flags    uint8
+		Tls      uint8
+		TextSent uint8
+		SyncedNs uint64
+		Out      struct {
+			_      structs.HostLayout
+			Skip   uint32
+			HdrLen uint8
+			Pad    [3]uint8
+			Hdr    [8]uint8
+		}
+		In struct {
+			_      structs.HostLayout
+			Skip   uint32
+			HdrLen uint8
+			Pad    [3]uint8
+			Hdr    [8]uint8
+		}
 		Done      uint32
 		Recorded  uint32
 		Failed    uint32
-		OutHdr    [8]uint8
+		Execs     uint32
+		TextFirst uint32
+		Pad2      uint32
 		PortalNs  uint64
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"slices"
+	"hash/fnv"
 	"strings"
 	"time"
 	"unsafe"
@@ -121,6 +121,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 			delete(s.owners, pid)
 			delete(s.exited, pid)
 			delete(s.statements, pid)
+			delete(s.pipelines, pid)
 		}
 	}
 	s.forgetConns(now)
@@ -173,10 +174,11 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 	truncated := e.TextTruncated != 0
 	if e.TextKind == uint8(probe.TextPGWire) {
 		rt := s.statements.roundTrip(e.Tgid, text)
+		p := s.pipelines.learn(e.Tgid, int(e.TextFirst), rt.Statements)
 		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
 			return nil
 		}
-		text, truncated = []byte(statementTexts(rt, int(e.FirstStatement), int(e.Statements))), truncated || rt.Cut
+		text, truncated = []byte(p.textOf(int(e.FirstStatement), int(e.Statements), rt.Query)), truncated || rt.Cut
 	}
 	p := s.describe(e.Tgid)
 	if p.Role == postgres.Postmaster || p.Role == postgres.Unknown {
@@ -198,30 +200,17 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 	return q
 }
 
-// statementTexts is the text of a record's statements, the round trip's
-// first+1st to first+n-th, as far as its captured messages go: each
-// distinct text once, in order (a batch's are one text).
-func statementTexts(rt postgres.RoundTrip, first, n int) string {
-	if first >= len(rt.Statements) {
-		if first == 0 {
-			return rt.Query // it ran none: what it prepared
-		}
-		return fmt.Sprintf("-- statements %d to %d of a pipeline, past its bytes captured", first+1, first+max(n, 1))
-	}
-	var texts []string
-	for _, t := range rt.Statements[first:min(first+max(n, 1), len(rt.Statements))] {
-		if !slices.Contains(texts, t) {
-			texts = append(texts, t)
-		}
-	}
-	return strings.Join(texts, ";\n")
-}
-
 // statement sets a query's text, normalized in the server's dialect
 // unless raw SQL was asked for, and its fingerprint.
 func (s *Session) statement(q *model.Query, text []byte, truncated bool, d sqlnorm.Dialect) {
 	raw := strings.ToValidUTF8(string(text), "\uFFFD")
 	norm, fp := d.Of(raw)
+	if norm == "" { // only comments, no literal: what the protocol parsers say they could not name
+		norm = strings.TrimSpace(raw)
+		h := fnv.New64a()
+		h.Write([]byte(norm))
+		fp = h.Sum64()
+	}
 	if s.cfg.RawSQL {
 		norm = raw
 	}

@@ -55,6 +55,7 @@ type Session struct {
 	prevTotals   totals               // for Interval
 	prevQueries  uint64
 	statements   statements                // named prepared statements per backend, learned from the wire
+	pipelines    pipelines                 // the statement texts of each backend's current round trip
 	exitedIO     rateRows                  // what processes that exited did since the last interval
 	exitedHists  roleHists                 // and their histograms' gains (RatesByServer)
 	leftForLater map[uint32]bool           // units whose counts the last interval left for this one
@@ -162,7 +163,7 @@ func open(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{},
+	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]postgres.Process{}, statements: statements{}, pipelines: pipelines{},
 		exited: map[uint32]time.Time{}, gone: map[int]bool{}, instances: map[int]postgres.Instance{},
 		mysqls: map[int]mysql.Instance{}, owners: map[uint32]int{}, myThreads: map[int]*mysql.Threads{}, myConns: map[uint64]*myConn{},
 		containers: map[int]*container.Info{},

@@ -1,6 +1,12 @@
 package session
 
-import "github.com/dbiolat/dbiolat/internal/postgres"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dbiolat/dbiolat/internal/postgres"
+)
 
 // statements holds each backend's prepared statements and named portals,
 // learned from the round trips that prepared or bound them, so that a
@@ -52,4 +58,67 @@ func (st statements) roundTrip(pid uint32, msgs []byte) postgres.RoundTrip {
 		learn('P', s)
 	}
 	return rt
+}
+
+// pipelines holds, per backend, the texts of its current round trip's
+// statements by their place in it. A long pipeline's later reads replace
+// the captured bytes before the replies of the statements they held go
+// out; the kernel sends each capture before replacing it, with the place
+// of its first statement, so that a record finds its statements' texts
+// here.
+type pipelines map[uint32]*pipeline
+
+type pipeline struct {
+	first int      // the place of texts[0] in the round trip
+	texts []string // at most maxPipelineTexts; "": not captured
+}
+
+const maxPipelineTexts = 4096
+
+// learn adds the texts of statements first, first+1... of backend pid's
+// round trip. A round trip's first capture (first 0) starts a new one.
+func (ps pipelines) learn(pid uint32, first int, texts []string) *pipeline {
+	p := ps[pid]
+	if p == nil {
+		p = &pipeline{}
+		ps[pid] = p
+	}
+	if first == 0 || first < p.first || first-p.first > maxPipelineTexts {
+		p.first, p.texts = first, p.texts[:0]
+	}
+	for len(p.texts) < first-p.first { // statements no capture held
+		p.texts = append(p.texts, "")
+	}
+	for i, t := range texts {
+		if at := first + i - p.first; at < len(p.texts) {
+			p.texts[at] = t
+		} else {
+			p.texts = append(p.texts, t)
+		}
+	}
+	if over := len(p.texts) - maxPipelineTexts; over > 0 {
+		p.first += over
+		p.texts = slices.Delete(p.texts, 0, over)
+	}
+	return p
+}
+
+// textOf is the text of a record holding n statements from the round
+// trip's place first on: each distinct text once, in order (a batch's are
+// one text); for a round trip that ran none, what it did (query).
+func (p *pipeline) textOf(first, n int, query string) string {
+	if n == 0 && first == 0 && p.first == 0 && len(p.texts) == 0 {
+		return query
+	}
+	n = max(n, 1)
+	var texts []string
+	for i := max(first, p.first); i < min(first+n, p.first+len(p.texts)); i++ {
+		if t := p.texts[i-p.first]; t != "" && !slices.Contains(texts, t) {
+			texts = append(texts, t)
+		}
+	}
+	if len(texts) == 0 {
+		return fmt.Sprintf("-- statements %d to %d of a pipeline, past the bytes captured", first+1, first+n)
+	}
+	return strings.Join(texts, ";\n")
 }

@@ -207,6 +207,8 @@ struct query_event {
 	__u32 statements;
 	__u32 first_statement; /* the place of its first among its round trip's statements (0: the first) */
 	__u32 failed;          /* of its statements, those the server answered with an error */
+	__u32 text_first;      /* the place among them of the first statement in its text */
+	__u32 pad2;
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
@@ -310,6 +312,15 @@ enum wire_flag {
 	WIRE_WALK = 16,       /* it may run several statements: its replies are walked for their ends */
 	WIRE_SUSPENDED = 32,  /* its reply ended with a portal suspended at its row limit */
 	WIRE_NAMED_PORTAL = 64, /* it binds a named portal, which a later round trip may resume */
+	WIRE_IN_LOST = 128,   /* its request could not be walked: a later read's statements are not captured */
+};
+
+/* Where a walk of a message stream stands between two socket calls (wire.bpf.c). */
+struct msg_carry {
+	__u32 skip;   /* bytes of the message in progress still to come */
+	__u8 hdr_len; /* bytes of a header the last call ended in... */
+	__u8 pad[3];
+	__u8 hdr[8];  /* ...and those bytes */
 };
 
 struct wire {
@@ -323,15 +334,17 @@ struct wire {
 	__u8 state;     /* enum wire_state */
 	__u8 flags;     /* enum wire_flag */
 	__u8 tls;       /* the socket carries TLS: its messages come from the TLS library */
-	__u8 out_hdr_len; /* bytes of a reply message's header the last send ended in */
+	__u8 text_sent; /* a record carried the captured bytes to Go */
 	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
-	/* The reply of a round trip that may run several statements, walked
-	 * message by message across sends (WIRE_WALK). */
-	__u32 out_skip;   /* bytes of the message in progress still to come */
+	/* A round trip that may run several statements (WIRE_WALK): its reply
+	 * and its request are walked message by message across calls. */
+	struct msg_carry out, in;
 	__u32 done;       /* statements its reply has ended (CommandComplete, ErrorResponse...) */
 	__u32 recorded;   /* of them, those already in a record */
 	__u32 failed;     /* of the unrecorded, those ended by an ErrorResponse */
-	__u8 out_hdr[8];  /* the header's bytes (out_hdr_len of them) */
+	__u32 execs;      /* Executes its request held so far */
+	__u32 text_first; /* the statements before the first one in the captured bytes (a later read's) */
+	__u32 pad2;
 	__u64 portal_ns;  /* time of the earlier round trips of a statement whose portal was suspended */
 };
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Walking PostgreSQL's protocol messages (wire.bpf.c): whether a simple
- * Query holds a second statement, and the statements a reply ends, sent
- * by sent, a message header read at a time.
+ * Query holds a second statement; the statements a reply ends and the
+ * Executes a request holds, socket call by socket call.
  */
 #ifndef PGWIRE_BPF_H
 #define PGWIRE_BPF_H
@@ -72,27 +72,56 @@ static __always_inline int query_has_more(struct wire_text *t, __u32 off, __u32 
 }
 
 /*
- * Walking a reply: the backend's messages in the bytes of one send, from
- * where the last send left off, a header read from the process at a time
- * (an offset into a copy would make the verifier track every step).
+ * Walking a message stream, a socket call's bytes at a time: a reply's, to
+ * count the statements it ends, or a walked round trip's request, to count
+ * its Executes (which statement the captured text begins with). A call
+ * may end inside a message, or inside a header: where it stopped is
+ * carried to the next call (struct msg_carry). Each header is read from
+ * the process (an offset into a copy would make the verifier track every
+ * step).
  */
-#define REPLY_MAX_MSGS 4096 /* messages walked per send: an 8 KiB send holds at most 1,639 */
+#define MSG_MAX_WALK 4096 /* messages walked per call: 8 KiB hold at most 1,639 */
 
-struct reply_walk {
-	const char *buf;    /* the bytes sent (user memory) */
-	__u64 off, n;       /* where the next message starts; bytes sent */
-	__u32 done, failed; /* statements ended, and of them by an error */
+struct msg_walk {
+	const char *buf;    /* the call's bytes (user memory) */
+	__u64 off, n;       /* where the next message starts; bytes in the call */
+	__u64 first_at;     /* where the first message that starts in the call starts (n: none) */
+	__u32 execs_first;  /* request: the Executes before it */
+	__u32 next_at;      /* request: where the next round trip starts (past its Sync), 0: not in the call */
+	__u32 done, failed; /* reply: statements ended, and of them by an error; request: Executes */
+	__u8 request;       /* the frontend's messages, not the backend's */
 	__u8 ready, suspended, lost;
+	__u8 named_parse;   /* request: a Parse of a named statement */
 };
 
-/* The message of type and length (without the type byte) at w->off. */
-static __always_inline long reply_message(struct reply_walk *w, char type, __u32 len)
+/*
+ * A message of type and length (without the type byte) at w->off, its
+ * body's first byte next (0 if not known). 1 stops the walk.
+ */
+static __always_inline long msg_seen(struct msg_walk *w, char type, __u32 len, char next)
 {
 	if (len < 4 || len > (1U << 30)) {
 		w->lost = 1;
 		return 1;
 	}
 	w->off += 1 + len;
+	if (w->request) {
+		switch (type) {
+		case 'E': /* Execute: a statement, unless past the round trip's Sync */
+			w->done += !w->next_at;
+			break;
+		case 'P': /* Parse: a named statement if its name is not empty */
+			w->named_parse |= next != 0;
+			break;
+		case 'S':
+		case 'Q':
+		case 'F':
+			if (!w->next_at && w->off < w->n)
+				w->next_at = w->off;
+			break;
+		}
+		return 0;
+	}
 	switch (type) {
 	case 'E': /* ErrorResponse: the statement failed (in a pipeline, the rest to the Sync is skipped) */
 		w->failed++;
@@ -112,67 +141,77 @@ static __always_inline long reply_message(struct reply_walk *w, char type, __u32
 	return 0;
 }
 
-static long reply_step(__u32 i, void *ctx)
+static long msg_step(__u32 i, void *ctx)
 {
-	struct reply_walk *w = ctx;
-	char m[5];
+	struct msg_walk *w = ctx;
+	char m[6] = {};
 
 	if (w->off + 5 > w->n) /* the end, or a header cut by it */
 		return 1;
-	if (bpf_probe_read_user(m, sizeof(m), w->buf + w->off)) {
+	if (w->first_at == w->n) {
+		w->first_at = w->off;
+		w->execs_first = w->done;
+	}
+	/* the header, and the body's first byte if the call holds it (constant
+	 * sizes: a computed one would make the verifier track every step) */
+	if (w->off + 6 <= w->n ? bpf_probe_read_user(m, 6, w->buf + w->off) : bpf_probe_read_user(m, 5, w->buf + w->off)) {
 		w->lost = 1;
 		return 1;
 	}
-	return reply_message(w, m[0], be32_at(m, 1));
+	return msg_seen(w, m[0], be32_at(m, 1), m[5]);
 }
 
 /*
- * The backend sent n bytes of a walked round trip's reply from buf: adds
- * the statements they end to w, carries a message or header cut by the end
- * of the send to the next, and says in rw whether a ReadyForQuery ended
- * them. 0 if the walk lost its place (a message that cannot be one, more
- * messages than walked, bytes that cannot be read).
+ * Walks the n bytes of a socket call from buf, from where the last call
+ * left the stream (c), and leaves c where this one ends. 0 if the walk
+ * lost its place (a message that cannot be one, more messages than
+ * walked, bytes that cannot be read). A global function: the verifier
+ * checks it once, not in every caller's state.
  */
-static __always_inline int reply_walk(struct wire *w, struct reply_walk *rw, const char *buf, __u32 n)
+__noinline int msg_walk(struct msg_carry *c, struct msg_walk *walk, __u64 buf, __u32 n)
 {
-	__u32 need, have = w->out_hdr_len & 7;
+	struct msg_walk w; /* on the stack, where bpf_loop wants its context */
+	__u32 need, have;
+	int ok = 0;
 
-	__builtin_memset(rw, 0, sizeof(*rw));
-	rw->buf = buf;
-	rw->n = n;
-	if (have) { /* the last send ended inside a header: its rest begins this one */
+	if (!c || !walk)
+		return 0;
+	w = *walk;
+	have = c->hdr_len & 7;
+	w.buf = (const char *)buf;
+	w.n = w.first_at = n;
+	if (have) { /* the last call ended inside a header: its rest begins this one */
 		__u64 saved, rest = 0, hdr;
 
 		have = have > 4 ? 4 : have;
 		need = 5 - have;
-		if (need > n || bpf_probe_read_user(&rest, need & 7, buf))
-			return 0;
-		__builtin_memcpy(&saved, w->out_hdr, sizeof(saved));
+		if (need > n || bpf_probe_read_user(&rest, need & 7, (const void *)buf))
+			goto out;
+		__builtin_memcpy(&saved, c->hdr, sizeof(saved));
 		/* little-endian: the saved bytes, then the new ones */
 		hdr = (saved & ((1ULL << (8 * have)) - 1)) | rest << (8 * have);
-		w->out_hdr_len = 0;
-		rw->off = (__u64)need - 5; /* the message began before this send (wraps: + its length) */
-		if (reply_message(rw, hdr & 0xff, __builtin_bswap32(hdr >> 8)) && !rw->ready)
-			return 0;
+		c->hdr_len = 0;
+		w.off = (__u64)need - 5; /* the message began before this call (wraps: + its length) */
+		if (msg_seen(&w, hdr & 0xff, __builtin_bswap32(hdr >> 8), 0) && !w.ready)
+			goto out;
 	} else {
-		rw->off = w->out_skip; /* the rest of a message begun before */
+		w.off = c->skip; /* the rest of a message begun before */
 	}
-	if (!rw->ready && bpf_loop(REPLY_MAX_MSGS, reply_step, rw, 0) == REPLY_MAX_MSGS && rw->off + 5 <= n)
-		rw->lost = 1;
-	if (rw->lost)
-		return 0;
-	w->out_skip = rw->off > n ? rw->off - n : 0;
-	if (!rw->ready && rw->off < n) { /* a header cut by the end of the send */
-		need = (n - rw->off) & 7;
-		if (bpf_probe_read_user(w->out_hdr, need, buf + rw->off))
-			return 0;
-		w->out_hdr_len = need;
+	if (!w.ready && bpf_loop(MSG_MAX_WALK, msg_step, &w, 0) == MSG_MAX_WALK && w.off + 5 <= n)
+		w.lost = 1;
+	if (w.lost)
+		goto out;
+	c->skip = w.off > n ? w.off - n : 0;
+	if (!w.ready && w.off < n) { /* a header cut by the end of the call */
+		need = (n - w.off) & 7;
+		if (bpf_probe_read_user(c->hdr, need, (const void *)(buf + w.off)))
+			goto out;
+		c->hdr_len = need;
 	}
-	w->done += rw->done;
-	w->failed += rw->failed;
-	if (rw->suspended)
-		w->flags |= WIRE_SUSPENDED;
-	return 1;
+	ok = 1;
+out:
+	*walk = w;
+	return ok;
 }
 
 #endif /* PGWIRE_BPF_H */

@@ -110,8 +110,9 @@ static __always_inline void wire_begin(struct task_local *tl, struct wire_text *
 	struct wire *w = &tl->wire;
 
 	w->flags &= WIRE_TRUNCATED;
-	w->out_skip = w->out_hdr_len = 0;
-	w->done = w->recorded = w->failed = 0;
+	__builtin_memset(&w->out, 0, sizeof(w->out));
+	w->done = w->recorded = w->failed = w->execs = w->text_first = 0;
+	w->text_sent = 0;
 	wire_walk(t, w);
 	/* What was not captured may hold the Execute. */
 	if ((w->flags & (WIRE_OPEN | WIRE_TRUNCATED)) == (WIRE_OPEN | WIRE_TRUNCATED))
@@ -198,6 +199,96 @@ static __always_inline void wire_hello(struct task_struct *task, struct wire *w,
 		w->state = WIRE_OFF; /* a cancel request, or not a client */
 }
 
+/*
+ * A walked round trip's request, a read of it: counts its Executes (the
+ * first read's too, beyond what was captured), so that the text of a later
+ * read can say which statement it begins with; mw says where its first
+ * message and the next round trip start. 0 if it lost its place (then no
+ * later read of the round trip is captured).
+ */
+static __always_inline int wire_request_walk(struct wire *w, struct msg_walk *mw, void *buf, int n)
+{
+	mw->request = 1;
+	if (!buf || !msg_walk(&w->in, mw, (__u64)buf, n)) {
+		w->flags |= WIRE_IN_LOST;
+		return 0;
+	}
+	w->execs += mw->done;
+	return 1;
+}
+
+/* The record goes out with the round trip's messages, as captured. */
+static __always_inline void wire_submit(struct query_event *e, struct wire *w, struct wire_text *t)
+{
+	__u32 off = w->text_off & TEXT_MASK, n = 0;
+
+	if (t && t->len > off)
+		n = text_bound(t->len - off);
+	if (n && bpf_probe_read_kernel(e->text, n, t->buf + off))
+		n = 0;
+	e->text_kind = TEXT_PG_WIRE;
+	e->text_first = w->text_first;
+	query_submit(e, n, w->flags & WIRE_TRUNCATED);
+	w->text_sent = 1;
+}
+
+/*
+ * The captured bytes are about to be replaced before any record carried
+ * them: a record that only teaches Go what they hold (the statements they
+ * prepare, the texts of the statements they run, by their place in the
+ * round trip) goes out with them, now.
+ */
+static __always_inline void wire_teach(struct task_struct *task, struct wire *w, struct wire_text *t)
+{
+	struct thread_state *ts = thread_current();
+	struct query_event *e;
+	__u32 zero = 0;
+	__u64 now;
+
+	if (w->text_sent || !ts || !(e = bpf_map_lookup_elem(&query_scratch, &zero)))
+		return;
+	now = bpf_ktime_get_ns();
+	__builtin_memset(&e->acct, 0, sizeof(e->acct));
+	__builtin_memset(e->waits, 0, sizeof(e->waits));
+	query_fill(e, ts, now, now, EMIT_STATEMENT);
+	wire_submit(e, w, t);
+}
+
+/*
+ * A later read of a walked round trip: the server is done with every
+ * message before it, and what it runs next is in it. Its bytes replace
+ * the captured ones, so that the records of the statements it holds have
+ * their text; those of statements before it keep what their record can
+ * name (session/records.go).
+ */
+static __always_inline void wire_recapture(struct task_struct *task, struct wire *w, void *buf, int ret)
+{
+	__u32 before = w->execs, n = text_bound(ret);
+	struct msg_walk mw = {};
+	struct wire_text *t;
+
+	if (!wire_request_walk(w, &mw, buf, ret) || mw.first_at >= n)
+		return; /* no message begins in what we would capture */
+	t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+	if (!t)
+		return;
+	wire_teach(task, w, t);
+	if (bpf_probe_read_user(t->buf, n, buf)) {
+		stat_inc(STAT_WIRE_UNREADABLE);
+		t->len = 0;
+		return;
+	}
+	t->len = n;
+	w->text_sent = 0;
+	w->flags &= ~WIRE_NAMED_PARSE;
+	if (mw.named_parse)
+		w->flags |= WIRE_NAMED_PARSE;
+	w->text_off = mw.first_at;
+	w->text_first = before + mw.execs_first;
+	w->next_off = mw.next_at < n ? mw.next_at : 0;
+	w->flags = (w->flags & ~WIRE_TRUNCATED) | (ret > n ? WIRE_TRUNCATED : 0);
+}
+
 /* A request from an idle client: copy its messages, begin a round trip. */
 static __always_inline void wire_request(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
@@ -221,7 +312,13 @@ static __always_inline void wire_request(struct task_struct *task, struct task_l
 	}
 	w->flags = ret > n ? WIRE_TRUNCATED : 0;
 	w->text_off = 0;
+	__builtin_memset(&w->in, 0, sizeof(w->in)); /* a read that begins a round trip begins a message */
 	wire_begin(tl, t, bpf_ktime_get_ns());
+	if (w->flags & WIRE_WALK) {
+		struct msg_walk mw = {};
+
+		wire_request_walk(w, &mw, buf, ret);
+	}
 }
 
 /* The backend read ret bytes of its client's messages into buf. */
@@ -240,6 +337,8 @@ static __always_inline void wire_received(struct task_struct *task, struct task_
 	case WIRE_BUSY:
 		if (w->flags & WIRE_OPEN) /* the rest of the round trip: most likely its Execute */
 			w->flags |= WIRE_EXEC;
+		if ((w->flags & (WIRE_WALK | WIRE_IN_LOST)) == WIRE_WALK)
+			wire_recapture(task, w, buf, ret);
 		break;
 	}
 }
@@ -265,19 +364,6 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
 	wire_received(task, tl, sock_buf(task), ret);
 	return 0;
 }
-/* The record goes out with the round trip's messages, as captured. */
-static __always_inline void wire_submit(struct query_event *e, struct wire *w, struct wire_text *t)
-{
-	__u32 off = w->text_off & TEXT_MASK, n = 0;
-
-	if (t && t->len > off)
-		n = text_bound(t->len - off);
-	if (n && bpf_probe_read_kernel(e->text, n, t->buf + off))
-		n = 0;
-	e->text_kind = TEXT_PG_WIRE;
-	query_submit(e, n, w->flags & WIRE_TRUNCATED);
-}
-
 /*
  * The round trip's statements its replies ended since the last record
  * are done, now: a record holding them (the first of the round trip
@@ -290,7 +376,7 @@ static __always_inline struct query_event *wire_record(struct thread_state *ts, 
 	struct query_ending how = {
 		.statements = statements,
 		.timed = timed,
-		.teaches = (w->flags & WIRE_NAMED_PARSE) && !w->recorded,
+		.teaches = (w->flags & WIRE_NAMED_PARSE) && !w->text_sent,
 	};
 	struct query_event *e;
 
@@ -381,10 +467,14 @@ static __always_inline int portal_suspended(const char *m)
 static __always_inline int wire_reply(struct task_struct *task, struct task_local *tl, const char *buf, __u32 n)
 {
 	struct wire *w = &tl->wire;
-	struct reply_walk rw;
+	struct msg_walk rw = {};
 
-	if (!reply_walk(w, &rw, buf, n))
+	if (!msg_walk(&w->out, &rw, (__u64)buf, n))
 		return 0;
+	w->done += rw.done;
+	w->failed += rw.failed;
+	if (rw.suspended)
+		w->flags |= WIRE_SUSPENDED;
 	if (rw.ready)
 		wire_end(task, tl);
 	else if (w->done > w->recorded)

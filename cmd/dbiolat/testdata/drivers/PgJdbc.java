@@ -1,8 +1,8 @@
 // How pgJDBC talks to PostgreSQL, one case per run, each on its own table
 // so that pg_stat_statements tells the cases apart:
 //
-//   batch     300 INSERTs by addBatch and one executeBatch: many
-//             Parse/Bind/Execute before one Sync
+//   batch     3,000 INSERTs by addBatch and one executeBatch: many
+//             Bind/Execute before one Sync, over many reads of the server
 //   prepared  one PreparedStatement run 20 times: server-prepared (a named
 //             statement) from the prepareThreshold'th run on
 //   fetch     a SELECT of 650 rows with setFetchSize(100): a portal run
@@ -23,7 +23,7 @@ public class PgJdbc {
             switch (c) {
                 case "batch" -> {
                     try (PreparedStatement ps = conn.prepareStatement("INSERT INTO " + table + " VALUES (?, ?)")) {
-                        for (int i = 0; i < 300; i++) {
+                        for (int i = 0; i < 3000; i++) {
                             ps.setInt(1, i);
                             ps.setString(2, "row " + i);
                             ps.addBatch();

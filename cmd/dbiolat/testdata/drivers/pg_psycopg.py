@@ -1,7 +1,7 @@
 """How psycopg 3 talks to PostgreSQL, one case per run, each on its own
 table so that pg_stat_statements tells the cases apart:
 
-  pipeline    200 INSERTs in conn.pipeline(): Parse/Bind/Execute each, one Sync
+  pipeline    2,000 INSERTs in conn.pipeline(): Parse/Bind/Execute each, one Sync
   executemany 100 rows by cursor.executemany (pipelined by psycopg)
   cursor      a named (server-side) cursor: DECLARE, FETCHes of 100, CLOSE
   copy        COPY FROM STDIN with 1,000 rows
@@ -22,7 +22,7 @@ with psycopg.connect(autocommit=True) as conn:
     conn.execute(f"CREATE TABLE {table} (id int, v text)")
     if case == "pipeline":
         with conn.pipeline():
-            for i in range(200):
+            for i in range(2000):
                 conn.execute(f"INSERT INTO {table} VALUES (%s, %s)", (i, "x" * (i % 50)))
     elif case == "executemany":
         with conn.cursor() as cur:
