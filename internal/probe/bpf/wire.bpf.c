@@ -258,8 +258,7 @@ static __always_inline void wire_teach(struct task_struct *task, struct wire *w,
  * A later read of a walked round trip: the server is done with every
  * message before it, and what it runs next is in it. Its bytes replace
  * the captured ones, so that the records of the statements it holds have
- * their text; those of statements before it keep what their record can
- * name (session/records.go).
+ * their text (Go keeps the earlier captures' texts: session.pipelines).
  */
 static __always_inline void wire_recapture(struct task_struct *task, struct wire *w, void *buf, int ret)
 {
@@ -280,13 +279,11 @@ static __always_inline void wire_recapture(struct task_struct *task, struct wire
 	}
 	t->len = n;
 	w->text_sent = 0;
-	w->flags &= ~WIRE_NAMED_PARSE;
-	if (mw.named_parse)
-		w->flags |= WIRE_NAMED_PARSE;
 	w->text_off = mw.first_at;
 	w->text_first = before + mw.execs_first;
 	w->next_off = mw.next_at < n ? mw.next_at : 0;
-	w->flags = (w->flags & ~WIRE_TRUNCATED) | (ret > n ? WIRE_TRUNCATED : 0);
+	w->flags = (w->flags & ~(WIRE_NAMED_PARSE | WIRE_TRUNCATED)) | (mw.named_parse ? WIRE_NAMED_PARSE : 0) |
+		   (ret > n ? WIRE_TRUNCATED : 0);
 }
 
 /* A request from an idle client: copy its messages, begin a round trip. */
