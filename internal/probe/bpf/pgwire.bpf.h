@@ -85,7 +85,7 @@ static __always_inline int query_has_more(struct wire_text *t, __u32 off, __u32 
 struct msg_walk {
 	const char *buf;    /* the call's bytes (user memory) */
 	__u64 off, n;       /* where the next message starts; bytes in the call */
-	__u64 first_at;     /* where the first message that starts in the call starts (n: none) */
+	__u64 first_at;     /* where the first message that starts in the call starts (n or more: none) */
 	__u32 execs_first;  /* request: the Executes before it */
 	__u32 next_at;      /* request: where the next round trip starts (past its Sync), 0: not in the call */
 	__u32 done, failed; /* reply: statements ended, and of them by an error; request: Executes */
@@ -148,10 +148,6 @@ static long msg_step(__u32 i, void *ctx)
 
 	if (w->off + 5 > w->n) /* the end, or a header cut by it */
 		return 1;
-	if (w->first_at == w->n) {
-		w->first_at = w->off;
-		w->execs_first = w->done;
-	}
 	/* the header, and the body's first byte if the call holds it (constant
 	 * sizes: a computed one would make the verifier track every step) */
 	if (w->off + 6 <= w->n ? bpf_probe_read_user(m, 6, w->buf + w->off) : bpf_probe_read_user(m, 5, w->buf + w->off)) {
@@ -179,7 +175,7 @@ __noinline int msg_walk(struct msg_carry *c, struct msg_walk *walk, __u64 buf, _
 	w = *walk;
 	have = c->hdr_len & 7;
 	w.buf = (const char *)buf;
-	w.n = w.first_at = n;
+	w.n = n;
 	if (have) { /* the last call ended inside a header: its rest begins this one */
 		__u64 saved, rest = 0, hdr;
 
@@ -197,15 +193,20 @@ __noinline int msg_walk(struct msg_carry *c, struct msg_walk *walk, __u64 buf, _
 	} else {
 		w.off = c->skip; /* the rest of a message begun before */
 	}
+	w.first_at = w.off; /* the first message that starts in the call */
+	w.execs_first = w.done;
 	if (!w.ready && bpf_loop(MSG_MAX_WALK, msg_step, &w, 0) == MSG_MAX_WALK && w.off + 5 <= n)
 		w.lost = 1;
 	if (w.lost)
 		goto out;
 	c->skip = w.off > n ? w.off - n : 0;
-	if (!w.ready && w.off < n) { /* a header cut by the end of the call */
-		need = (n - w.off) & 7;
-		if (bpf_probe_read_user(c->hdr, need, (const void *)(buf + w.off)))
-			goto out;
+	if (!w.ready && w.off < n) { /* a header cut by the end of the call: its 1 to 4 bytes */
+		need = n - w.off;
+		/* a byte at a time: a computed size would make the verifier track
+		 * the walk's every step to check it */
+		for (int i = 0; i < 4; i++)
+			if (i < need && bpf_probe_read_user(&c->hdr[i], 1, (const void *)(buf + w.off + i)))
+				goto out;
 		c->hdr_len = need;
 	}
 	ok = 1;

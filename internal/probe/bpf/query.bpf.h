@@ -113,11 +113,17 @@ struct query_ending {
  * A query from start to now ends as how says: a query begun before a
  * pause of tracing is left out (counted); its statements count in
  * HIST_QUERY (several ended together: each at their mean). Returns why
- * its record would be sent (enum emit_flag), 0 for none.
+ * its record would be sent (enum emit_flag), 0 for none. A global
+ * function: the verifier checks it once, not after every path that ends
+ * a query (a MySQL reply's walk has many).
  */
-static __always_inline __u8 query_counted(struct query_acct *a, __u64 start, __u64 now, struct query_ending *how)
+__noinline int query_counted(struct query_acct *a, __u64 start, __u64 now, struct query_ending *how)
 {
-	__u8 flags = how->teaches ? EMIT_STATEMENT : 0;
+	int flags;
+
+	if (!a || !how)
+		return 0;
+	flags = how->teaches ? EMIT_STATEMENT : 0;
 
 	if (how->timed && crossed_pause(start, now)) { /* not measured whole: left out, counted */
 		stat_inc(STAT_QUERY_CUT);

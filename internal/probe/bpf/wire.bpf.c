@@ -49,7 +49,7 @@
  */
 __noinline int wire_walk(struct wire_text *t, struct wire *w)
 {
-	__u32 off, len, i, execs = 0;
+	__u32 off, len, i;
 
 	if (!t || !w)
 		return 0;
@@ -79,9 +79,11 @@ __noinline int wire_walk(struct wire_text *t, struct wire *w)
 			if (off < t->len)
 				w->next_off = off;
 			goto out;
-		case 'E':
+		case 'E': /* a second Execute: the replies tell how many ran (a flag, not a
+			   * count: each count would be a path of its own to the verifier) */
+			if (w->flags & WIRE_EXEC)
+				w->flags |= WIRE_WALK;
 			w->flags |= WIRE_EXEC;
-			execs++;
 			break;
 		case 'P':
 			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK])
@@ -97,8 +99,8 @@ __noinline int wire_walk(struct wire_text *t, struct wire *w)
 	if (i == WIRE_MAX_MSGS)
 		w->flags |= WIRE_EXEC | WIRE_OPEN; /* more messages than we walk: assume it runs several */
 out:
-	/* Several Executes, or more than we saw: its replies tell how many ran. */
-	if (execs > 1 || (w->flags & WIRE_OPEN))
+	/* More than we saw: its replies tell how many ran. */
+	if (w->flags & WIRE_OPEN)
 		w->flags |= WIRE_WALK;
 	return 0;
 }
