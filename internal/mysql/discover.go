@@ -124,7 +124,7 @@ func instanceOf(pid int) Instance {
 		dir = option(args, "datadir", 'h')
 	}
 	in := Instance{PID: pid, DataDir: dir, Binary: fmt.Sprintf("%s/%d/exe", procRoot, pid)}
-	in.Flavor, in.Version = version(in.Binary)
+	in.Flavor, in.Version = versionOf(in.Binary)
 	if in.Flavor == "" { // the executable could not be read: its name is the best guess
 		in.Flavor = MySQL
 		if exe, _ := os.Readlink(in.Binary); filepath.Base(strings.TrimSuffix(exe, " (deleted)")) == "mariadbd" {
