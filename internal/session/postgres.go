@@ -89,6 +89,7 @@ func (p *pgServer) attach(s *Session, _ *traced) error {
 		return err
 	}
 	for _, pid := range pids {
+		s.owners[uint32(pid)] = p.PID
 		who := s.describe(uint32(pid))
 		if err := s.tracer.Track(pid, info, who.role == model.Role(postgres.ClientBackend)); err != nil {
 			return err
