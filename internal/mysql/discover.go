@@ -50,12 +50,8 @@ const (
 // resolves /proc/PID/exe, so Debian's mysqld symlink to mariadbd reads
 // as mariadbd, and an older MariaDB's own mysqld as mysqld.
 func isServerExe(pid int) bool {
-	exe, err := procfs.Exe(pid)
-	if err != nil {
-		return false
-	}
-	base := filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
-	return base == "mysqld" || base == "mariadbd"
+	name := procfs.ExeName(pid)
+	return name == "mysqld" || name == "mariadbd"
 }
 
 // cmdline is a process's arguments; none if they cannot be read.
@@ -110,7 +106,7 @@ func instanceOf(pid int) Instance {
 	in.Flavor, in.Version = version(in.Binary)
 	if in.Flavor == "" { // the executable could not be read: its name is the best guess
 		in.Flavor = MySQL
-		if exe, _ := os.Readlink(in.Binary); filepath.Base(strings.TrimSuffix(exe, " (deleted)")) == "mariadbd" {
+		if procfs.ExeName(pid) == "mariadbd" {
 			in.Flavor = MariaDB
 		}
 	}
@@ -128,21 +124,15 @@ func ByPID(pid int) (Instance, error) {
 	if tgid, err := procfs.Tgid(pid); err == nil && tgid > 0 {
 		pid = tgid
 	}
-	if _, err := procfs.Exe(pid); errors.Is(err, os.ErrPermission) {
-		return Instance{}, fmt.Errorf("cannot see which program process %d runs (it belongs to another user): give dbiolat CAP_SYS_PTRACE, or run it as that user or as root", pid)
+	if err := procfs.ExeReadable(pid); err != nil {
+		return Instance{}, err
 	}
 	if !isServerExe(pid) {
 		return Instance{}, fmt.Errorf("process %d (%s) is not a MySQL or MariaDB server: give the PID of mysqld or mariadbd (or of one of its threads), or its data directory", pid, procfs.Comm(pid))
 	}
 	// A server's child running the server binary (rare: a helper forked
 	// without exec) belongs to its parent.
-	for {
-		p, err := procfs.PPid(pid)
-		if err != nil || p <= 1 || !isServerExe(p) {
-			return instanceOf(pid), nil
-		}
-		pid = p
-	}
+	return instanceOf(procfs.Topmost(pid, isServerExe)), nil
 }
 
 // ByDataDir finds the server whose data directory is dir: the one whose

@@ -64,12 +64,8 @@ func Describe(pid int) (Process, error) {
 }
 
 func isPostgresExe(pid int) bool {
-	exe, err := procfs.Exe(pid)
-	if err != nil {
-		return false
-	}
-	base := filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
-	return base == "postgres" || base == "postmaster"
+	name := procfs.ExeName(pid)
+	return name == "postgres" || name == "postmaster"
 }
 
 func instanceOf(postmaster int) Instance {
@@ -98,21 +94,15 @@ func ByPID(pid int) (Instance, error) {
 	if _, err := os.Stat(procfs.Path(pid)); err != nil {
 		return Instance{}, fmt.Errorf("no process has PID %d: check the PID (pgrep -a postgres lists PostgreSQL processes)", pid)
 	}
-	if _, err := procfs.Exe(pid); errors.Is(err, os.ErrPermission) {
-		return Instance{}, fmt.Errorf("cannot see which program process %d runs (it belongs to another user): give dbiolat CAP_SYS_PTRACE, or run it as that user or as root", pid)
+	if err := procfs.ExeReadable(pid); err != nil {
+		return Instance{}, err
 	}
 	if !isPostgresExe(pid) {
 		return Instance{}, fmt.Errorf("process %d (%s) is not PostgreSQL: give the PID of a postgres process, or use --pgdata", pid, procfs.Comm(pid))
 	}
 	// Walk up while the parent is a postgres process too: the top one is
 	// the postmaster.
-	for {
-		p, err := procfs.PPid(pid)
-		if err != nil || p <= 1 || !isPostgresExe(p) {
-			return instanceOf(pid), nil
-		}
-		pid = p
-	}
+	return instanceOf(procfs.Topmost(pid, isPostgresExe)), nil
 }
 
 // ByDataDir finds the instance serving a data directory, from the first

@@ -6,8 +6,10 @@ package procfs
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,6 +109,34 @@ func Cmdline(pid int) ([]string, error) {
 
 // Exe is the path of the executable a process runs, as the kernel resolves it (with " (deleted)" once replaced).
 func Exe(pid int) (string, error) { return os.Readlink(Path(pid, "exe")) }
+
+// ExeReadable is nil if this process may see which program pid runs, else an error that says how it could.
+func ExeReadable(pid int) error {
+	if _, err := Exe(pid); errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("cannot see which program process %d runs (it belongs to another user): give dbiolat CAP_SYS_PTRACE, or run it as that user or as root", pid)
+	}
+	return nil
+}
+
+// ExeName is the file name of the executable a process runs, without " (deleted)"; "" if it cannot be read.
+func ExeName(pid int) string {
+	exe, err := Exe(pid)
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+}
+
+// Topmost climbs from pid to its parent while the parent is not init and is like (a server's child to the server).
+func Topmost(pid int, like func(pid int) bool) int {
+	for {
+		p, err := PPid(pid)
+		if err != nil || p <= 1 || !like(p) {
+			return pid
+		}
+		pid = p
+	}
+}
 
 // Mapping is one line of /proc/PID/maps.
 type Mapping struct {

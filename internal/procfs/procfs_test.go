@@ -126,3 +126,38 @@ func TestMaps(t *testing.T) {
 		t.Errorf("Maps: the executable's code mapped: %v, the main stack: %v, in %+v", text, stack, maps)
 	}
 }
+
+func TestExeName(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ExeName(os.Getpid()); got != filepath.Base(exe) {
+		t.Errorf("ExeName = %q, want %q", got, filepath.Base(exe))
+	}
+	if got := ExeName(-1); got != "" {
+		t.Errorf("ExeName(-1) = %q", got)
+	}
+}
+
+func TestTopmost(t *testing.T) {
+	self, parent := os.Getpid(), os.Getppid()
+	if got := Topmost(self, func(int) bool { return false }); got != self {
+		t.Errorf("Topmost, no parent alike = %d, want %d", got, self)
+	}
+	if parent <= 1 {
+		t.Skip("the test's parent is init")
+	}
+	if got := Topmost(self, func(p int) bool { return p == parent }); got != parent {
+		t.Errorf("Topmost, the parent alike = %d, want %d", got, parent)
+	}
+	if got := Topmost(self, func(int) bool { return true }); got <= 1 {
+		t.Errorf("Topmost, all alike = %d, want a process below init", got)
+	}
+}
+
+func TestExeReadable(t *testing.T) {
+	if err := ExeReadable(os.Getpid()); err != nil {
+		t.Errorf("ExeReadable(self) = %v", err)
+	}
+}
