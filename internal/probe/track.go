@@ -3,11 +3,11 @@ package probe
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // ProcInfo is what the kernel side knows of a traced process, and its
@@ -55,16 +55,12 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
 	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", tgid))
+	tasks, err := procfs.Tasks(tgid)
 	if err != nil { // gone already: its exit will not remove the entry
 		t.objs.Procs.Delete(uint32(tgid))
 		return nil
 	}
-	for _, task := range tasks {
-		tid, err := strconv.ParseUint(task.Name(), 10, 32)
-		if err != nil {
-			continue
-		}
+	for _, tid := range tasks {
 		ts := dbiolatThreadState{Tgid: uint32(tgid), Unit: uint32(tgid)}
 		if p.MySQL { // a server's threads each have a role: each is a unit (as proc_fork makes them)
 			ts.Unit = uint32(tid)
@@ -83,7 +79,7 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 		case client:
 			tl.Wire.State = uint8(dbiolatWireStateWIRE_ATTACHED)
 		}
-		if err := t.setTaskLocal(int(tid), tl); err != nil {
+		if err := t.setTaskLocal(tid, tl); err != nil {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
 	}
