@@ -145,7 +145,7 @@ type dbiolatIoAcct struct {
 	Ns    uint64
 }
 
-type dbiolatMyConn struct {
+type dbiolatMysqlConn struct {
 	_        structs.HostLayout
 	Conn     uint64
 	Carry    uint32
@@ -168,7 +168,7 @@ type dbiolatMyConn struct {
 	Head     [32]uint8
 }
 
-type dbiolatMyParked struct {
+type dbiolatMysqlParked struct {
 	_         structs.HostLayout
 	Head      [800]uint8
 	ParkedNs  uint64
@@ -177,7 +177,7 @@ type dbiolatMyParked struct {
 	Text      [512]int8
 }
 
-type dbiolatMyReply struct {
+type dbiolatMysqlReply struct {
 	_          structs.HostLayout
 	EndNs      uint64
 	Conn       uint64
@@ -187,13 +187,13 @@ type dbiolatMyReply struct {
 	Pad        [7]uint8
 }
 
-type dbiolatMyTlsConn struct {
+type dbiolatMysqlTlsConn struct {
 	_  structs.HostLayout
-	C  dbiolatMyConn
+	C  dbiolatMysqlConn
 	Sk uint64
 }
 
-type dbiolatMyTlsKey struct {
+type dbiolatMysqlTlsKey struct {
 	_    structs.HostLayout
 	Tgid uint32
 	Pad  uint32
@@ -511,12 +511,12 @@ const (
 	dbiolatMapFusePending           = "fuse_pending"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
-	dbiolatMapMyConns               = "my_conns"
-	dbiolatMapMyParked              = "my_parked"
-	dbiolatMapMyParking             = "my_parking"
-	dbiolatMapMyReplies             = "my_replies"
-	dbiolatMapMyTail                = "my_tail"
-	dbiolatMapMyTlsConns            = "my_tls_conns"
+	dbiolatMapMysqlConns            = "mysql_conns"
+	dbiolatMapMysqlParked           = "mysql_parked"
+	dbiolatMapMysqlParking          = "mysql_parking"
+	dbiolatMapMysqlReplies          = "mysql_replies"
+	dbiolatMapMysqlTail             = "mysql_tail"
+	dbiolatMapMysqlTlsConns         = "mysql_tls_conns"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
@@ -599,7 +599,7 @@ const (
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
-	dbiolatVarMyFence               = "my_fence"
+	dbiolatVarMysqlFence            = "mysql_fence"
 	dbiolatVarResyncNs              = "resync_ns"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
 	dbiolatVarTracedUntilNs         = "traced_until_ns"
@@ -728,30 +728,30 @@ type dbiolatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatMapSpecs struct {
-	AioOwners    *ebpf.MapSpec `ebpf:"aio_owners"`
-	BlkTotals    *ebpf.MapSpec `ebpf:"blk_totals"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	FusePending  *ebpf.MapSpec `ebpf:"fuse_pending"`
-	Hists        *ebpf.MapSpec `ebpf:"hists"`
-	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
-	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
-	MyParked     *ebpf.MapSpec `ebpf:"my_parked"`
-	MyParking    *ebpf.MapSpec `ebpf:"my_parking"`
-	MyReplies    *ebpf.MapSpec `ebpf:"my_replies"`
-	MyTail       *ebpf.MapSpec `ebpf:"my_tail"`
-	MyTlsConns   *ebpf.MapSpec `ebpf:"my_tls_conns"`
-	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
-	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
-	Procs        *ebpf.MapSpec `ebpf:"procs"`
-	QueryScratch *ebpf.MapSpec `ebpf:"query_scratch"`
-	Stats        *ebpf.MapSpec `ebpf:"stats"`
-	Tasks        *ebpf.MapSpec `ebpf:"tasks"`
-	Threads      *ebpf.MapSpec `ebpf:"threads"`
-	UnitHists    *ebpf.MapSpec `ebpf:"unit_hists"`
-	UringReqs    *ebpf.MapSpec `ebpf:"uring_reqs"`
-	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
-	WaitHists    *ebpf.MapSpec `ebpf:"wait_hists"`
-	WireTexts    *ebpf.MapSpec `ebpf:"wire_texts"`
+	AioOwners     *ebpf.MapSpec `ebpf:"aio_owners"`
+	BlkTotals     *ebpf.MapSpec `ebpf:"blk_totals"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	FusePending   *ebpf.MapSpec `ebpf:"fuse_pending"`
+	Hists         *ebpf.MapSpec `ebpf:"hists"`
+	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
+	MysqlConns    *ebpf.MapSpec `ebpf:"mysql_conns"`
+	MysqlParked   *ebpf.MapSpec `ebpf:"mysql_parked"`
+	MysqlParking  *ebpf.MapSpec `ebpf:"mysql_parking"`
+	MysqlReplies  *ebpf.MapSpec `ebpf:"mysql_replies"`
+	MysqlTail     *ebpf.MapSpec `ebpf:"mysql_tail"`
+	MysqlTlsConns *ebpf.MapSpec `ebpf:"mysql_tls_conns"`
+	ProcRuns      *ebpf.MapSpec `ebpf:"proc_runs"`
+	ProcTotals    *ebpf.MapSpec `ebpf:"proc_totals"`
+	Procs         *ebpf.MapSpec `ebpf:"procs"`
+	QueryScratch  *ebpf.MapSpec `ebpf:"query_scratch"`
+	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	Tasks         *ebpf.MapSpec `ebpf:"tasks"`
+	Threads       *ebpf.MapSpec `ebpf:"threads"`
+	UnitHists     *ebpf.MapSpec `ebpf:"unit_hists"`
+	UringReqs     *ebpf.MapSpec `ebpf:"uring_reqs"`
+	UsdtSpecs     *ebpf.MapSpec `ebpf:"usdt_specs"`
+	WaitHists     *ebpf.MapSpec `ebpf:"wait_hists"`
+	WireTexts     *ebpf.MapSpec `ebpf:"wire_texts"`
 }
 
 // dbiolatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -761,7 +761,7 @@ type dbiolatVariableSpecs struct {
 	EmitIfIo          *ebpf.VariableSpec `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
-	MyFence           *ebpf.VariableSpec `ebpf:"my_fence"`
+	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.VariableSpec `ebpf:"traced_until_ns"`
@@ -795,30 +795,30 @@ func (o *dbiolatObjects) Close() error {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatMaps struct {
-	AioOwners    *ebpf.Map `ebpf:"aio_owners"`
-	BlkTotals    *ebpf.Map `ebpf:"blk_totals"`
-	Events       *ebpf.Map `ebpf:"events"`
-	FusePending  *ebpf.Map `ebpf:"fuse_pending"`
-	Hists        *ebpf.Map `ebpf:"hists"`
-	Inflight     *ebpf.Map `ebpf:"inflight"`
-	MyConns      *ebpf.Map `ebpf:"my_conns"`
-	MyParked     *ebpf.Map `ebpf:"my_parked"`
-	MyParking    *ebpf.Map `ebpf:"my_parking"`
-	MyReplies    *ebpf.Map `ebpf:"my_replies"`
-	MyTail       *ebpf.Map `ebpf:"my_tail"`
-	MyTlsConns   *ebpf.Map `ebpf:"my_tls_conns"`
-	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
-	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
-	Procs        *ebpf.Map `ebpf:"procs"`
-	QueryScratch *ebpf.Map `ebpf:"query_scratch"`
-	Stats        *ebpf.Map `ebpf:"stats"`
-	Tasks        *ebpf.Map `ebpf:"tasks"`
-	Threads      *ebpf.Map `ebpf:"threads"`
-	UnitHists    *ebpf.Map `ebpf:"unit_hists"`
-	UringReqs    *ebpf.Map `ebpf:"uring_reqs"`
-	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
-	WaitHists    *ebpf.Map `ebpf:"wait_hists"`
-	WireTexts    *ebpf.Map `ebpf:"wire_texts"`
+	AioOwners     *ebpf.Map `ebpf:"aio_owners"`
+	BlkTotals     *ebpf.Map `ebpf:"blk_totals"`
+	Events        *ebpf.Map `ebpf:"events"`
+	FusePending   *ebpf.Map `ebpf:"fuse_pending"`
+	Hists         *ebpf.Map `ebpf:"hists"`
+	Inflight      *ebpf.Map `ebpf:"inflight"`
+	MysqlConns    *ebpf.Map `ebpf:"mysql_conns"`
+	MysqlParked   *ebpf.Map `ebpf:"mysql_parked"`
+	MysqlParking  *ebpf.Map `ebpf:"mysql_parking"`
+	MysqlReplies  *ebpf.Map `ebpf:"mysql_replies"`
+	MysqlTail     *ebpf.Map `ebpf:"mysql_tail"`
+	MysqlTlsConns *ebpf.Map `ebpf:"mysql_tls_conns"`
+	ProcRuns      *ebpf.Map `ebpf:"proc_runs"`
+	ProcTotals    *ebpf.Map `ebpf:"proc_totals"`
+	Procs         *ebpf.Map `ebpf:"procs"`
+	QueryScratch  *ebpf.Map `ebpf:"query_scratch"`
+	Stats         *ebpf.Map `ebpf:"stats"`
+	Tasks         *ebpf.Map `ebpf:"tasks"`
+	Threads       *ebpf.Map `ebpf:"threads"`
+	UnitHists     *ebpf.Map `ebpf:"unit_hists"`
+	UringReqs     *ebpf.Map `ebpf:"uring_reqs"`
+	UsdtSpecs     *ebpf.Map `ebpf:"usdt_specs"`
+	WaitHists     *ebpf.Map `ebpf:"wait_hists"`
+	WireTexts     *ebpf.Map `ebpf:"wire_texts"`
 }
 
 func (m *dbiolatMaps) Close() error {
@@ -829,12 +829,12 @@ func (m *dbiolatMaps) Close() error {
 		m.FusePending,
 		m.Hists,
 		m.Inflight,
-		m.MyConns,
-		m.MyParked,
-		m.MyParking,
-		m.MyReplies,
-		m.MyTail,
-		m.MyTlsConns,
+		m.MysqlConns,
+		m.MysqlParked,
+		m.MysqlParking,
+		m.MysqlReplies,
+		m.MysqlTail,
+		m.MysqlTlsConns,
 		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,
@@ -857,7 +857,7 @@ type dbiolatVariables struct {
 	EmitIfIo          *ebpf.Variable `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
-	MyFence           *ebpf.Variable `ebpf:"my_fence"`
+	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.Variable `ebpf:"traced_until_ns"`

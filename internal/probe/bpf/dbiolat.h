@@ -275,7 +275,7 @@ struct waterfall {
 	__u32 wait_event;     /* the wait event published when the thread went to sleep */
 	__u32 wait_version;   /* the version of the database that named it */
 	__u32 in_query;       /* in a query: nonzero, the low bits of its start, so that another thread
-			       * closing it (my_take) cannot close the next one by mistake */
+			       * closing it (mysql_take) cannot close the next one by mistake */
 	__u32 bracket_event;  /* the wait a probe brackets now, named as a wait event (MySQL's thd_wait_begin) */
 	__u8 in_fs;           /* inside a file system syscall */
 	__u8 waiting_for;     /* enum box of the wait lock probes bracket, else 0 */

@@ -17,7 +17,7 @@
  * read to follow the reply: column count, column definitions, an EOF
  * (unless the client asked for none: CLIENT_DEPRECATE_EOF); a result's
  * rows are not walked, their end is the EOF or OK at a send's tail
- * (my_rows_end). A reply whose end is missed ends at the connection's
+ * (mysql_rows_end). A reply whose end is missed ends at the connection's
  * next command, and is counted.
  *
  * The client's command packet (up to QUERY_TEXT_MAX - 1 bytes) goes with
@@ -29,8 +29,8 @@
  * TLS connections are read in plaintext at the TLS library the server
  * maps (OpenSSL's SSL_read, its return, and SSL_write), as wire.bpf.c
  * reads PostgreSQL's. A uprobe has no socket storage, so their state is a
- * second struct my_conn per library connection (SSL *), in my_tls_conns;
- * the socket only says it carries TLS (MY_TLS), and a socket call inside
+ * second struct mysql_conn per library connection (SSL *), in mysql_tls_conns;
+ * the socket only says it carries TLS (MYSQL_TLS), and a socket call inside
  * SSL_read tells the library connection its socket.
  */
 #include "vmlinux.h"
@@ -49,18 +49,18 @@ int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
 {
 	struct task_struct *task;
 	struct task_local *tl;
-	struct my_conn *c;
+	struct mysql_conn *c;
 
 	if (ret <= 0 || (flags & MSG_PEEK))
 		return 0;
 	task = bpf_get_current_task_btf();
-	c = my_conn_of(task, sk, &tl);
+	c = mysql_conn_of(task, sk, &tl);
 	if (!c)
 		return 0;
 	if (tl->wire.tls_ssl) /* inside SSL_read: ciphertext */
-		my_tls_link(task, tl, c, (__u64)sk);
-	else if (c->state != MY_TLS)
-		my_received(task, tl, c, (__u64)sk, sock_buf(task), ret, 0);
+		mysql_tls_link(task, tl, c, (__u64)sk);
+	else if (c->state != MYSQL_TLS)
+		mysql_received(task, tl, c, (__u64)sk, sock_buf(task), ret, 0);
 	return 0;
 }
 
@@ -69,20 +69,20 @@ int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
 {
 	struct task_struct *task;
 	struct task_local *tl;
-	struct my_conn *c;
+	struct mysql_conn *c;
 	void *buf;
 	__u32 n = ret;
 
 	if (ret <= 0)
 		return 0;
 	task = bpf_get_current_task_btf();
-	c = my_conn_of(task, sk, &tl);
+	c = mysql_conn_of(task, sk, &tl);
 	if (!c)
 		return 0;
 	if (tl->wire.tls_ssl) { /* inside SSL_read or SSL_write: ciphertext */
-		if (!tl->wire.tls_len || !(c = my_tls_sending(task, tl, (__u64)sk, &buf, &n)))
+		if (!tl->wire.tls_len || !(c = mysql_tls_sending(task, tl, (__u64)sk, &buf, &n)))
 			return 0;
-	} else if (c->state == MY_TLS) {
+	} else if (c->state == MYSQL_TLS) {
 		return 0;
 	} else {
 		buf = sock_buf(task);
@@ -91,7 +91,7 @@ int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
 		stat_inc(STAT_WIRE_UNREADABLE);
 		return 0;
 	}
-	my_sent(task, tl, c, (__u64)sk, buf, n);
+	mysql_sent(task, tl, c, (__u64)sk, buf, n);
 	return 0;
 }
 
@@ -100,9 +100,9 @@ int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
  * SSL_write, int f(SSL *, void *buf, int num)), in a MySQL server's threads
  * only (wire.bpf.c's programs take PostgreSQL's on the same library).
  * Each call's entry notes it in the thread's state. SSL_read: the socket
- * read inside it, if any, links its SSL * to the socket (my_tls_link);
+ * read inside it, if any, links its SSL * to the socket (mysql_tls_link);
  * its return reads the plaintext. SSL_write: its first send reads the
- * plaintext (my_tls_sending), so no return probe is needed.
+ * plaintext (mysql_tls_sending), so no return probe is needed.
  */
 SEC("uprobe")
 int mysql_tls_read(struct pt_regs *ctx)
@@ -122,8 +122,8 @@ int mysql_tls_read_done(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_local *tl = task_local_of(task);
-	struct my_tls_key key = { .tgid = task->tgid };
-	struct my_tls_conn *t;
+	struct mysql_tls_key key = { .tgid = task->tgid };
+	struct mysql_tls_conn *t;
 	int ret = PT_REGS_RC(ctx);
 	void *buf;
 
@@ -132,11 +132,11 @@ int mysql_tls_read_done(struct pt_regs *ctx)
 	key.ssl = tl->wire.tls_ssl;
 	buf = (void *)tl->wire.tls_buf;
 	tl->wire.tls_ssl = tl->wire.tls_buf = 0;
-	if (ret <= 0 || !(t = bpf_map_lookup_elem(&my_tls_conns, &key)))
+	if (ret <= 0 || !(t = bpf_map_lookup_elem(&mysql_tls_conns, &key)))
 		return 0;
-	my_received(task, tl, my_resync(&t->c), t->sk, buf, ret, 1);
-	if (t->c.state == MY_OFF && t->c.cmd == COM_QUIT) /* the client left: so does its state */
-		bpf_map_delete_elem(&my_tls_conns, &key);
+	mysql_received(task, tl, mysql_resync(&t->c), t->sk, buf, ret, 1);
+	if (t->c.state == MYSQL_OFF && t->c.cmd == COM_QUIT) /* the client left: so does its state */
+		bpf_map_delete_elem(&mysql_tls_conns, &key);
 	return 0;
 }
 

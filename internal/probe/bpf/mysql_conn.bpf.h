@@ -2,8 +2,8 @@
 /*
  * What does the kernel keep of a MySQL or MariaDB connection, and what do
  * its packets' fields say? The protocol's constants (commands,
- * capabilities, status flags), the connection's state (struct my_conn,
- * per socket in my_conns; a TLS connection's in mysql_tls.bpf.h), and
+ * capabilities, status flags), the connection's state (struct mysql_conn,
+ * per socket in mysql_conns; a TLS connection's in mysql_tls.bpf.h), and
  * the readers of a packet's little-endian and length-encoded fields.
  * Everything mysql.bpf.c's other headers share.
  */
@@ -12,9 +12,9 @@
 
 #include "sock.bpf.h"
 
-#define MY_HEAD 32       /* a packet's header and the first payload bytes its kind needs (a power of 2) */
-#define MY_MAX_HOPS 1024 /* packets walked per send, before a result's rows */
-#define MY_MAX_PACKET 0xffffff
+#define MYSQL_HEAD 32       /* a packet's header and the first payload bytes its kind needs (a power of 2) */
+#define MYSQL_MAX_HOPS 1024 /* packets walked per send, before a result's rows */
+#define MYSQL_MAX_PACKET 0xffffff
 
 /* Commands (the first payload byte of a client's packet with sequence 0). */
 #define COM_QUIT 0x01
@@ -39,17 +39,17 @@
 #define SERVER_STATUS_CURSOR_EXISTS 0x0040
 
 /* Where a connection is. */
-enum my_state {
-	MY_UNSEEN = 0,    /* its first packet not seen yet: older than the trace, or new */
-	MY_GREETED = 1,   /* the server sent its greeting: the handshake response comes next */
-	MY_IDLE = 2,      /* between commands */
-	MY_BUSY = 3,      /* from a command to the end of its reply (the handshake too) */
-	MY_OFF = 4,       /* encrypted, a replication stream, or gone: not followed */
-	MY_TLS = 5,       /* a socket carrying TLS: followed in plaintext at the library (my_tls_conns) */
+enum mysql_state {
+	MYSQL_UNSEEN = 0,  /* its first packet not seen yet: older than the trace, or new */
+	MYSQL_GREETED = 1, /* the server sent its greeting: the handshake response comes next */
+	MYSQL_IDLE = 2,    /* between commands */
+	MYSQL_BUSY = 3,    /* from a command to the end of its reply (the handshake too) */
+	MYSQL_OFF = 4,     /* encrypted, a replication stream, or gone: not followed */
+	MYSQL_TLS = 5,     /* a socket carrying TLS: followed in plaintext at the library (mysql_tls_conns) */
 };
 
 /* Where in its reply the server is. */
-enum my_part {
+enum mysql_part {
 	PART_FIRST = 0,       /* the first packet of a reply, or of its next result set */
 	PART_AUTH = 1,        /* the authentication exchange: it ends with an OK or an ERR */
 	PART_DEFS = 2,        /* a COM_STMT_PREPARE's parameter and column definitions */
@@ -59,12 +59,12 @@ enum my_part {
 };
 
 /* What a connection's client is known to do (bits). */
-enum my_flag {
-	MY_NO_EOF = 1,  /* CLIENT_DEPRECATE_EOF: no EOF after column definitions */
-	MY_TLS_NEW = 2, /* a socket whose SSLRequest was seen: its handshake response comes through SSL_read */
+enum mysql_flag {
+	MYSQL_NO_EOF = 1,  /* CLIENT_DEPRECATE_EOF: no EOF after column definitions */
+	MYSQL_TLS_NEW = 2, /* a socket whose SSLRequest was seen: its handshake response comes through SSL_read */
 };
 
-struct my_conn {
+struct mysql_conn {
 	__u64 conn;      /* the connection id of the server's greeting; 0: not seen */
 	__u32 carry;     /* bytes of the packet in progress still to be sent */
 	__u32 left;      /* definitions left in this part of the reply */
@@ -73,24 +73,24 @@ struct my_conn {
 	__u32 in_len;    /* the client packet whose header was read alone: its length... */
 	__u32 cmd_left;  /* bytes of the client's packet still to be read, past what was captured */
 	__u32 results;   /* results the reply ended so far with "more results exist": a multi-statement command's */
-	__u8 state;      /* enum my_state */
+	__u8 state;      /* enum mysql_state */
 	__u8 cmd;        /* the command running; 0 for the handshake */
-	__u8 part;       /* enum my_part */
-	__u8 flags;      /* enum my_flag */
+	__u8 part;       /* enum mysql_part */
+	__u8 flags;      /* enum mysql_flag */
 	__u8 have;       /* bytes of head kept from the last send: a packet split across sends */
 	__u8 in_seq;     /* ...its sequence number... */
 	__u8 in_header;  /* ...when its payload comes next (servers read the header first) */
 	__u8 pad;
 	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
-	__u8 head[MY_HEAD];
+	__u8 head[MYSQL_HEAD];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct my_conn);
-} my_conns SEC(".maps");
+	__type(value, struct mysql_conn);
+} mysql_conns SEC(".maps");
 
 static __always_inline __u32 le16(const __u8 *p) { return p[0] | (__u32)p[1] << 8; }
 static __always_inline __u32 le24(const __u8 *p) { return p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16; }
@@ -135,7 +135,7 @@ static __always_inline __u32 status_of(const __u8 *p, __u32 plen)
 		return le16(p + 3);
 	off = 1 + lenenc_size(p[1]);
 	off += lenenc_size(p[off & 15]);
-	return le16(p + (off & 31)); /* p has MY_HEAD bytes of slack behind it */
+	return le16(p + (off & 31)); /* p has MYSQL_HEAD bytes of slack behind it */
 }
 
 /*
@@ -143,13 +143,13 @@ static __always_inline __u32 status_of(const __u8 *p, __u32 plen)
  * packets went unseen, so it waits for the client's next command, as one
  * older than the trace; a reply in progress is not followed.
  */
-static __always_inline struct my_conn *my_resync(struct my_conn *c)
+static __always_inline struct mysql_conn *mysql_resync(struct mysql_conn *c)
 {
 	if (c->synced_ns == resync_ns)
 		return c;
 	c->synced_ns = resync_ns;
-	if (c->state == MY_GREETED || c->state == MY_IDLE || c->state == MY_BUSY) {
-		c->state = MY_IDLE;
+	if (c->state == MYSQL_GREETED || c->state == MYSQL_IDLE || c->state == MYSQL_BUSY) {
+		c->state = MYSQL_IDLE;
 		c->carry = c->left = c->cmd_left = 0;
 		c->have = c->in_header = 0;
 		c->part = PART_FIRST;
@@ -158,19 +158,19 @@ static __always_inline struct my_conn *my_resync(struct my_conn *c)
 }
 
 /* The connection of a socket call of a MySQL thread; NULL for any other. */
-static __always_inline struct my_conn *my_conn_of(struct task_struct *task, struct sock *sk, struct task_local **tl)
+static __always_inline struct mysql_conn *mysql_conn_of(struct task_struct *task, struct sock *sk, struct task_local **tl)
 {
-	struct my_conn *c;
+	struct mysql_conn *c;
 
 	*tl = task_local_of(task);
 	if (!*tl || (*tl)->wire.state != WIRE_MYSQL)
 		return NULL;
-	c = bpf_sk_storage_get(&my_conns, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	c = bpf_sk_storage_get(&mysql_conns, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!c) {
 		stat_inc(STAT_MYSQL_CONN_FULL);
 		return NULL;
 	}
-	return my_resync(c);
+	return mysql_resync(c);
 }
 
 #endif /* MYSQL_CONN_BPF_H */

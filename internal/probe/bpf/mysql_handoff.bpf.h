@@ -2,11 +2,11 @@
 /*
  * Which thread ends a connection's query, and how do two threads agree on
  * its one record? A query begins in the thread that reads its command
- * (my_begin) and usually ends in the same thread, at its reply (my_end).
+ * (mysql_begin) and usually ends in the same thread, at its reply (mysql_end).
  * In MariaDB's thread pool it may not: the worker that ran a COMMIT takes
  * other connections' commands while the redo log is written, and whichever
  * worker resumes the connection sends the OK. The query's accounting is
- * its owner's (thread_state, waterfall); the record waits in my_parked, by
+ * its owner's (thread_state, waterfall); the record waits in mysql_parked, by
  * connection, for the reply.
  *
  * Two threads may end one query at once: its owner, leaving it for another
@@ -24,7 +24,7 @@
  *    the owner's start, then its connection; if the owner still runs this
  *    connection's query, it reads the owner's state (accounting, waterfall
  *    so far) into its own per-CPU record, and only then claims the query by
- *    a compare-and-swap of the start it saw with 0 (my_take). The swap
+ *    a compare-and-swap of the start it saw with 0 (mysql_take). The swap
  *    fails if the owner took the query first or began another (its start
  *    changed): nothing is taken. If it succeeds, the owner can begin its
  *    next query only after, so what was read was this query's. Its
@@ -32,15 +32,15 @@
  *    query it read (waterfall.in_query), so a next query begun meanwhile
  *    stays open.
  * 4. Whichever claimed it writes the record, complete but for the wait
- *    for the reply, into my_parked (my_park). The reply's sender then
- *    finds it there and sends it at once (my_end_parked).
+ *    for the reply, into mysql_parked (mysql_park). The reply's sender then
+ *    finds it there and sends it at once (mysql_end_parked).
  * 5. A reply that ends while the owner is parking (between its claim in
- *    step 2 and the record landing in my_parked) finds no record: it
- *    leaves what ends it (struct my_reply) in my_replies. Both threads
- *    then meet in my_handoff: each has written its half (the record, the
- *    reply), passes a full barrier (a locked add on my_fence), and looks
+ *    step 2 and the record landing in mysql_parked) finds no record: it
+ *    leaves what ends it (struct mysql_reply) in mysql_replies. Both threads
+ *    then meet in mysql_handoff: each has written its half (the record, the
+ *    reply), passes a full barrier (a locked add on mysql_fence), and looks
  *    for both halves. At least one of them sees both; deleting the reply
- *    from my_replies succeeds for exactly one, which ends the record.
+ *    from mysql_replies succeeds for exactly one, which ends the record.
  *
  * The connection's next command clears what is left of the last: a record
  * whose reply was never seen (counted), a reply whose record never came.
@@ -60,38 +60,38 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
  * connections' commands. The record waits here, by connection, for the
  * reply; the time in between is waiting for others' work (BOX_AIO_WAIT).
  */
-#define MY_PARKED_TEXT 512 /* the command's first bytes: a COM_STMT_EXECUTE's are few */
-struct my_parked {
+#define MYSQL_PARKED_TEXT 512 /* the command's first bytes: a COM_STMT_EXECUTE's are few */
+struct mysql_parked {
 	__u8 head[__builtin_offsetof(struct query_event, text)]; /* the record but its text */
 	__u64 parked_ns;
 	__u32 text_len;
 	__u32 truncated;
-	char text[MY_PARKED_TEXT];
+	char text[MYSQL_PARKED_TEXT];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
 	__type(key, __u64); /* the connection's socket */
-	__type(value, struct my_parked);
-} my_parked SEC(".maps");
+	__type(value, struct mysql_parked);
+} mysql_parked SEC(".maps");
 
-/* Where a record is made whole before it goes into my_parked in one update:
+/* Where a record is made whole before it goes into mysql_parked in one update:
  * the thread sending its reply may look it up at any moment. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct my_parked);
-} my_parking SEC(".maps");
+	__type(value, struct mysql_parked);
+} mysql_parking SEC(".maps");
 
 /*
  * What ends a parked record, taken from the connection when its reply
  * ended. The owner parks between taking the query's start and the record
- * landing in my_parked; a reply ending in that window leaves this here for
- * the owner to find once it has parked (my_handoff).
+ * landing in mysql_parked; a reply ending in that window leaves this here for
+ * the owner to find once it has parked (mysql_handoff).
  */
-struct my_reply {
+struct mysql_reply {
 	__u64 end_ns;
 	__u64 conn;
 	__u32 reply_id;
@@ -104,14 +104,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
 	__type(key, __u64); /* the connection's socket */
-	__type(value, struct my_reply);
-} my_replies SEC(".maps");
+	__type(value, struct mysql_reply);
+} mysql_replies SEC(".maps");
 
-/* Written by a locked instruction, a full barrier (my_handoff). */
-volatile __u64 my_fence;
+/* Written by a locked instruction, a full barrier (mysql_handoff). */
+volatile __u64 mysql_fence;
 
 /* No query runs after all: the thread's query is dropped, uncounted. */
-static __always_inline void my_cancel(struct thread_state *ts, struct waterfall *wf)
+static __always_inline void mysql_cancel(struct thread_state *ts, struct waterfall *wf)
 {
 	if (ts)
 		ts->query_start_ns = 0;
@@ -121,7 +121,7 @@ static __always_inline void my_cancel(struct thread_state *ts, struct waterfall 
 
 /* Which commands count as queries, and which teach Go (a statement's
  * text and id, the connection's user and database, its end). */
-static __always_inline int my_ran(__u8 cmd)
+static __always_inline int mysql_ran(__u8 cmd)
 {
 	return cmd == COM_QUERY || cmd == COM_STMT_EXECUTE || cmd == COM_STMT_BULK_EXECUTE;
 }
@@ -129,31 +129,31 @@ static __always_inline int my_ran(__u8 cmd)
 /* A command whose time is a statement's, or a part of one: a cursor's
  * COM_STMT_FETCH reads on from the COM_STMT_EXECUTE that opened it (which
  * counts the statement, as the server does). */
-static __always_inline int my_timed(__u8 cmd)
+static __always_inline int mysql_timed(__u8 cmd)
 {
-	return my_ran(cmd) || cmd == COM_STMT_FETCH;
+	return mysql_ran(cmd) || cmd == COM_STMT_FETCH;
 }
 
-static __always_inline int my_teaches(__u8 cmd)
+static __always_inline int mysql_teaches(__u8 cmd)
 {
 	return cmd == COM_STMT_PREPARE || cmd == COM_INIT_DB || cmd == COM_CHANGE_USER || cmd == COM_QUIT || cmd == 0;
 }
 
 /* How the reply to connection sk's command ended, now. */
-static __always_inline struct my_reply my_reply_of(struct my_conn *c, __u64 sk)
+static __always_inline struct mysql_reply mysql_reply_of(struct mysql_conn *c, __u64 sk)
 {
-	struct my_reply r = {
+	struct mysql_reply r = {
 		.end_ns = bpf_ktime_get_ns(),
 		.conn = c->conn ? c->conn : sk,
 		.reply_id = c->reply_id,
-		.statements = my_ran(c->cmd) ? 1 + c->results : 0,
+		.statements = mysql_ran(c->cmd) ? 1 + c->results : 0,
 		.cmd = c->cmd,
 	};
 	return r;
 }
 
 /* The record goes out with the command's first n bytes from text. */
-static __always_inline void my_submit(struct query_event *e, struct my_reply *r, const char *text, __u32 n,
+static __always_inline void mysql_submit(struct query_event *e, struct mysql_reply *r, const char *text, __u32 n,
 				      int truncated)
 {
 	n = text_bound(n);
@@ -166,15 +166,15 @@ static __always_inline void my_submit(struct query_event *e, struct my_reply *r,
 }
 
 /* The record parked for connection sk, if any, ended by reply r, goes out. */
-static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
+static __always_inline int mysql_end_parked(struct mysql_reply *r, __u64 sk)
 {
-	struct my_parked *p = bpf_map_lookup_elem(&my_parked, &sk);
+	struct mysql_parked *p = bpf_map_lookup_elem(&mysql_parked, &sk);
 	__u32 zero = 0;
 	struct query_event *e = bpf_map_lookup_elem(&query_scratch, &zero);
 	struct query_ending how = {
 		.statements = r->statements,
-		.timed = my_timed(r->cmd),
-		.teaches = my_teaches(r->cmd),
+		.timed = mysql_timed(r->cmd),
+		.teaches = mysql_teaches(r->cmd),
 	};
 
 	if (!p)
@@ -186,28 +186,28 @@ static __always_inline int my_end_parked(struct my_reply *r, __u64 sk)
 	e->emit_flags = query_counted(&e->acct, e->start_ns, r->end_ns, &how);
 	e->statements = how.statements;
 	if (e->emit_flags)
-		my_submit(e, r, p->text, p->text_len, p->truncated);
+		mysql_submit(e, r, p->text, p->text_len, p->truncated);
 out:
-	bpf_map_delete_elem(&my_parked, &sk);
+	bpf_map_delete_elem(&mysql_parked, &sk);
 	return 1;
 }
 
 /*
  * The owner parking connection sk's record and the thread sending its
- * reply meet: each writes its half (the record in my_parked, the reply in
- * my_replies), then, past a full barrier, looks for the other's. At least
+ * reply meet: each writes its half (the record in mysql_parked, the reply in
+ * mysql_replies), then, past a full barrier, looks for the other's. At least
  * one of them sees both; deleting the reply decides which ends the record.
  */
-static __always_inline void my_handoff(__u64 sk)
+static __always_inline void mysql_handoff(__u64 sk)
 {
-	struct my_reply *found, r;
+	struct mysql_reply *found, r;
 
-	__sync_fetch_and_add(&my_fence, 1);
-	if (!bpf_map_lookup_elem(&my_parked, &sk) || !(found = bpf_map_lookup_elem(&my_replies, &sk)))
+	__sync_fetch_and_add(&mysql_fence, 1);
+	if (!bpf_map_lookup_elem(&mysql_parked, &sk) || !(found = bpf_map_lookup_elem(&mysql_replies, &sk)))
 		return;
 	r = *found;
-	if (!bpf_map_delete_elem(&my_replies, &sk))
-		my_end_parked(&r, sk);
+	if (!bpf_map_delete_elem(&mysql_replies, &sk))
+		mysql_end_parked(&r, sk);
 }
 
 /*
@@ -215,12 +215,12 @@ static __always_inline void my_handoff(__u64 sk)
  * thread pool's worker sends the reply while the owner sleeps, or is just
  * taking another connection's command. The owner's state is only read,
  * into the per-CPU record, and the query claimed after that: a
- * compare-and-swap on the start seen with its connection (my_end). If the
+ * compare-and-swap on the start seen with its connection (mysql_end). If the
  * owner ended it first, or began another, nothing is taken; if this
  * thread takes it, the owner begins its next query only after, so what
  * was read is this query's.
  */
-static __always_inline struct query_event *my_take(struct thread_state *ts, struct waterfall *wf, __u64 start,
+static __always_inline struct query_event *mysql_take(struct thread_state *ts, struct waterfall *wf, __u64 start,
 						   __u64 now)
 {
 	__u32 zero = 0, tag = 0, event = 0, version = 0;
@@ -264,14 +264,14 @@ static __always_inline struct query_event *my_take(struct thread_state *ts, stru
  * A thread leaves the query of connection sk before its reply: task, the
  * query's owner, to take another connection's command (start 0), or
  * another thread, sending the reply, in its stead (start: the query's).
- * The record, complete but for the wait for the reply, waits in my_parked.
+ * The record, complete but for the wait for the reply, waits in mysql_parked.
  */
-static __always_inline void my_park(struct task_struct *task, struct thread_state *ts, struct waterfall *wf,
+static __always_inline void mysql_park(struct task_struct *task, struct thread_state *ts, struct waterfall *wf,
 				    __u64 sk, __u64 start)
 {
 	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, 0);
 	__u32 zero = 0;
-	struct my_parked *p = bpf_map_lookup_elem(&my_parking, &zero);
+	struct mysql_parked *p = bpf_map_lookup_elem(&mysql_parking, &zero);
 	struct query_event *e;
 	__u64 now = bpf_ktime_get_ns();
 
@@ -282,23 +282,23 @@ static __always_inline void my_park(struct task_struct *task, struct thread_stat
 	p->text_len = 0;
 	p->truncated = 0;
 	if (t && t->len) {
-		p->text_len = t->len < MY_PARKED_TEXT ? t->len : MY_PARKED_TEXT;
-		p->truncated = t->truncated || t->len > MY_PARKED_TEXT;
+		p->text_len = t->len < MYSQL_PARKED_TEXT ? t->len : MYSQL_PARKED_TEXT;
+		p->truncated = t->truncated || t->len > MYSQL_PARKED_TEXT;
 		bpf_probe_read_kernel(p->text, sizeof(p->text), t->buf);
 	}
 	/* A record whatever the thresholds: they are applied at the reply. */
-	e = start ? my_take(ts, wf, start, now) : query_end(ts, wf, now, (struct query_ending){.teaches = 1});
+	e = start ? mysql_take(ts, wf, start, now) : query_end(ts, wf, now, (struct query_ending){.teaches = 1});
 	if (!e) /* another thread ended it first */
 		return;
 	e->pid = task->pid;
 	bpf_probe_read_kernel(p->head, sizeof(p->head), e);
 	p->parked_ns = now;
-	if (bpf_map_update_elem(&my_parked, &sk, p, BPF_ANY)) {
+	if (bpf_map_update_elem(&mysql_parked, &sk, p, BPF_ANY)) {
 		stat_inc(STAT_MYSQL_CONN_FULL);
 		return;
 	}
 	if (!start) /* its reply may have ended while it parked */
-		my_handoff(sk);
+		mysql_handoff(sk);
 }
 
 /*
@@ -310,7 +310,7 @@ static __always_inline void my_park(struct task_struct *task, struct thread_stat
  * dropped there. Replies are sent from the socket tracepoint, so only a
  * reply's end missed until the next command (counted) comes this way.
  */
-static __always_inline void my_end(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk,
+static __always_inline void mysql_end(struct task_struct *task, struct task_local *tl, struct mysql_conn *c, __u64 sk,
 				   int lib)
 {
 	struct thread_state *ts = thread_current();
@@ -318,22 +318,22 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 	struct task_local *otl;
 	struct query_event *e;
 	struct wire_text *t;
-	struct my_reply r = my_reply_of(c, sk);
+	struct mysql_reply r = mysql_reply_of(c, sk);
 	__u64 start;
 
-	c->state = MY_IDLE;
+	c->state = MYSQL_IDLE;
 	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
 		e = query_end(ts, &tl->wf, r.end_ns,
-			      (struct query_ending){.statements = r.statements, .timed = my_timed(r.cmd), .teaches = my_teaches(r.cmd)});
+			      (struct query_ending){.statements = r.statements, .timed = mysql_timed(r.cmd), .teaches = mysql_teaches(r.cmd)});
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
-		my_submit(e, &r, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
+		mysql_submit(e, &r, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
 		return;
 	}
 	/* Another thread's query: still its owner's, parked already, or
 	 * being parked by its owner now. The start is read before the
-	 * connection, which my_begin writes before the start. */
+	 * connection, which mysql_begin writes before the start. */
 	ts = thread_of(c->owner);
 	start = ts ? ts->query_start_ns : 0;
 	barrier();
@@ -342,22 +342,22 @@ static __always_inline void my_end(struct task_struct *task, struct task_local *
 			__sync_bool_compare_and_swap(&ts->query_start_ns, start, 0);
 		} else if ((owner = bpf_task_from_pid(c->owner))) {
 			otl = task_local_of(owner);
-			my_park(owner, ts, otl ? &otl->wf : NULL, sk, start);
+			mysql_park(owner, ts, otl ? &otl->wf : NULL, sk, start);
 			bpf_task_release(owner);
 		}
 	}
-	if (my_end_parked(&r, sk))
+	if (mysql_end_parked(&r, sk))
 		return;
-	bpf_map_update_elem(&my_replies, &sk, &r, BPF_ANY);
-	my_handoff(sk);
+	bpf_map_update_elem(&mysql_replies, &sk, &r, BPF_ANY);
+	mysql_handoff(sk);
 }
 
 /*
  * The thread's query begins: a command's, or the handshake's, on
  * connection sk. A query it left before its reply (a thread pool's
- * worker does, for a COMMIT) waits for the reply in my_parked.
+ * worker does, for a COMMIT) waits for the reply in mysql_parked.
  */
-static __always_inline void my_begin(struct task_struct *task, struct task_local *tl, struct my_conn *c, __u64 sk)
+static __always_inline void mysql_begin(struct task_struct *task, struct task_local *tl, struct mysql_conn *c, __u64 sk)
 {
 	struct thread_state *ts = thread_current();
 
@@ -365,14 +365,14 @@ static __always_inline void my_begin(struct task_struct *task, struct task_local
 		return;
 	/* What is left of the connection's last command: a record whose
 	 * reply was never seen, a reply whose record was never parked. */
-	if (!bpf_map_delete_elem(&my_parked, &sk))
+	if (!bpf_map_delete_elem(&mysql_parked, &sk))
 		stat_inc(STAT_QUERY_UNFINISHED);
-	bpf_map_delete_elem(&my_replies, &sk);
+	bpf_map_delete_elem(&mysql_replies, &sk);
 	if (ts->query_start_ns && ts->mysql_conn != sk)
-		my_park(task, ts, &tl->wf, ts->mysql_conn, 0);
+		mysql_park(task, ts, &tl->wf, ts->mysql_conn, 0);
 	ts->mysql_conn = sk;
 	c->owner = task->pid;
-	barrier(); /* the connection, then the start (my_end) */
+	barrier(); /* the connection, then the start (mysql_end) */
 	query_begin(ts, &tl->wf, bpf_ktime_get_ns());
 }
 

@@ -15,14 +15,14 @@
 #include "mysql_tls.bpf.h"
 
 /* The server sends n bytes from buf on a connection. */
-static __always_inline void my_sent(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+static __always_inline void mysql_sent(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 				    __u64 sk, void *buf, __u32 n)
 {
-	struct my_walk w = { .buf = buf, .n = n };
+	struct mysql_walk w = { .buf = buf, .n = n };
 	__u8 hello[64] = {};
 	__u32 i;
 
-	if (c->state == MY_UNSEEN) {
+	if (c->state == MYSQL_UNSEEN) {
 		/* A new connection's greeting: protocol 10, the server's version
 		 * (NUL-terminated), the connection id. */
 		__u32 m = n < sizeof(hello) ? n : sizeof(hello);
@@ -32,26 +32,26 @@ static __always_inline void my_sent(struct task_struct *task, struct task_local 
 		for (i = 5; i + 4 < m; i++)
 			if (!hello[i]) {
 				c->conn = le32(hello + i + 1);
-				c->state = MY_GREETED;
+				c->state = MYSQL_GREETED;
 				return;
 			}
 		return;
 	}
-	if (c->state != MY_BUSY)
+	if (c->state != MYSQL_BUSY)
 		return;
 	w.c = *c;
 	if (c->part == PART_ROWS) { /* rows since an earlier send: past the packet it ended in */
 		w.off = c->carry < n ? c->carry : n;
 		w.c.carry -= w.off;
 	} else {
-		bpf_loop(MY_MAX_HOPS, my_hop, &w, 0);
+		bpf_loop(MYSQL_MAX_HOPS, mysql_hop, &w, 0);
 	}
 	if (!w.ended && w.c.part == PART_ROWS)
-		w.ended = my_rows_end(&w.c, buf, w.off, n);
+		w.ended = mysql_rows_end(&w.c, buf, w.off, n);
 	*c = w.c;
 	if (w.ended) {
 		c->carry = c->have = 0;
-		my_end(task, tl, c, sk, 0);
+		mysql_end(task, tl, c, sk, 0);
 	}
 }
 
@@ -59,7 +59,7 @@ static __always_inline void my_sent(struct task_struct *task, struct task_local 
  * A command's payload arrives: its first n bytes at payload (of len). The
  * thread's query began at its header.
  */
-static __always_inline void my_command(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+static __always_inline void mysql_command(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 				       __u64 sk, void *payload, __u32 n, __u32 len, int lib)
 {
 	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -69,30 +69,30 @@ static __always_inline void my_command(struct task_struct *task, struct task_loc
 	c->reply_id = c->results = 0;
 	if (!t || !m || bpf_probe_read_user(t->buf, m, payload)) {
 		stat_inc(STAT_WIRE_UNREADABLE);
-		my_cancel(thread_current(), &tl->wf);
-		c->state = MY_IDLE;
+		mysql_cancel(thread_current(), &tl->wf);
+		c->state = MYSQL_IDLE;
 		return;
 	}
 	t->len = m;
 	t->truncated = len > m;
 	c->cmd = (__u8)t->buf[0];
 	c->part = first_part(c->cmd);
-	c->state = MY_BUSY;
+	c->state = MYSQL_BUSY;
 	switch (c->cmd) {
 	case COM_STMT_CLOSE:          /* no reply */
 	case COM_STMT_SEND_LONG_DATA: /* no reply */
-		my_cancel(thread_current(), &tl->wf);
-		c->state = MY_IDLE;
+		mysql_cancel(thread_current(), &tl->wf);
+		c->state = MYSQL_IDLE;
 		break;
 	case COM_QUIT: /* Go forgets the connection */
-		my_end(task, tl, c, sk, lib);
-		c->state = MY_OFF;
+		mysql_end(task, tl, c, sk, lib);
+		c->state = MYSQL_OFF;
 		break;
 	case COM_BINLOG_DUMP: /* a replica's stream: never ends */
 	case COM_BINLOG_DUMP_GTID:
 	case COM_REGISTER_SLAVE:
-		my_cancel(thread_current(), &tl->wf);
-		c->state = MY_OFF;
+		mysql_cancel(thread_current(), &tl->wf);
+		c->state = MYSQL_OFF;
 		break;
 	}
 }
@@ -104,7 +104,7 @@ static __always_inline void my_command(struct task_struct *task, struct task_loc
  * client sends); the query it makes is the authentication, which ends
  * with the server's OK or ERR. tls: read at the TLS library.
  */
-static __always_inline void my_handshake(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+static __always_inline void mysql_handshake(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 					 __u64 sk, void *payload, __u32 n, __u32 len, int tls)
 {
 	struct wire_text *t;
@@ -115,11 +115,11 @@ static __always_inline void my_handshake(struct task_struct *task, struct task_l
 		return;
 	caps = le32(caps_le);
 	if ((caps & CLIENT_SSL) && !tls) { /* an SSLRequest: TLS follows */
-		my_tls_begins(task, c);
+		mysql_tls_begins(task, c);
 		return;
 	}
 	if (caps & CLIENT_DEPRECATE_EOF)
-		c->flags |= MY_NO_EOF;
+		c->flags |= MYSQL_NO_EOF;
 	t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	m = text_bound(n < len ? n : len);
 	if (m > TEXT_MASK - 1)
@@ -129,35 +129,35 @@ static __always_inline void my_handshake(struct task_struct *task, struct task_l
 	t->buf[0] = 0;
 	t->len = m + 1;
 	t->truncated = len > m;
-	my_begin(task, tl, c, sk);
+	mysql_begin(task, tl, c, sk);
 	c->cmd = 0;
 	c->part = PART_AUTH;
 	c->carry = c->have = 0;
-	c->state = MY_BUSY;
+	c->state = MYSQL_BUSY;
 }
 
 /* A command begins to be read: the connection's query begins. */
-static __always_inline void my_command_begins(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+static __always_inline void mysql_command_begins(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 					      __u64 sk, int lib)
 {
-	if (c->state == MY_BUSY) { /* the last reply's end was missed: it ends here */
+	if (c->state == MYSQL_BUSY) { /* the last reply's end was missed: it ends here */
 		stat_inc(STAT_MYSQL_REPLY_UNSEEN);
-		my_end(task, tl, c, sk, lib);
+		mysql_end(task, tl, c, sk, lib);
 	}
-	my_begin(task, tl, c, sk);
+	mysql_begin(task, tl, c, sk);
 }
 
 /*
  * A client packet: its header said seq and len, and n bytes of its payload
  * are at payload. begun: a command's header came alone, its query began.
  */
-static __always_inline void my_client_packet(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+static __always_inline void mysql_client_packet(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 					     __u64 sk, __u8 seq, __u32 len, void *payload, __u32 n, int begun, int lib)
 {
 	c->cmd_left = len > n ? len - n : 0;
-	if (c->state == MY_GREETED) {
+	if (c->state == MYSQL_GREETED) {
 		if (seq == 1 || seq == 2)
-			my_handshake(task, tl, c, sk, payload, n, len, seq == 2);
+			mysql_handshake(task, tl, c, sk, payload, n, len, seq == 2);
 		return;
 	}
 	/* A command has sequence 0; anything else (the rest of an auth
@@ -165,12 +165,12 @@ static __always_inline void my_client_packet(struct task_struct *task, struct ta
 	if (seq != 0 || !len || !n)
 		return;
 	if (!begun)
-		my_command_begins(task, tl, c, sk, lib);
-	my_command(task, tl, c, sk, payload, n, len, lib);
+		mysql_command_begins(task, tl, c, sk, lib);
+	mysql_command(task, tl, c, sk, payload, n, len, lib);
 }
 
-/* The server read n bytes from a connection into buf (lib: see my_end). */
-static __always_inline void my_received(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+/* The server read n bytes from a connection into buf (lib: see mysql_end). */
+static __always_inline void mysql_received(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 					__u64 sk, void *buf, __u32 n, int lib)
 {
 	__u8 hdr[4];
@@ -179,12 +179,12 @@ static __always_inline void my_received(struct task_struct *task, struct task_lo
 		stat_inc(STAT_WIRE_UNREADABLE);
 		return;
 	}
-	if (c->state == MY_OFF)
+	if (c->state == MYSQL_OFF)
 		return;
 	if (c->in_header) { /* the payload of the packet whose header came alone */
 		c->in_header = 0;
-		my_client_packet(task, tl, c, sk, c->in_seq, c->in_len, buf, n,
-				 c->in_seq == 0 && c->state != MY_GREETED, lib);
+		mysql_client_packet(task, tl, c, sk, c->in_seq, c->in_len, buf, n,
+				 c->in_seq == 0 && c->state != MYSQL_GREETED, lib);
 		return;
 	}
 	if (c->cmd_left) { /* more of a long packet */
@@ -197,11 +197,11 @@ static __always_inline void my_received(struct task_struct *task, struct task_lo
 		c->in_seq = hdr[3];
 		c->in_len = le24(hdr);
 		c->in_header = 1;
-		if (c->in_seq == 0 && c->state != MY_GREETED && c->in_len)
-			my_command_begins(task, tl, c, sk, lib); /* its query begins as the server reads it */
+		if (c->in_seq == 0 && c->state != MYSQL_GREETED && c->in_len)
+			mysql_command_begins(task, tl, c, sk, lib); /* its query begins as the server reads it */
 		return;
 	}
-	my_client_packet(task, tl, c, sk, hdr[3], le24(hdr), buf + 4, n - 4, 0, lib);
+	mysql_client_packet(task, tl, c, sk, hdr[3], le24(hdr), buf + 4, n - 4, 0, lib);
 }
 
 #endif /* MYSQL_PACKET_BPF_H */

@@ -3,9 +3,9 @@
  * Which connection is a TLS library call's? TLS connections are read in
  * plaintext at the library the server maps (OpenSSL's SSL_read, its return,
  * and SSL_write). A uprobe has no socket storage, so their state is a
- * second struct my_conn per library connection (SSL *), in my_tls_conns;
- * the socket only says it carries TLS (MY_TLS), and a socket call inside
- * SSL_read tells the library connection its socket (my_tls_link).
+ * second struct mysql_conn per library connection (SSL *), in mysql_tls_conns;
+ * the socket only says it carries TLS (MYSQL_TLS), and a socket call inside
+ * SSL_read tells the library connection its socket (mysql_tls_link).
  */
 #ifndef MYSQL_TLS_BPF_H
 #define MYSQL_TLS_BPF_H
@@ -18,41 +18,41 @@
  * the socket they were last read from (the connection's key elsewhere).
  * LRU: a connection that ends without COM_QUIT is not seen to end.
  */
-struct my_tls_key {
+struct mysql_tls_key {
 	__u32 tgid;
 	__u32 pad;
 	__u64 ssl;
 };
 
-struct my_tls_conn {
-	struct my_conn c;
+struct mysql_tls_conn {
+	struct mysql_conn c;
 	__u64 sk;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
-	__type(key, struct my_tls_key);
-	__type(value, struct my_tls_conn);
-} my_tls_conns SEC(".maps");
+	__type(key, struct mysql_tls_key);
+	__type(value, struct mysql_tls_conn);
+} mysql_tls_conns SEC(".maps");
 
 /*
  * An SSLRequest on a socket: TLS follows. Read in plaintext at the library
  * when the process's is probed (proc_info), else not followed (counted).
  */
-static __always_inline void my_tls_begins(struct task_struct *task, struct my_conn *c)
+static __always_inline void mysql_tls_begins(struct task_struct *task, struct mysql_conn *c)
 {
 	__u32 tgid = task->tgid;
 	struct proc_info *pi = bpf_map_lookup_elem(&procs, &tgid);
 
 	if (pi && (pi->flags & PROC_TLS_PROBED)) {
-		c->state = MY_TLS;
-		c->flags |= MY_TLS_NEW;
+		c->state = MYSQL_TLS;
+		c->flags |= MYSQL_TLS_NEW;
 		stat_inc(STAT_WIRE_TLS);
 		return;
 	}
 	stat_inc(STAT_WIRE_ENCRYPTED);
-	c->state = MY_OFF;
+	c->state = MYSQL_OFF;
 }
 
 /*
@@ -62,50 +62,50 @@ static __always_inline void my_tls_begins(struct task_struct *task, struct my_co
  * starts where the greeting left the socket; an SSL * that served another
  * socket before was freed and reused.
  */
-static __always_inline void my_tls_link(struct task_struct *task, struct task_local *tl, struct my_conn *c,
+static __always_inline void mysql_tls_link(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 					__u64 sk)
 {
-	struct my_tls_key key = { .tgid = task->tgid, .ssl = tl->wire.tls_ssl };
-	struct my_tls_conn *t = bpf_map_lookup_elem(&my_tls_conns, &key);
-	struct my_tls_conn fresh = {};
+	struct mysql_tls_key key = { .tgid = task->tgid, .ssl = tl->wire.tls_ssl };
+	struct mysql_tls_conn *t = bpf_map_lookup_elem(&mysql_tls_conns, &key);
+	struct mysql_tls_conn fresh = {};
 
-	if (c->state != MY_TLS) {
-		c->state = MY_TLS;
+	if (c->state != MYSQL_TLS) {
+		c->state = MYSQL_TLS;
 		stat_inc(STAT_WIRE_TLS);
 	}
-	if (t && t->sk == sk && !(c->flags & MY_TLS_NEW))
+	if (t && t->sk == sk && !(c->flags & MYSQL_TLS_NEW))
 		return;
 	fresh.sk = sk;
-	if (c->flags & MY_TLS_NEW) {
+	if (c->flags & MYSQL_TLS_NEW) {
 		fresh.c.conn = c->conn;
-		fresh.c.state = MY_GREETED;
-		c->flags &= ~MY_TLS_NEW;
+		fresh.c.state = MYSQL_GREETED;
+		c->flags &= ~MYSQL_TLS_NEW;
 	}
-	if (bpf_map_update_elem(&my_tls_conns, &key, &fresh, BPF_ANY))
+	if (bpf_map_update_elem(&mysql_tls_conns, &key, &fresh, BPF_ANY))
 		stat_inc(STAT_MYSQL_CONN_FULL);
 }
 
 /*
  * The first send inside the thread's SSL_write: the plaintext its entry
  * noted is read now, in the tracepoint, where a reply another thread's
- * query waits for can end it (my_end); NULL when the library connection
+ * query waits for can end it (mysql_end); NULL when the library connection
  * is not followed (not read yet: older than the trace, found at its next
  * read) or another socket's (a stale note).
  */
-static __always_inline struct my_conn *my_tls_sending(struct task_struct *task, struct task_local *tl, __u64 sk,
+static __always_inline struct mysql_conn *mysql_tls_sending(struct task_struct *task, struct task_local *tl, __u64 sk,
 						       void **buf, __u32 *n)
 {
-	struct my_tls_key key = { .tgid = task->tgid, .ssl = tl->wire.tls_ssl };
-	struct my_tls_conn *t;
+	struct mysql_tls_key key = { .tgid = task->tgid, .ssl = tl->wire.tls_ssl };
+	struct mysql_tls_conn *t;
 
 	*buf = (void *)tl->wire.tls_buf;
 	*n = tl->wire.tls_len;
 	tl->wire.tls_ssl = tl->wire.tls_buf = 0; /* the write's next sends are ciphertext only */
 	tl->wire.tls_len = 0;
-	t = bpf_map_lookup_elem(&my_tls_conns, &key);
+	t = bpf_map_lookup_elem(&mysql_tls_conns, &key);
 	if (!t || t->sk != sk)
 		return NULL;
-	return my_resync(&t->c);
+	return mysql_resync(&t->c);
 }
 
 #endif /* MYSQL_TLS_BPF_H */

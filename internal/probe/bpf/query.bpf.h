@@ -153,7 +153,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	__u32 zero = 0, i;
 	struct query_event *e;
 	/* Taken, not read: a MySQL thread pool's worker sending the reply
-	 * may end it at the same moment in this thread's stead (my_take). */
+	 * may end it at the same moment in this thread's stead (mysql_take). */
 	__u64 start = __sync_lock_test_and_set(&ts->query_start_ns, 0);
 	__u8 flags;
 
