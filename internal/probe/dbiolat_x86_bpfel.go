@@ -66,6 +66,13 @@ const (
 	dbiolatBoxBOXES          dbiolatBox = 7
 )
 
+type dbiolatCapture struct {
+	_         structs.HostLayout
+	Len       uint32
+	Truncated uint32
+	Buf       [4096]int8
+}
+
 type dbiolatEmitFlag uint32
 
 const (
@@ -494,19 +501,13 @@ const (
 	dbiolatWireStateWIRE_MYSQL     dbiolatWireState = 8
 )
 
-type dbiolatWireText struct {
-	_         structs.HostLayout
-	Len       uint32
-	Truncated uint32
-	Buf       [4096]int8
-}
-
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	dbiolatMapAioOwners             = "aio_owners"
 	dbiolatMapBlkTotals             = "blk_totals"
+	dbiolatMapCaptures              = "captures"
 	dbiolatMapEvents                = "events"
 	dbiolatMapFusePending           = "fuse_pending"
 	dbiolatMapHists                 = "hists"
@@ -528,7 +529,6 @@ const (
 	dbiolatMapUringReqs             = "uring_reqs"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaitHists             = "wait_hists"
-	dbiolatMapWireTexts             = "wire_texts"
 	dbiolatProgAioComplete          = "aio_complete"
 	dbiolatProgAioPerform           = "aio_perform"
 	dbiolatProgAioStage             = "aio_stage"
@@ -585,17 +585,17 @@ const (
 	dbiolatProgMysqlTlsRead         = "mysql_tls_read"
 	dbiolatProgMysqlTlsReadDone     = "mysql_tls_read_done"
 	dbiolatProgMysqlTlsWrite        = "mysql_tls_write"
+	dbiolatProgPgwireRecv           = "pgwire_recv"
+	dbiolatProgPgwireSend           = "pgwire_send"
+	dbiolatProgPgwireTlsRead        = "pgwire_tls_read"
+	dbiolatProgPgwireTlsReadDone    = "pgwire_tls_read_done"
+	dbiolatProgPgwireTlsWrite       = "pgwire_tls_write"
 	dbiolatProgProcExit             = "proc_exit"
 	dbiolatProgProcFork             = "proc_fork"
 	dbiolatProgSchedSwitch          = "sched_switch"
 	dbiolatProgSelftestLog2Slot     = "selftest_log2_slot"
 	dbiolatProgUsdtQueryDone        = "usdt_query_done"
 	dbiolatProgUsdtQueryStart       = "usdt_query_start"
-	dbiolatProgWireRecv             = "wire_recv"
-	dbiolatProgWireSend             = "wire_send"
-	dbiolatProgWireTlsRead          = "wire_tls_read"
-	dbiolatProgWireTlsReadDone      = "wire_tls_read_done"
-	dbiolatProgWireTlsWrite         = "wire_tls_write"
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
@@ -711,17 +711,17 @@ type dbiolatProgramSpecs struct {
 	MysqlTlsRead         *ebpf.ProgramSpec `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.ProgramSpec `ebpf:"mysql_tls_read_done"`
 	MysqlTlsWrite        *ebpf.ProgramSpec `ebpf:"mysql_tls_write"`
+	PgwireRecv           *ebpf.ProgramSpec `ebpf:"pgwire_recv"`
+	PgwireSend           *ebpf.ProgramSpec `ebpf:"pgwire_send"`
+	PgwireTlsRead        *ebpf.ProgramSpec `ebpf:"pgwire_tls_read"`
+	PgwireTlsReadDone    *ebpf.ProgramSpec `ebpf:"pgwire_tls_read_done"`
+	PgwireTlsWrite       *ebpf.ProgramSpec `ebpf:"pgwire_tls_write"`
 	ProcExit             *ebpf.ProgramSpec `ebpf:"proc_exit"`
 	ProcFork             *ebpf.ProgramSpec `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.ProgramSpec `ebpf:"sched_switch"`
 	SelftestLog2Slot     *ebpf.ProgramSpec `ebpf:"selftest_log2_slot"`
 	UsdtQueryDone        *ebpf.ProgramSpec `ebpf:"usdt_query_done"`
 	UsdtQueryStart       *ebpf.ProgramSpec `ebpf:"usdt_query_start"`
-	WireRecv             *ebpf.ProgramSpec `ebpf:"wire_recv"`
-	WireSend             *ebpf.ProgramSpec `ebpf:"wire_send"`
-	WireTlsRead          *ebpf.ProgramSpec `ebpf:"wire_tls_read"`
-	WireTlsReadDone      *ebpf.ProgramSpec `ebpf:"wire_tls_read_done"`
-	WireTlsWrite         *ebpf.ProgramSpec `ebpf:"wire_tls_write"`
 }
 
 // dbiolatMapSpecs contains maps before they are loaded into the kernel.
@@ -730,6 +730,7 @@ type dbiolatProgramSpecs struct {
 type dbiolatMapSpecs struct {
 	AioOwners     *ebpf.MapSpec `ebpf:"aio_owners"`
 	BlkTotals     *ebpf.MapSpec `ebpf:"blk_totals"`
+	Captures      *ebpf.MapSpec `ebpf:"captures"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FusePending   *ebpf.MapSpec `ebpf:"fuse_pending"`
 	Hists         *ebpf.MapSpec `ebpf:"hists"`
@@ -751,7 +752,6 @@ type dbiolatMapSpecs struct {
 	UringReqs     *ebpf.MapSpec `ebpf:"uring_reqs"`
 	UsdtSpecs     *ebpf.MapSpec `ebpf:"usdt_specs"`
 	WaitHists     *ebpf.MapSpec `ebpf:"wait_hists"`
-	WireTexts     *ebpf.MapSpec `ebpf:"wire_texts"`
 }
 
 // dbiolatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -797,6 +797,7 @@ func (o *dbiolatObjects) Close() error {
 type dbiolatMaps struct {
 	AioOwners     *ebpf.Map `ebpf:"aio_owners"`
 	BlkTotals     *ebpf.Map `ebpf:"blk_totals"`
+	Captures      *ebpf.Map `ebpf:"captures"`
 	Events        *ebpf.Map `ebpf:"events"`
 	FusePending   *ebpf.Map `ebpf:"fuse_pending"`
 	Hists         *ebpf.Map `ebpf:"hists"`
@@ -818,13 +819,13 @@ type dbiolatMaps struct {
 	UringReqs     *ebpf.Map `ebpf:"uring_reqs"`
 	UsdtSpecs     *ebpf.Map `ebpf:"usdt_specs"`
 	WaitHists     *ebpf.Map `ebpf:"wait_hists"`
-	WireTexts     *ebpf.Map `ebpf:"wire_texts"`
 }
 
 func (m *dbiolatMaps) Close() error {
 	return _DbiolatClose(
 		m.AioOwners,
 		m.BlkTotals,
+		m.Captures,
 		m.Events,
 		m.FusePending,
 		m.Hists,
@@ -846,7 +847,6 @@ func (m *dbiolatMaps) Close() error {
 		m.UringReqs,
 		m.UsdtSpecs,
 		m.WaitHists,
-		m.WireTexts,
 	)
 }
 
@@ -931,17 +931,17 @@ type dbiolatPrograms struct {
 	MysqlTlsRead         *ebpf.Program `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.Program `ebpf:"mysql_tls_read_done"`
 	MysqlTlsWrite        *ebpf.Program `ebpf:"mysql_tls_write"`
+	PgwireRecv           *ebpf.Program `ebpf:"pgwire_recv"`
+	PgwireSend           *ebpf.Program `ebpf:"pgwire_send"`
+	PgwireTlsRead        *ebpf.Program `ebpf:"pgwire_tls_read"`
+	PgwireTlsReadDone    *ebpf.Program `ebpf:"pgwire_tls_read_done"`
+	PgwireTlsWrite       *ebpf.Program `ebpf:"pgwire_tls_write"`
 	ProcExit             *ebpf.Program `ebpf:"proc_exit"`
 	ProcFork             *ebpf.Program `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.Program `ebpf:"sched_switch"`
 	SelftestLog2Slot     *ebpf.Program `ebpf:"selftest_log2_slot"`
 	UsdtQueryDone        *ebpf.Program `ebpf:"usdt_query_done"`
 	UsdtQueryStart       *ebpf.Program `ebpf:"usdt_query_start"`
-	WireRecv             *ebpf.Program `ebpf:"wire_recv"`
-	WireSend             *ebpf.Program `ebpf:"wire_send"`
-	WireTlsRead          *ebpf.Program `ebpf:"wire_tls_read"`
-	WireTlsReadDone      *ebpf.Program `ebpf:"wire_tls_read_done"`
-	WireTlsWrite         *ebpf.Program `ebpf:"wire_tls_write"`
 }
 
 func (p *dbiolatPrograms) Close() error {
@@ -1002,17 +1002,17 @@ func (p *dbiolatPrograms) Close() error {
 		p.MysqlTlsRead,
 		p.MysqlTlsReadDone,
 		p.MysqlTlsWrite,
+		p.PgwireRecv,
+		p.PgwireSend,
+		p.PgwireTlsRead,
+		p.PgwireTlsReadDone,
+		p.PgwireTlsWrite,
 		p.ProcExit,
 		p.ProcFork,
 		p.SchedSwitch,
 		p.SelftestLog2Slot,
 		p.UsdtQueryDone,
 		p.UsdtQueryStart,
-		p.WireRecv,
-		p.WireSend,
-		p.WireTlsRead,
-		p.WireTlsReadDone,
-		p.WireTlsWrite,
 	)
 }
 

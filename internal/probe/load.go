@@ -83,7 +83,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f&Wire != 0 && !kernelHas("btf_trace_sock_recv_length") {
+	if f&PGWire != 0 && !kernelHas("btf_trace_sock_recv_length") {
 		return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
 	}
 	t := &Tracer{binaries: map[attachedTo]bool{}, families: f, progs: map[*ebpf.Program]bool{},

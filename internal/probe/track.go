@@ -37,7 +37,7 @@ type ProcInfo struct {
 
 // Track makes the kernel side trace process tgid (its threads, and every
 // child it forks from now on) as part of an instance; client says it
-// serves a PostgreSQL client connection, whose protocol the Wire family
+// serves a PostgreSQL client connection, whose protocol the PGWire family
 // reads (a MySQL server's threads are told by p.MySQL). A
 // process that exits meanwhile is skipped.
 func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {

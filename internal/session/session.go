@@ -312,7 +312,7 @@ func (s *Session) procInfo(in postgres.Instance) probe.ProcInfo {
 	if code, ok := postgres.WaitEventCode(in.Version, "IO/AioIoCompletion"); ok {
 		info.AIOWaitEvent = uint32(code)
 	}
-	if s.cfg.Families&probe.Wire != 0 { // the client protocol's programs read the plaintext
+	if s.cfg.Families&probe.PGWire != 0 { // the client protocol's programs read the plaintext
 		info.TLSProbed = s.attachOpenSSL(in.PID, fmt.Sprintf("PostgreSQL %d", in.PID), s.tracer.AttachTLS)
 	}
 	return info

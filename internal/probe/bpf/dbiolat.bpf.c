@@ -7,7 +7,7 @@
  */
 #include "proc.bpf.c"
 #include "query.bpf.c"
-#include "wire.bpf.c"
+#include "pgwire.bpf.c"
 #include "mysql.bpf.c"
 #include "fsio.bpf.c"
 #include "pagecache.bpf.c"

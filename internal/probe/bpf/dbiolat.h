@@ -287,7 +287,7 @@ struct waterfall {
 };
 
 /*
- * Where a backend's conversation with its client is (wire.bpf.c). Go sets
+ * Where a backend's conversation with its client is (pgwire.bpf.c). Go sets
  * the state of processes running when it attaches; the kernel sets it for
  * processes forked later.
  */
@@ -315,7 +315,7 @@ enum wire_flag {
 	WIRE_IN_LOST = 128,   /* its request could not be walked: a later read's statements are not captured */
 };
 
-/* Where a walk of a message stream stands between two socket calls (wire.bpf.c). */
+/* Where a walk of a message stream stands between two socket calls (pgwire.bpf.c). */
 struct msg_carry {
 	__u32 skip;   /* bytes of the message in progress still to come */
 	__u8 hdr_len; /* bytes of a header the last call ended in... */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Which query is a MySQL or MariaDB thread running? Read from the bytes on
- * its clients' sockets, as wire.bpf.c reads PostgreSQL's: a query begins
+ * its clients' sockets, as pgwire.bpf.c reads PostgreSQL's: a query begins
  * when the server reads a command packet (COM_QUERY, COM_STMT_EXECUTE...)
  * and ends when it sends the last packet of its reply: an OK, an ERR, or
  * the EOF after the last row, without "more results exist".
@@ -27,7 +27,7 @@
  * connection's handshake response, sent as its first record.
  *
  * TLS connections are read in plaintext at the TLS library the server
- * maps (OpenSSL's SSL_read, its return, and SSL_write), as wire.bpf.c
+ * maps (OpenSSL's SSL_read, its return, and SSL_write), as pgwire.bpf.c
  * reads PostgreSQL's. A uprobe has no socket storage, so their state is a
  * second struct mysql_conn per library connection (SSL *), in mysql_tls_conns;
  * the socket only says it carries TLS (MYSQL_TLS), and a socket call inside
@@ -98,7 +98,7 @@ int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
 /*
  * TLS connections in plaintext, at the TLS library (OpenSSL's SSL_read and
  * SSL_write, int f(SSL *, void *buf, int num)), in a MySQL server's threads
- * only (wire.bpf.c's programs take PostgreSQL's on the same library).
+ * only (pgwire.bpf.c's programs take PostgreSQL's on the same library).
  * Each call's entry notes it in the thread's state. SSL_read: the socket
  * read inside it, if any, links its SSL * to the socket (mysql_tls_link);
  * its return reads the plaintext. SSL_write: its first send reads the

@@ -269,7 +269,7 @@ static __always_inline struct query_event *mysql_take(struct thread_state *ts, s
 static __always_inline void mysql_park(struct task_struct *task, struct thread_state *ts, struct waterfall *wf,
 				    __u64 sk, __u64 start)
 {
-	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+	struct capture *t = bpf_task_storage_get(&captures, task, 0, 0);
 	__u32 zero = 0;
 	struct mysql_parked *p = bpf_map_lookup_elem(&mysql_parking, &zero);
 	struct query_event *e;
@@ -317,7 +317,7 @@ static __always_inline void mysql_end(struct task_struct *task, struct task_loca
 	struct task_struct *owner;
 	struct task_local *otl;
 	struct query_event *e;
-	struct wire_text *t;
+	struct capture *t;
 	struct mysql_reply r = mysql_reply_of(c, sk);
 	__u64 start;
 
@@ -327,7 +327,7 @@ static __always_inline void mysql_end(struct task_struct *task, struct task_loca
 			      (struct query_ending){.statements = r.statements, .timed = mysql_timed(r.cmd), .teaches = mysql_teaches(r.cmd)});
 		if (!e)
 			return;
-		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+		t = bpf_task_storage_get(&captures, task, 0, 0);
 		mysql_submit(e, &r, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
 		return;
 	}

@@ -62,7 +62,7 @@ static __always_inline void mysql_sent(struct task_struct *task, struct task_loc
 static __always_inline void mysql_command(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 				       __u64 sk, void *payload, __u32 n, __u32 len, int lib)
 {
-	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct capture *t = bpf_task_storage_get(&captures, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u32 m = text_bound(n < len ? n : len);
 
 	c->carry = c->have = 0;
@@ -107,7 +107,7 @@ static __always_inline void mysql_command(struct task_struct *task, struct task_
 static __always_inline void mysql_handshake(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 					 __u64 sk, void *payload, __u32 n, __u32 len, int tls)
 {
-	struct wire_text *t;
+	struct capture *t;
 	__u8 caps_le[4];
 	__u32 caps, m;
 
@@ -120,7 +120,7 @@ static __always_inline void mysql_handshake(struct task_struct *task, struct tas
 	}
 	if (caps & CLIENT_DEPRECATE_EOF)
 		c->flags |= MYSQL_NO_EOF;
-	t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = bpf_task_storage_get(&captures, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	m = text_bound(n < len ? n : len);
 	if (m > TEXT_MASK - 1)
 		m = TEXT_MASK - 1;

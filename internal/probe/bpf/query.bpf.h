@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * A query's begin and end, in the backend running it; what marks the two
- * is the caller's choice: the client protocol (wire.bpf.c, the default)
+ * is the caller's choice: the client protocol (pgwire.bpf.c, the default)
  * or PostgreSQL's USDT probes (query.bpf.c, --usdt). The record goes out
  * at the end with everything the other families added to the thread's
  * query_acct meanwhile.
