@@ -211,8 +211,6 @@ type dbiolatProcFlag uint32
 
 const (
 	dbiolatProcFlagPROC_TLS_PROBED dbiolatProcFlag = 1
-	dbiolatProcFlagPROC_ENGINE     dbiolatProcFlag = 2
-	dbiolatProcFlagPROC_MYSQL      dbiolatProcFlag = 4
 )
 
 type dbiolatProcInfo struct {
@@ -222,12 +220,22 @@ type dbiolatProcInfo struct {
 	WaitEventPtr uint64
 	Version      uint32
 	Flags        uint32
+	Kind         uint32
+	Pad          uint32
 }
 
 type dbiolatProcIo struct {
 	_  structs.HostLayout
 	Fs [5]dbiolatIoAcct
 }
+
+type dbiolatProcKind uint32
+
+const (
+	dbiolatProcKindPROC_POSTGRES dbiolatProcKind = 0
+	dbiolatProcKindPROC_MYSQL    dbiolatProcKind = 1
+	dbiolatProcKindPROC_STORAGE  dbiolatProcKind = 2
+)
 
 type dbiolatProcRun struct {
 	_        structs.HostLayout
@@ -386,6 +394,8 @@ type dbiolatTaskLocal struct {
 		Pad2      uint32
 		PortalNs  uint64
 	}
+	Kind uint32
+	Pad  uint32
 }
 
 type dbiolatTextKind uint32
@@ -498,7 +508,6 @@ const (
 	dbiolatWireStateWIRE_IDLE      dbiolatWireState = 5
 	dbiolatWireStateWIRE_BUSY      dbiolatWireState = 6
 	dbiolatWireStateWIRE_ENCRYPTED dbiolatWireState = 7
-	dbiolatWireStateWIRE_MYSQL     dbiolatWireState = 8
 )
 
 // Names of all BPF objects in the ELF.
@@ -606,6 +615,7 @@ const (
 	dbiolatVarUnusedBox             = "unused_box"
 	dbiolatVarUnusedEmitFlag        = "unused_emit_flag"
 	dbiolatVarUnusedProcFlag        = "unused_proc_flag"
+	dbiolatVarUnusedProcKind        = "unused_proc_kind"
 	dbiolatVarUnusedProcRun         = "unused_proc_run"
 	dbiolatVarUnusedTextKind        = "unused_text_kind"
 	dbiolatVarUnusedUsdtArgKind     = "unused_usdt_arg_kind"
@@ -768,6 +778,7 @@ type dbiolatVariableSpecs struct {
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.VariableSpec `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.VariableSpec `ebpf:"unused_proc_flag"`
+	UnusedProcKind    *ebpf.VariableSpec `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.VariableSpec `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.VariableSpec `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.VariableSpec `ebpf:"unused_usdt_arg_kind"`
@@ -864,6 +875,7 @@ type dbiolatVariables struct {
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.Variable `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.Variable `ebpf:"unused_proc_flag"`
+	UnusedProcKind    *ebpf.Variable `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.Variable `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.Variable `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.Variable `ebpf:"unused_usdt_arg_kind"`

@@ -49,7 +49,7 @@ func (s *Session) attachMySQL(in mysql.Instance) error {
 	} else {
 		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", in, err))
 	}
-	info := probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major}
+	info := probe.ProcInfo{Instance: in.PID, Kind: probe.MySQL, Version: in.Major}
 	if s.cfg.Families&probe.MySQLWire != 0 { // MySQL's protocol programs read the plaintext
 		info.TLSProbed = s.attachOpenSSL(in.PID, in.String(), s.tracer.AttachMySQLTLS)
 	}

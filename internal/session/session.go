@@ -136,7 +136,7 @@ const EngineRole postgres.Role = "storage engine"
 func (s *Session) trackEngine(in postgres.Instance, e storage.Engine) error {
 	s.procs[uint32(e.PID)] = postgres.Process{Role: EngineRole}
 	s.Engines = append(s.Engines, e)
-	return s.tracer.Track(e.PID, probe.ProcInfo{Instance: in.PID, Engine: true}, false)
+	return s.tracer.Track(e.PID, probe.ProcInfo{Instance: in.PID, Kind: probe.StorageEngine}, false)
 }
 
 // OpenProcesses attaches the probes with no database: the caller names

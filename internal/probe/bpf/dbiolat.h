@@ -300,7 +300,6 @@ enum wire_state {
 	WIRE_IDLE = 5,      /* between round trips */
 	WIRE_BUSY = 6,      /* from a round trip's first message to its ReadyForQuery */
 	WIRE_ENCRYPTED = 7, /* TLS or GSS: the messages cannot be read */
-	WIRE_MYSQL = 8,     /* a thread of a MySQL server: its connections' state is per socket (mysql.bpf.c) */
 };
 
 /* What the messages of the current round trip showed (bits). */
@@ -352,6 +351,11 @@ struct wire {
 struct task_local {
 	struct waterfall wf;
 	struct wire wire;
+	/* Its process's proc_info.kind, kept with the thread: the socket hooks
+	 * tell a MySQL server's threads from a PostgreSQL server's without a
+	 * lookup. */
+	__u32 kind;
+	__u32 pad;
 };
 
 /* Which process belongs to which traced instance (keyed by tgid). */
@@ -362,12 +366,19 @@ struct proc_info {
 			       * my_wait_event_info), 0: unknown */
 	__u32 version;        /* the database's major version: wait events are numbered per version */
 	__u32 flags;          /* enum proc_flag */
+	__u32 kind;           /* enum proc_kind */
+	__u32 pad;
+};
+
+/* What a traced process is. */
+enum proc_kind {
+	PROC_POSTGRES = 0, /* a PostgreSQL server's: its clients speak PostgreSQL's protocol, one per backend */
+	PROC_MYSQL = 1,    /* a MySQL or MariaDB server: its clients speak MySQL's protocol, on any thread */
+	PROC_STORAGE = 2,  /* a storage engine serving an instance from user space (a FUSE daemon) */
 };
 
 enum proc_flag {
 	PROC_TLS_PROBED = 1, /* its TLS library's reads and writes are probed: TLS is read in plaintext */
-	PROC_ENGINE = 2,     /* a storage engine serving an instance from user space (a FUSE daemon) */
-	PROC_MYSQL = 4,      /* a MySQL or MariaDB server: its clients speak MySQL's protocol */
 };
 
 /*

@@ -109,7 +109,7 @@ int mysql_tls_read(struct pt_regs *ctx)
 {
 	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
 
-	if (!tl || tl->wire.state != WIRE_MYSQL)
+	if (!tl || tl->kind != PROC_MYSQL)
 		return 0;
 	tl->wire.tls_ssl = PT_REGS_PARM1(ctx);
 	tl->wire.tls_buf = PT_REGS_PARM2(ctx);
@@ -127,7 +127,7 @@ int mysql_tls_read_done(struct pt_regs *ctx)
 	int ret = PT_REGS_RC(ctx);
 	void *buf;
 
-	if (!tl || tl->wire.state != WIRE_MYSQL || !tl->wire.tls_ssl || tl->wire.tls_len)
+	if (!tl || tl->kind != PROC_MYSQL || !tl->wire.tls_ssl || tl->wire.tls_len)
 		return 0;
 	key.ssl = tl->wire.tls_ssl;
 	buf = (void *)tl->wire.tls_buf;
@@ -146,7 +146,7 @@ int mysql_tls_write(struct pt_regs *ctx)
 	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
 	int num = PT_REGS_PARM3(ctx);
 
-	if (!tl || tl->wire.state != WIRE_MYSQL || num <= 0)
+	if (!tl || tl->kind != PROC_MYSQL || num <= 0)
 		return 0;
 	tl->wire.tls_ssl = PT_REGS_PARM1(ctx);
 	tl->wire.tls_buf = PT_REGS_PARM2(ctx);

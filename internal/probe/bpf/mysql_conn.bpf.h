@@ -163,7 +163,7 @@ static __always_inline struct mysql_conn *mysql_conn_of(struct task_struct *task
 	struct mysql_conn *c;
 
 	*tl = task_local_of(task);
-	if (!*tl || (*tl)->wire.state != WIRE_MYSQL)
+	if (!*tl || (*tl)->kind != PROC_MYSQL)
 		return NULL;
 	c = bpf_sk_storage_get(&mysql_conns, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!c) {

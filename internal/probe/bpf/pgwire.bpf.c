@@ -144,6 +144,11 @@ static __always_inline void pgwire_encrypted(struct task_struct *task, struct wi
 }
 
 /*
+ * The task-local state of a thread whose client speaks PostgreSQL's
+ * protocol; NULL for any other. Every program here starts from it: a MySQL
+ * server's threads, which mysql.bpf.c follows, are left out here, by
+ * their process's kind.
+ *
  * The hooks were detached for a while (duty cycles): what the socket
  * carried meanwhile went unseen, so the connection starts over as one
  * older than the trace, in step again at its next message (a round trip
@@ -154,7 +159,9 @@ static __always_inline struct task_local *pgwire_task(struct task_struct *task)
 	struct task_local *tl = task_local_of(task);
 	struct wire *w;
 
-	if (!tl || tl->wire.synced_ns == resync_ns)
+	if (!tl || tl->kind == PROC_MYSQL)
+		return NULL;
+	if (tl->wire.synced_ns == resync_ns)
 		return tl;
 	w = &tl->wire;
 	w->synced_ns = resync_ns;
@@ -561,7 +568,7 @@ int pgwire_tls_read(struct pt_regs *ctx)
 {
 	struct task_local *tl = pgwire_task(bpf_get_current_task_btf());
 
-	if (!tl || tl->wire.state == WIRE_OFF || tl->wire.state == WIRE_MYSQL) /* MySQL's: mysql.bpf.c */
+	if (!tl || tl->wire.state == WIRE_OFF)
 		return 0;
 	if (!tl->wire.tls) {
 		tl->wire.tls = 1;
