@@ -30,7 +30,8 @@
  *    next query only after, so what was read was this query's. Its
  *    waterfall is closed by a second compare-and-swap, on the tag of the
  *    query it read (waterfall.in_query), so a next query begun meanwhile
- *    stays open.
+ *    stays open. (From a uprobe, the TLS library's, which cannot reach
+ *    another task, the swap only drops the query: see mysql_end.)
  * 4. Whichever claimed it writes the record, complete but for the wait
  *    for the reply, into mysql_parked (mysql_park). The reply's sender then
  *    finds it there and sends it at once (mysql_end_parked).
