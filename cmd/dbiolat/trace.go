@@ -63,8 +63,8 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	if t.opts.FS {
 		t.families |= probe.FS
 	}
-	if t.opts.USDT && t.families&probe.Wire != 0 {
-		t.families = t.families&^probe.Wire | probe.USDT
+	if t.opts.USDT && t.families&probe.PGWire != 0 {
+		t.families = t.families&^probe.PGWire | probe.USDT
 	}
 	warn := t.warn
 	if warn == nil {

@@ -27,30 +27,33 @@ type ProcInfo struct {
 	// TLSProbed says its TLS library's reads and writes are probed
 	// (AttachTLS): its TLS connections are read in plaintext.
 	TLSProbed bool
-	// Engine says it is a storage engine serving the instance from user
-	// space (a FUSE daemon): its I/O is the layer under the database's.
-	Engine bool
-	// MySQL says it is a MySQL or MariaDB server: any of its threads may
-	// serve a connection in MySQL's protocol (the MySQLWire family).
-	MySQL bool
+	// Kind says what the process is: a PostgreSQL server's, a MySQL or
+	// MariaDB server (any of its threads may serve a connection in
+	// MySQL's protocol: the MySQLWire family), or a storage engine serving
+	// the instance from user space (a FUSE daemon: its I/O is the layer
+	// under the database's).
+	Kind ProcKind
 }
+
+// ProcKind is what a traced process is (enum proc_kind).
+type ProcKind uint32
+
+const (
+	PostgreSQL    = ProcKind(dbiolatProcKindPROC_POSTGRES)
+	MySQL         = ProcKind(dbiolatProcKindPROC_MYSQL)
+	StorageEngine = ProcKind(dbiolatProcKindPROC_STORAGE)
+)
 
 // Track makes the kernel side trace process tgid (its threads, and every
 // child it forks from now on) as part of an instance; client says it
-// serves a PostgreSQL client connection, whose protocol the Wire family
-// reads (a MySQL server's threads are told by p.MySQL). A
+// serves a PostgreSQL client connection, whose protocol the PGWire family
+// reads (a MySQL server's threads are told by p.Kind). A
 // process that exits meanwhile is skipped.
 func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	info := dbiolatProcInfo{Instance: uint32(p.Instance), WaitEventPtr: p.WaitEventPtr, AioWaitEvent: p.AIOWaitEvent,
-		Version: uint32(p.Version)}
+		Version: uint32(p.Version), Kind: uint32(p.Kind)}
 	if p.TLSProbed {
 		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)
-	}
-	if p.Engine {
-		info.Flags |= uint32(dbiolatProcFlagPROC_ENGINE)
-	}
-	if p.MySQL {
-		info.Flags |= uint32(dbiolatProcFlagPROC_MYSQL)
 	}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
@@ -62,21 +65,18 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	}
 	for _, tid := range tasks {
 		ts := dbiolatThreadState{Tgid: uint32(tgid), Unit: uint32(tgid)}
-		if p.MySQL { // a server's threads each have a role: each is a unit (as proc_fork makes them)
+		if p.Kind == MySQL { // a server's threads each have a role: each is a unit (as proc_fork makes them)
 			ts.Unit = uint32(tid)
 		}
-		if p.Engine { // as proc_fork marks its later threads
+		if p.Kind == StorageEngine { // as proc_fork marks its later threads
 			ts.Engine, ts.TitleSeen = 1, 1
 		}
 		err = t.objs.Threads.Update(uint32(tid), ts, ebpf.UpdateNoExist)
 		if err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
-		var tl dbiolatTaskLocal
-		switch {
-		case p.MySQL:
-			tl.Wire.State = uint8(dbiolatWireStateWIRE_MYSQL)
-		case client:
+		tl := dbiolatTaskLocal{Kind: uint32(p.Kind)}
+		if client && p.Kind != MySQL {
 			tl.Wire.State = uint8(dbiolatWireStateWIRE_ATTACHED)
 		}
 		if err := t.setTaskLocal(tid, tl); err != nil {

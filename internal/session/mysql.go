@@ -109,7 +109,7 @@ func (m *mysqlServer) attach(s *Session, _ *traced) error {
 	if m.threads, err = mysql.NewThreads(m.Instance); err != nil {
 		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", m, err))
 	}
-	info := probe.ProcInfo{Instance: m.PID, MySQL: true, Version: m.Major}
+	info := probe.ProcInfo{Instance: m.PID, Kind: probe.MySQL, Version: m.Major}
 	info.TLSProbed = s.attachOpenSSL(m.PID, m.String(), s.tracer.AttachMySQLTLS) // MySQL's protocol programs read the plaintext
 	err = s.tracer.Track(m.PID, info, false)
 	m.learnThreads(s)

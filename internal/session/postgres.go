@@ -18,12 +18,12 @@ import (
 )
 
 // PostgreSQL: a postmaster and the processes it forks, each with a role
-// in its title; queries from its client protocol (probe.Wire) or its USDT
+// in its title; queries from its client protocol (probe.PGWire) or its USDT
 // probes (--usdt); waits from the wait event each backend publishes.
 
 var postgresEngine = engine{
 	name:     "PostgreSQL",
-	protocol: func(f probe.Families) (probe.Families, error) { return f & probe.Wire, nil },
+	protocol: func(f probe.Families) (probe.Families, error) { return f & probe.PGWire, nil },
 	discover: func() ([]server, error) {
 		ins, err := postgres.Discover()
 		out := make([]server, len(ins))
@@ -149,7 +149,7 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 	if code, ok := postgres.WaitEventCode(p.Version, "IO/AioIoCompletion"); ok {
 		info.AIOWaitEvent = uint32(code)
 	}
-	if s.cfg.Families&probe.Wire != 0 { // the client protocol's programs read the plaintext
+	if s.cfg.Families&probe.PGWire != 0 { // the client protocol's programs read the plaintext
 		info.TLSProbed = s.attachOpenSSL(p.PID, fmt.Sprintf("PostgreSQL %d", p.PID), s.tracer.AttachTLS)
 	}
 	return info

@@ -104,7 +104,7 @@ func Open(cfg Config) (*Session, error) {
 			dormant |= f
 		}
 	}
-	s, err := open(cfg, cfg.Families&^(probe.Wire|probe.MySQLWire), dormant)
+	s, err := open(cfg, cfg.Families&^(probe.PGWire|probe.MySQLWire), dormant)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (s *Session) trackEngine(server int, e storage.Engine) error {
 		s.Engines = append(s.Engines, e)
 	}
 	s.procs[uint32(e.PID)] = proc{role: model.RoleStorageEngine}
-	return s.tracer.Track(e.PID, probe.ProcInfo{Instance: server, Engine: true}, false)
+	return s.tracer.Track(e.PID, probe.ProcInfo{Instance: server, Kind: probe.StorageEngine}, false)
 }
 
 // OpenProcesses attaches the probes with no database: the caller names
