@@ -70,7 +70,7 @@ func capacityStep(rate, secs int) (step, error) {
 		return st, err
 	}
 	defer b.Close()
-	s, err := session.OpenProcesses(probe.Wire|probe.Sched|probe.Block, probe.EmitAll)
+	s, err := session.OpenProcesses(probe.PGWire|probe.Sched|probe.Block, probe.EmitAll)
 	if err != nil {
 		return st, err
 	}

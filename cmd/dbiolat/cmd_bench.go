@@ -113,29 +113,17 @@ func runBench(ctx context.Context, o benchOptions) error {
 	os.Remove(file) // room for PostgreSQL
 
 	step("%s: a throwaway server under %s, data of scale %d", o.Engine, o.Dir, o.Scale)
-	c, err := startDemoServer(ctx, o.Engine, o.Dir)
+	c, err := startDemoServer(ctx, o.Engine, o.Dir, o.Scale)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	if err := c.load(ctx, o.Scale); err != nil {
-		return err
-	}
 
 	step("tracing it: %d cold-cache full scans, then a read-write and a read-only workload, %ds each", o.Scans, o.Seconds)
 	traceCtx, stopTrace := context.WithCancel(ctx)
 	defer stopTrace()
 	attached := make(chan struct{})
-	workErr := make(chan error, 1)
-	go func() {
-		select {
-		case <-attached:
-			workErr <- benchWorkload(traceCtx, c, o)
-		case <-traceCtx.Done():
-			workErr <- nil
-		}
-		stopTrace()
-	}()
+	workErr := workWhenAttached(traceCtx, stopTrace, attached, func(ctx context.Context) error { return benchWorkload(ctx, c, o) })
 	// Every family, file system calls too: a bench compares storage layers
 	// and runs no production load whose speed the probes could cost.
 	ro := recordOptions{targetOptions: targetOptions{PID: c.pid(), FS: true}, Interval: time.Second, keepPrivileges: true}

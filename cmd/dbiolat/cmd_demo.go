@@ -51,14 +51,11 @@ type demoServer interface {
 func runDemo(ctx context.Context, o demoOptions) error {
 	step := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "==> "+f+"\n", a...) }
 	step("starting a throwaway %s", o.Engine)
-	c, err := startDemoServer(ctx, o.Engine, o.Dir)
+	c, err := startDemoServer(ctx, o.Engine, o.Dir, o.Scale)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	if err := c.load(ctx, o.Scale); err != nil {
-		return err
-	}
 
 	traceCtx, stopTrace := context.WithCancel(ctx)
 	defer stopTrace()
@@ -73,17 +70,11 @@ func runDemo(ctx context.Context, o demoOptions) error {
 		case <-traceCtx.Done():
 		}
 	}
-	workErr := make(chan error, 1)
-	go func() {
-		defer stopTrace()
-		select {
-		case <-attached:
-			workErr <- demoWorkload(traceCtx, c, o, func(f string, a ...any) { shown(); step(f, a...) })
-			shown()
-		case <-traceCtx.Done():
-			workErr <- nil
-		}
-	}()
+	workErr := workWhenAttached(traceCtx, stopTrace, attached, func(ctx context.Context) error {
+		err := demoWorkload(ctx, c, o, func(f string, a ...any) { shown(); step(f, a...) })
+		shown()
+		return err
+	})
 
 	slow := slowlogOptions{MinQuery: 50 * time.Millisecond, MinIO: time.Millisecond}
 	var reported uint64
@@ -137,17 +128,48 @@ func dropPageCache() error {
 	return nil
 }
 
-// startDemoServer starts a throwaway server of an engine under dir.
-func startDemoServer(ctx context.Context, engine, dir string) (demoServer, error) {
+// startDemoServer starts a throwaway server of an engine under dir and
+// loads its data (scale); demo and bench run on it.
+func startDemoServer(ctx context.Context, engine, dir string, scale int) (demoServer, error) {
+	var c demoServer
 	switch engine {
 	case "postgres": // PostgreSQL 15, shared_buffers 16MB
-		c, err := pgsandbox.Start(ctx, pgsandbox.Options{Dir: dir})
-		return pgDemo{c}, err
+		pg, err := pgsandbox.Start(ctx, pgsandbox.Options{Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		c = pgDemo{pg}
 	case "mariadb": // innodb_buffer_pool_size 32MB
-		s, err := mysandbox.Start(mysandbox.Options{Dir: dir})
-		return mariaDemo{s}, err
+		my, err := mysandbox.Start(mysandbox.Options{Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		c = mariaDemo{my}
+	default:
+		return nil, fmt.Errorf("--engine %q: postgres or mariadb", engine)
 	}
-	return nil, fmt.Errorf("--engine %q: postgres or mariadb", engine)
+	if err := c.load(ctx, scale); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// workWhenAttached runs work once the trace has attached (attached is
+// closed), then ends the trace (stop); work's error comes on the channel,
+// nil if the trace ended first.
+func workWhenAttached(ctx context.Context, stop context.CancelFunc, attached <-chan struct{}, work func(context.Context) error) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		defer stop()
+		select {
+		case <-attached:
+			errc <- work(ctx)
+		case <-ctx.Done():
+			errc <- nil
+		}
+	}()
+	return errc
 }
 
 // pgDemo: PostgreSQL 15 and pgbench.

@@ -2,24 +2,13 @@ package main
 
 import (
 	"context"
-	"debug/elf"
-	"errors"
 	"flag"
 	"fmt"
-	"maps"
-	"os"
-	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/dbiolat/dbiolat/internal/elfvar"
-	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/output"
-	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/session"
 	"github.com/dbiolat/dbiolat/internal/storage"
-	"github.com/dbiolat/dbiolat/internal/usdt"
 )
 
 func runDoctorCmd(ctx context.Context, args []string) error {
@@ -66,31 +55,19 @@ func runDoctor(o targetOptions) error {
 		if check("tracefs at "+session.TracefsDir, err, "") && mounted {
 			info("it was not mounted: dbiolat mounted it")
 		}
-		t, err := probe.Open(probe.All, probe.EmitNone)
+		t, err := probe.Open(probe.All|probe.MySQLWire, probe.EmitNone)
 		if check("load and attach the kernel programs (tracepoints: sock, syscalls, block, sched)", err, "") {
 			t.Close()
 		}
 	}
 
-	instances, mysqls, err := session.Servers(o.PID, o.PGData)
+	servers, err := session.Doctor(o.PID, o.PGData)
 	if check("find PostgreSQL, MySQL or MariaDB", err, "") {
-		for _, in := range instances {
-			exe, _ := os.Readlink(in.Binary)
-			probes, err := usdt.Open(in.Binary)
-			if errors.Is(err, usdt.ErrNoProbes) {
-				err = errors.New("no USDT probes (built without --enable-dtrace): queries are traced from the client protocol, but lock waits count as other waits, and --usdt and --buffers do not work")
+		for _, sv := range servers {
+			if check(sv.Name, sv.Err, "") {
+				info("%s", sv.Info)
 			}
-			if check(fmt.Sprintf("USDT probes of instance pid %d (data %s, binary %s)", in.PID, in.DataDir, exe), err, "") {
-				info("%d probe sites; query__start %d, query__done %d", len(probes),
-					len(usdt.Find(probes, postgres.Provider, postgres.QueryStart)), len(usdt.Find(probes, postgres.Provider, postgres.QueryDone)))
-			}
-			checkStorage(check, info, in.DataDir)
-		}
-		for _, in := range mysqls {
-			exe, _ := os.Readlink(in.Binary)
-			check(fmt.Sprintf("%s server pid %d (data %s, binary %s)", in.Flavor, in.PID, in.DataDir, exe), nil, "")
-			info("%s", mysqlAbilities(in))
-			checkStorage(check, info, in.DataDir)
+			checkStorage(check, info, sv.DataDir)
 		}
 	}
 
@@ -119,60 +96,6 @@ func runDoctor(o targetOptions) error {
 		fmt.Fprintln(stdout, "\nall checks passed: slowlog, hist and iops will work")
 	}
 	return nil
-}
-
-// mysqlAbilities says what a trace of a MySQL server will see, by what its
-// binary and libraries export and what its threads' stacks tell.
-func mysqlAbilities(in mysql.Instance) string {
-	var says []string
-	says = append(says, "queries from MySQL's client protocol, prepared statements too")
-	if exports(in.Binary, mysql.WaitBegin, mysql.WaitEnd) {
-		says = append(says, "waits named by thd_wait_begin (row, metadata, table locks: lock; disk I/O: I/O wait)")
-	} else {
-		says = append(says, "no thd_wait_begin: lock waits count as other waits")
-	}
-	if lib, _ := elfvar.Library(in.PID, probe.OpenSSL.Library); lib != "" && exports(lib, probe.OpenSSL.Read, probe.OpenSSL.Write) {
-		says = append(says, "TLS connections read at "+lib)
-	} else {
-		says = append(says, "no OpenSSL to probe: TLS connections are counted, not traced")
-	}
-	roles := map[string]int{}
-	if t, err := mysql.NewThreads(in); err == nil {
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", in.PID))
-		for _, task := range tasks {
-			if tid, err := strconv.Atoi(task.Name()); err == nil {
-				if role, ok := t.ThreadRole(tid); ok {
-					roles[role]++
-				}
-			}
-		}
-	}
-	if len(roles) == 0 {
-		says = append(says, "its threads' roles cannot be told: their I/O shows as the server's")
-	} else {
-		var rs []string
-		for _, r := range slices.Sorted(maps.Keys(roles)) {
-			rs = append(rs, fmt.Sprintf("%s %d", r, roles[r]))
-		}
-		says = append(says, "threads by role: "+strings.Join(rs, ", "))
-	}
-	return strings.Join(says, "; ")
-}
-
-// exports says the ELF file defines every function named.
-func exports(file string, names ...string) bool {
-	f, err := elf.Open(file)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	syms, _ := f.DynamicSymbols()
-	for _, name := range names {
-		if !slices.ContainsFunc(syms, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 }) {
-			return false
-		}
-	}
-	return true
 }
 
 // checkStorage says what a data directory's I/O goes through: the layers

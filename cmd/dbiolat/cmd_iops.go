@@ -31,7 +31,7 @@ func runIOPS(ctx context.Context, o targetOptions, interval time.Duration, count
 		return nil
 	}
 	// Queries are only counted; the scheduler family adds nothing to rates.
-	fam := probe.Wire | probe.FS | probe.Block
+	fam := probe.PGWire | probe.FS | probe.Block
 	t := tracer{opts: o, families: fam, emit: probe.EmitNone, interval: interval, count: count, onTick: show}
 	s, err := t.run(ctx)
 	if s == nil {

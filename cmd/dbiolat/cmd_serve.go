@@ -106,9 +106,14 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var ticked atomic.Int64 // the trace loop's last tick (unix ns): /healthz says it is alive
 	ticked.Store(time.Now().UnixNano())
+	var servers atomic.Int64 // traced at the last tick
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if since := time.Since(time.Unix(0, ticked.Load())); since > 10*time.Second {
 			http.Error(w, fmt.Sprintf("the trace loop last ticked %v ago", since.Round(time.Second)), http.StatusServiceUnavailable)
+			return
+		}
+		if servers.Load() == 0 { // alive: a liveness probe must not restart it for a database not yet there
+			fmt.Fprintln(w, "ok: waiting for a database server to start (none is traced)")
 			return
 		}
 		fmt.Fprintln(w, "ok")
@@ -150,19 +155,23 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		}
 		e.Add(iv)
 		e.SetHists(hs)
-		e.SetServers(s.Servers())
 		return nil
 	}
 	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
+		wait:    true,
 		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
-		onStart: func(*session.Session) error {
+		onStart: func(s *session.Session) error {
 			resumedAt = time.Now()
+			servers.Store(int64(len(s.Servers())))
 			// On stderr: scripts read the address (with --listen host:0 it is chosen now).
 			fmt.Fprintf(os.Stderr, "Serving metrics on http://%s/metrics\n", ln.Addr())
 			return nil
 		},
 		onTick: func(s *session.Session) error {
 			ticked.Store(time.Now().UnixNano())
+			traced := s.Servers() // one may have started, exited or come back
+			servers.Store(int64(len(traced)))
+			e.SetServers(traced)
 			select {
 			case err := <-served:
 				return fmt.Errorf("serving metrics: %w", err)

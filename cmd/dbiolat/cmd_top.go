@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -61,10 +62,14 @@ func runTopCmd(ctx context.Context, args []string) error {
 // query recorded, each into the aggregator (observe), each interval's
 // snapshot to show.
 func topTracer(o targetOptions, interval time.Duration, count int, agg *top.Aggregator, observe func(*model.Query), show func(*top.Snapshot) error) tracer {
-	return tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: interval, count: count,
-		onStart: func(s *session.Session) error { agg.Start(describeInstances(s), time.Now()); return nil },
+	servers := func(s *session.Session) string {
+		return cmp.Or(describeServers(s), "no database server yet: waiting for one to start")
+	}
+	return tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: interval, count: count, wait: true,
+		onStart: func(s *session.Session) error { agg.Start(servers(s), time.Now()); return nil },
 		onQuery: func(q *model.Query) error { observe(q); return nil },
 		onTick: func(s *session.Session) error {
+			agg.Servers(servers(s)) // one may have started or restarted
 			iv, err := s.Interval()
 			if err != nil {
 				return err

@@ -180,7 +180,7 @@ func TestMySQLThreadPool(t *testing.T) {
 	threads, elsewhere := map[int]bool{}, 0
 	for _, q := range qs {
 		threads[q.TID] = true
-		if q.AIOWaitNs > 0 { // its reply sent by another thread (mysql.bpf.c, my_parked)
+		if q.AIOWaitNs > 0 { // its reply sent by another thread (mysql_handoff.bpf.h, mysql_parked)
 			elsewhere++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type tracer struct {
 	// ratesByServer: intervals split I/O by server and database too
 	// (serve's series).
 	ratesByServer bool
+	// wait: with no server running and none named, wait for one (serve,
+	// top: a DaemonSet starts before the databases it watches).
+	wait bool
 }
 
 func (t *tracer) run(ctx context.Context) (*session.Session, error) {
@@ -59,8 +63,8 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	if t.opts.FS {
 		t.families |= probe.FS
 	}
-	if t.opts.USDT && t.families&probe.Wire != 0 {
-		t.families = t.families&^probe.Wire | probe.USDT
+	if t.opts.USDT && t.families&probe.PGWire != 0 {
+		t.families = t.families&^probe.PGWire | probe.USDT
 	}
 	warn := t.warn
 	if warn == nil {
@@ -68,7 +72,7 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	}
 	s, err := session.Open(session.Config{
 		PID: t.opts.PID, PGData: t.opts.PGData, RawSQL: t.opts.RawSQL, Families: t.families, Emit: t.emit, Warn: warn,
-		CostWindow: t.costWindow, RatesByServer: t.ratesByServer,
+		CostWindow: t.costWindow, RatesByServer: t.ratesByServer, Wait: t.wait,
 	})
 	if err != nil {
 		return nil, err
@@ -85,8 +89,12 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 		}
 	}
 	// On stderr even with --json: scripts wait for this line to know the probes are attached.
-	what := describeInstances(s)
-	if t.opts.PID == 0 && t.opts.PGData == "" {
+	what := describeServers(s)
+	switch {
+	case what == "":
+		fmt.Fprintln(os.Stderr, "No database server is running: waiting for one to start.")
+		what = "any PostgreSQL, MySQL or MariaDB server that starts"
+	case t.opts.PID == 0 && t.opts.PGData == "":
 		what += " and any that starts"
 	}
 	fmt.Fprintf(os.Stderr, "Tracing %s... Hit Ctrl-C to end.\n", what)
@@ -143,16 +151,24 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	}
 }
 
-func describeInstances(s *session.Session) string {
+// describeServers names what a trace follows: each server (a count of
+// those of one kind, when several), and the storage engines under them.
+func describeServers(s *session.Session) string {
 	var what []string
-	switch n := len(s.Instances); {
-	case n == 1:
-		what = append(what, fmt.Sprintf("PostgreSQL pid %d (%s)", s.Instances[0].PID, s.Instances[0].DataDir))
-	case n > 1:
-		what = append(what, fmt.Sprintf("%d PostgreSQL instances", n))
-	}
-	for _, in := range s.MySQL {
-		what = append(what, in.String())
+	servers := s.Servers()
+	for i, sv := range servers {
+		n := 0
+		for _, other := range servers {
+			if other.Kind == sv.Kind {
+				n++
+			}
+		}
+		switch {
+		case n == 1:
+			what = append(what, fmt.Sprintf("%s pid %d (%s)", sv.Kind, sv.PID, sv.Name))
+		case !slices.ContainsFunc(servers[:i], func(o model.Server) bool { return o.Kind == sv.Kind }):
+			what = append(what, fmt.Sprintf("%d %s servers", n, sv.Kind))
+		}
 	}
 	for _, e := range s.Engines {
 		what = append(what, "its storage engine "+e.String())

@@ -7,11 +7,12 @@ package container
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // Info is what a process's cgroup and pod files say; the zero value: not
@@ -116,7 +117,7 @@ func ParseCgroupFile(text string) Info {
 // Of tells which container process pid runs in, and for a Kubernetes
 // pod its namespace and name where the pod's files give them.
 func Of(pid int) (Info, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	b, err := os.ReadFile(procfs.Path(pid, "cgroup"))
 	if err != nil {
 		return Info{}, err
 	}
@@ -125,7 +126,7 @@ func Of(pid int) (Info, error) {
 		in.Runtime = runtimeOfShim(pid)
 	}
 	if in.PodUID != "" && ownMountNamespace(pid) {
-		root := fmt.Sprintf("/proc/%d/root", pid)
+		root := procfs.Path(pid, "root")
 		in.Namespace = firstLine(inRoot(root, "/var/run/secrets/kubernetes.io/serviceaccount/namespace"))
 		in.Pod = firstLine(inRoot(root, "/etc/hostname")) // the pod's name, unless its spec sets a hostname
 	}
@@ -158,8 +159,8 @@ func inRoot(root, name string) string {
 // ownMountNamespace says the process sees files of its own (a container's
 // root), not the host's as we do: only then are its pod files the pod's.
 func ownMountNamespace(pid int) bool {
-	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
-	ours, err2 := os.Readlink("/proc/self/ns/mnt")
+	theirs, err1 := os.Readlink(procfs.Path(pid, "ns", "mnt"))
+	ours, err2 := os.Readlink(procfs.Path(os.Getpid(), "ns", "mnt"))
 	return err1 == nil && err2 == nil && theirs != ours
 }
 
@@ -168,20 +169,11 @@ func ownMountNamespace(pid int) bool {
 // CRI-O's conmon, or containerd's shim. "" when neither.
 func runtimeOfShim(pid int) string {
 	for range 8 { // up the tree from the process to its container's shim
-		ppid := 0
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
+		ppid, err := procfs.PPid(pid)
+		if err != nil || ppid <= 1 {
 			return ""
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-				fmt.Sscan(v, &ppid)
-			}
-		}
-		if ppid <= 1 {
-			return ""
-		}
-		comm := firstLine(fmt.Sprintf("/proc/%d/comm", ppid))
+		comm := procfs.Comm(ppid)
 		switch {
 		case comm == "conmon":
 			return "cri-o"

@@ -7,16 +7,14 @@
 package elfvar
 
 import (
-	"bufio"
 	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // ErrNoSymbol says the executable does not define the variable (stripped,
@@ -94,22 +92,14 @@ func loadBias(pid int, binary string, f *elf.File) (uint64, error) {
 	if err := syscall.Stat(binary, &st); err != nil {
 		return 0, err
 	}
-	maps, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	maps, err := procfs.Maps(pid)
 	if err != nil {
 		return 0, fmt.Errorf("reading the memory map of process %d: %w", pid, err)
 	}
-	defer maps.Close()
 	const page = 4096
-	sc := bufio.NewScanner(maps)
-	for sc.Scan() {
-		// start-end perms offset major:minor inode path
-		var start, end, off, major, minor, inode uint64
-		var perms string
-		if _, err := fmt.Sscanf(sc.Text(), "%x-%x %s %x %x:%x %d", &start, &end, &perms, &off, &major, &minor, &inode); err != nil {
-			continue
-		}
-		if inode == st.Ino && unix.Mkdev(uint32(major), uint32(minor)) == st.Dev && off == first.Off&^(page-1) {
-			return start - first.Vaddr&^(page-1), nil
+	for _, m := range maps {
+		if m.Inode == st.Ino && m.Dev == st.Dev && m.Offset == first.Off&^(page-1) {
+			return m.Lo - first.Vaddr&^(page-1), nil
 		}
 	}
 	return 0, fmt.Errorf("process %d has no mapping of %s", pid, binary)
@@ -120,21 +110,14 @@ func loadBias(pid int, binary string, f *elf.File) (uint64, error) {
 // from here even when the process runs in another mount namespace; "" if
 // none is mapped.
 func Library(pid int, prefix string) (string, error) {
-	maps, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	maps, err := procfs.Maps(pid)
 	if err != nil {
 		return "", fmt.Errorf("reading the memory map of process %d: %w", pid, err)
 	}
-	defer maps.Close()
-	sc := bufio.NewScanner(maps)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			continue
-		}
-		path := fields[5]
-		if strings.HasPrefix(filepath.Base(path), prefix) {
-			return fmt.Sprintf("/proc/%d/root%s", pid, path), nil
+	for _, m := range maps {
+		if m.Path != "" && strings.HasPrefix(filepath.Base(m.Path), prefix) {
+			return procfs.Path(pid, "root") + m.Path, nil
 		}
 	}
-	return "", sc.Err()
+	return "", nil
 }

@@ -233,6 +233,8 @@ var (
 	serverDesc = prometheus.NewDesc("dbiolat_server_info",
 		"A server traced, 1: what the server label of the other series stands for, and where it runs (k8s_*: its pod, from its cgroup and the pod's files).",
 		[]string{"server", "kind", "version", "pid", "data_dir", "port", "container_runtime", "container_id", "k8s_pod_uid", "k8s_namespace", "k8s_pod"}, nil)
+	serversDesc = prometheus.NewDesc("dbiolat_servers_traced",
+		"The database servers traced now: 0 while none runs (serve waits for one to start) or one traced has exited and not come back.", nil, nil)
 	dropsDesc = prometheus.NewDesc("dbiolat_drops_total",
 		"What the trace could not deliver or attribute, by kind (the summary's drops); loss=true: records or events are missing.",
 		[]string{"kind", "loss"}, nil)
@@ -268,7 +270,7 @@ func histDesc(h model.Histogram) *prometheus.Desc {
 
 // Describe sends the descriptions of every metric the exporter has.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queriesDesc, opsDesc, bytesDesc, serverDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
+	for _, d := range []*prometheus.Desc{queriesDesc, opsDesc, bytesDesc, serverDesc, serversDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
 		ch <- d
 	}
 	for _, h := range model.Histograms {
@@ -300,6 +302,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.CounterValue, n, k.layer, k.server, k.database, k.role, k.device, op)
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(serversDesc, prometheus.GaugeValue, float64(len(e.servers)))
 	for _, s := range e.servers {
 		var c container.Info
 		if s.Container != nil {

@@ -340,3 +340,15 @@ func ServerName(dataDir string, c *container.Info) string {
 	}
 	return c.ID[:min(12, len(c.ID))] + ":" + dataDir
 }
+
+// Role is what a server's process or thread does, in its engine's words
+// ("client backend", "checkpointer"; "connection", "page cleaner"), or
+// that it is a storage engine serving it. Records and rates carry it as
+// a string.
+type Role string
+
+// The roles every engine shares.
+const (
+	RoleUnknown       Role = "unknown"
+	RoleStorageEngine Role = "storage engine"
+)

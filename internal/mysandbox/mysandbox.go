@@ -21,16 +21,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 )
 
 // ErrNotInstalled is returned (wrapped) when MariaDB's programs or sysbench
@@ -108,26 +109,19 @@ type Server struct {
 	Socket  string // the unix socket's path
 	Port    int    // the TCP port on 127.0.0.1; 0 = none
 
-	logFile string
-	tmpDir  string // the server's and its scripts' temporary files
-	log     io.Writer
+	box     *sandbox.Dir      // Dir, its error log (error.log)
+	tmpDir  string            // the server's and its scripts' temporary files
 	bin     map[string]string // program name -> path
 	cmd     *exec.Cmd         // mariadbd
 	exited  chan struct{}     // closed once mariadbd has exited; waitErr is then set
 	waitErr error
-
-	stopOnce sync.Once
-	stopErr  error
 }
 
 // Start creates a data directory, starts mariadbd on it and waits until it
 // answers on its socket. If anything fails, whatever was started or created
 // is stopped and removed again.
 func Start(opts Options) (*Server, error) {
-	s := &Server{log: opts.Log, bin: map[string]string{}}
-	if s.log == nil {
-		s.log = io.Discard
-	}
+	s := &Server{bin: map[string]string{}}
 	for _, name := range []string{"mariadbd", "mariadb-install-db", "mariadb", "mariadb-admin"} {
 		p, err := lookPath(name)
 		if err != nil {
@@ -139,10 +133,7 @@ func Start(opts Options) (*Server, error) {
 		s.bin["sysbench"] = p // optional: Sysbench says if it is missing
 	}
 
-	settings := map[string]string{}
-	for k, v := range defaultSettings {
-		settings[k] = v
-	}
+	settings := maps.Clone(defaultSettings)
 	for k, v := range opts.Settings {
 		k = strings.ReplaceAll(k, "-", "_")
 		if ownSettings[k] {
@@ -168,22 +159,14 @@ func Start(opts Options) (*Server, error) {
 		args = append(args, arg)
 	}
 
-	parent := opts.Dir
-	if parent == "" {
-		parent = os.TempDir()
+	// Mode 0700: only the caller, who is also the server, goes in.
+	var err error
+	if s.box, err = sandbox.New("mysandbox", opts.Dir, "error.log", opts.Log, nil); err != nil {
+		return nil, err
 	}
-	parent, err := filepath.Abs(parent)
-	if err != nil {
-		return nil, fmt.Errorf("mysandbox: %w", err)
-	}
-	// MkdirTemp makes it 0700: only the caller, who is also the server,
-	// goes in.
-	if s.Dir, err = os.MkdirTemp(parent, "mysandbox-"); err != nil {
-		return nil, fmt.Errorf("mysandbox: %w", err)
-	}
+	s.Dir = s.box.Path
 	s.DataDir = filepath.Join(s.Dir, "data")
 	s.Socket = filepath.Join(s.Dir, "mysqld.sock")
-	s.logFile = filepath.Join(s.Dir, "error.log")
 	// Its own temporary directory: a starting mariadbd deletes every
 	// #sql* file in its tmpdir, so sandboxes sharing /tmp (started side by
 	// side) would delete each other's temporary tables.
@@ -194,16 +177,13 @@ func Start(opts Options) (*Server, error) {
 	}
 	args = append(args, "--tmpdir="+s.tmpDir)
 	s.Port = max(opts.Port, 0)
-	// The socket path must fit in sockaddr_un.sun_path (107 bytes + NUL).
-	if len(s.Socket) > 107 {
+	if err := s.box.CheckSocket(s.Socket); err != nil {
 		os.RemoveAll(s.Dir)
-		return nil, fmt.Errorf("mysandbox: socket path %s is longer than 107 bytes; use a shorter Dir", s.Socket)
+		return nil, err
 	}
 
 	if err := s.start(args); err != nil {
-		if tail := cmdrun.LogTail(s.logFile, 20); tail != "" {
-			err = fmt.Errorf("%w\nserver log tail:\n%s", err, tail)
-		}
+		err = s.box.StartFailed(err)
 		s.Stop()
 		return nil, err
 	}
@@ -213,19 +193,19 @@ func Start(opts Options) (*Server, error) {
 func (s *Server) start(settings []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	fmt.Fprintf(s.log, "mysandbox: mariadb-install-db %s\n", s.DataDir)
+	fmt.Fprintf(s.box.Log, "mysandbox: mariadb-install-db %s\n", s.DataDir)
 	// No --user: given one, mariadb-install-db also chowns the system's
 	// PAM plugin directory (/usr/lib/mysql/plugin/auth_pam_tool_dir, which
 	// belongs to the mysql user) to it. Without, it creates the files as the
 	// caller, who runs the server too, and bootstraps as root as well.
 	install := append([]string{"--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db",
 		"--datadir=" + s.DataDir}, settings...)
-	if _, err := cmdrun.Run(s.command(ctx, "mariadb-install-db", install...), s.log, "mysandbox"); err != nil {
+	if _, err := cmdrun.Run(s.command(ctx, "mariadb-install-db", install...), s.box.Log, "mysandbox"); err != nil {
 		return err
 	}
 
 	args := []string{"--no-defaults", "--datadir=" + s.DataDir, "--socket=" + s.Socket,
-		"--pid-file=" + filepath.Join(s.Dir, "mariadbd.pid"), "--log-error=" + s.logFile}
+		"--pid-file=" + filepath.Join(s.Dir, "mariadbd.pid"), "--log-error=" + s.box.LogFile}
 	// mariadbd refuses to run as root unless told to, and warns when told
 	// which user to be while it is not root.
 	if os.Geteuid() == 0 {
@@ -239,7 +219,7 @@ func (s *Server) start(settings []string) error {
 	args = append(args, settings...)
 	// Whatever mariadbd prints before it opens its error log (a bad
 	// option) goes to the same file, so the log tail shows it.
-	out, err := os.OpenFile(s.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, err := os.OpenFile(s.box.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("mysandbox: %w", err)
 	}
@@ -247,7 +227,7 @@ func (s *Server) start(settings []string) error {
 	// Not tied to ctx: the server outlives Start.
 	s.cmd = s.command(context.Background(), "mariadbd", args...)
 	s.cmd.Stdout, s.cmd.Stderr = out, out
-	fmt.Fprintf(s.log, "mysandbox: %s %s\n", s.cmd.Path, strings.Join(args, " "))
+	fmt.Fprintf(s.box.Log, "mysandbox: %s %s\n", s.cmd.Path, strings.Join(args, " "))
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("mysandbox: starting mariadbd: %w", err)
 	}
@@ -271,7 +251,7 @@ func (s *Server) start(settings []string) error {
 			continue
 		}
 		if _, err := cmdrun.Run(s.command(ping, "mariadb-admin", append(s.ClientArgs(), "ping")...), nil, "mysandbox"); err == nil {
-			fmt.Fprintf(s.log, "mysandbox: mariadbd pid %d, socket %s\n", s.PID(), s.Socket)
+			fmt.Fprintf(s.box.Log, "mysandbox: mariadbd pid %d, socket %s\n", s.PID(), s.Socket)
 			return nil
 		}
 	}
@@ -282,40 +262,30 @@ func (s *Server) start(settings []string) error {
 // it again returns the first result, so it can be both deferred (or
 // registered with t.Cleanup) and called explicitly.
 func (s *Server) Stop() error {
-	s.stopOnce.Do(func() {
+	return s.box.Stop(func() []error {
+		if s.exited == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return []error{fmt.Errorf("mysandbox: mariadbd had exited before Stop: %v", s.waitErr)}
+		default:
+		}
 		var errs []error
-		if s.exited != nil {
-			select {
-			case <-s.exited:
-				errs = append(errs, fmt.Errorf("mysandbox: mariadbd had exited before Stop: %v", s.waitErr))
-			default:
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				if _, err := cmdrun.Run(s.command(ctx, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.log, "mysandbox"); err != nil {
-					errs = append(errs, err)
-				}
-				select {
-				case <-s.exited:
-				case <-ctx.Done():
-					s.cmd.Process.Kill()
-					<-s.exited
-					errs = append(errs, errors.New("mysandbox: mariadbd did not shut down within a minute and was killed"))
-				}
-				cancel()
-			}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := cmdrun.Run(s.command(ctx, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.box.Log, "mysandbox"); err != nil {
+			errs = append(errs, err)
 		}
-		if s.log != io.Discard {
-			if f, err := os.Open(s.logFile); err == nil {
-				fmt.Fprintf(s.log, "mysandbox: server log %s:\n", s.logFile)
-				io.Copy(s.log, f)
-				f.Close()
-			}
+		select {
+		case <-s.exited:
+		case <-ctx.Done():
+			s.cmd.Process.Kill()
+			<-s.exited
+			errs = append(errs, errors.New("mysandbox: mariadbd did not shut down within a minute and was killed"))
 		}
-		if err := os.RemoveAll(s.Dir); err != nil {
-			errs = append(errs, fmt.Errorf("mysandbox: %w", err))
-		}
-		s.stopErr = errors.Join(errs...)
+		return errs
 	})
-	return s.stopErr
 }
 
 // PID returns mariadbd's process ID. The server is one process: its

@@ -8,7 +8,6 @@
 package mysql
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -22,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // Instance is one running MySQL-family server.
@@ -45,40 +46,18 @@ const (
 	MySQL   = "MySQL"
 )
 
-// procRoot is /proc; naming it keeps the paths plain.
-const procRoot = "/proc"
-
 // isServerExe says whether a process runs mysqld or mariadbd. The kernel
 // resolves /proc/PID/exe, so Debian's mysqld symlink to mariadbd reads
 // as mariadbd, and an older MariaDB's own mysqld as mysqld.
 func isServerExe(pid int) bool {
-	exe, err := os.Readlink(fmt.Sprintf("%s/%d/exe", procRoot, pid))
-	if err != nil {
-		return false
-	}
-	base := filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
-	return base == "mysqld" || base == "mariadbd"
+	name := procfs.ExeName(pid)
+	return name == "mysqld" || name == "mariadbd"
 }
 
-// statusField reads one field of /proc/PID/status ("Tgid", "PPid").
-func statusField(pid int, name string) (int, error) {
-	f, err := os.Open(fmt.Sprintf("%s/%d/status", procRoot, pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), name+":"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", name, pid)
-}
-
+// cmdline is a process's arguments; none if they cannot be read.
 func cmdline(pid int) []string {
-	b, _ := os.ReadFile(fmt.Sprintf("%s/%d/cmdline", procRoot, pid))
-	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	args, _ := procfs.Cmdline(pid)
+	return args
 }
 
 // option returns the value of a long option in a server's command line
@@ -119,15 +98,15 @@ func bootstrapping(args []string) bool {
 
 func instanceOf(pid int) Instance {
 	args := cmdline(pid)
-	dir, err := os.Readlink(fmt.Sprintf("%s/%d/cwd", procRoot, pid))
+	dir, err := os.Readlink(procfs.Path(pid, "cwd"))
 	if err != nil {
 		dir = option(args, "datadir", 'h')
 	}
-	in := Instance{PID: pid, DataDir: dir, Binary: fmt.Sprintf("%s/%d/exe", procRoot, pid)}
-	in.Flavor, in.Version = version(in.Binary)
+	in := Instance{PID: pid, DataDir: dir, Binary: procfs.Path(pid, "exe")}
+	in.Flavor, in.Version = versionOf(in.Binary)
 	if in.Flavor == "" { // the executable could not be read: its name is the best guess
 		in.Flavor = MySQL
-		if exe, _ := os.Readlink(in.Binary); filepath.Base(strings.TrimSuffix(exe, " (deleted)")) == "mariadbd" {
+		if procfs.ExeName(pid) == "mariadbd" {
 			in.Flavor = MariaDB
 		}
 	}
@@ -138,29 +117,22 @@ func instanceOf(pid int) Instance {
 
 // ByPID finds the server a process or thread id belongs to.
 func ByPID(pid int) (Instance, error) {
-	if _, err := os.Stat(fmt.Sprintf("%s/%d", procRoot, pid)); err != nil {
+	if _, err := os.Stat(procfs.Path(pid)); err != nil {
 		return Instance{}, fmt.Errorf("no process has PID %d: check the PID (pgrep -a 'mysqld|mariadbd' lists MySQL and MariaDB servers)", pid)
 	}
 	// A thread id opens /proc/TID too; its Tgid is the process.
-	if tgid, err := statusField(pid, "Tgid"); err == nil && tgid > 0 {
+	if tgid, err := procfs.Tgid(pid); err == nil && tgid > 0 {
 		pid = tgid
 	}
-	if _, err := os.Readlink(fmt.Sprintf("%s/%d/exe", procRoot, pid)); errors.Is(err, os.ErrPermission) {
-		return Instance{}, fmt.Errorf("cannot see which program process %d runs (it belongs to another user): give dbiolat CAP_SYS_PTRACE, or run it as that user or as root", pid)
+	if err := procfs.ExeReadable(pid); err != nil {
+		return Instance{}, err
 	}
 	if !isServerExe(pid) {
-		comm, _ := os.ReadFile(fmt.Sprintf("%s/%d/comm", procRoot, pid))
-		return Instance{}, fmt.Errorf("process %d (%s) is not a MySQL or MariaDB server: give the PID of mysqld or mariadbd (or of one of its threads), or its data directory", pid, strings.TrimSpace(string(comm)))
+		return Instance{}, fmt.Errorf("process %d (%s) is not a MySQL or MariaDB server: give the PID of mysqld or mariadbd (or of one of its threads), or its data directory", pid, procfs.Comm(pid))
 	}
 	// A server's child running the server binary (rare: a helper forked
 	// without exec) belongs to its parent.
-	for {
-		p, err := statusField(pid, "PPid")
-		if err != nil || p <= 1 || !isServerExe(p) {
-			return instanceOf(pid), nil
-		}
-		pid = p
-	}
+	return instanceOf(procfs.Topmost(pid, isServerExe)), nil
 }
 
 // ByDataDir finds the server whose data directory is dir: the one whose
@@ -178,7 +150,7 @@ func ByDataDir(dir string) (Instance, error) {
 	}
 	var same, seen []Instance
 	for _, in := range ins {
-		if cwd, err := os.Stat(fmt.Sprintf("%s/%d/cwd", procRoot, in.PID)); statErr == nil && err == nil && os.SameFile(want, cwd) {
+		if cwd, err := os.Stat(procfs.Path(in.PID, "cwd")); statErr == nil && err == nil && os.SameFile(want, cwd) {
 			same = append(same, in)
 		} else if filepath.Clean(in.DataDir) == filepath.Clean(dir) {
 			seen = append(seen, in)
@@ -204,23 +176,16 @@ func ByDataDir(dir string) (Instance, error) {
 // each mysqld or mariadbd process (threads are not listed in /proc), but
 // not one creating a data directory.
 func Discover() ([]Instance, error) {
-	ents, err := os.ReadDir(procRoot)
+	pids, err := procfs.PIDs()
 	if err != nil {
-		return nil, fmt.Errorf("listing processes: %w", err)
+		return nil, err
 	}
-	var pids []int
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	sort.Ints(pids)
 	var out []Instance
 	for _, pid := range pids {
 		if !isServerExe(pid) || bootstrapping(cmdline(pid)) {
 			continue
 		}
-		if p, err := statusField(pid, "PPid"); err == nil && p > 1 && isServerExe(p) {
+		if p, err := procfs.PPid(pid); err == nil && p > 1 && isServerExe(p) {
 			continue // found through its parent
 		}
 		out = append(out, instanceOf(pid))
@@ -340,7 +305,7 @@ func listeners(pid int, args []string) (port int, socket string) {
 	inodes := socketInodes(pid)
 	var ports []int
 	for _, name := range []string{"tcp", "tcp6"} {
-		b, _ := os.ReadFile(fmt.Sprintf("%s/%d/net/%s", procRoot, pid, name))
+		b, _ := os.ReadFile(procfs.Path(pid, "net", name))
 		for _, l := range parseTCPListeners(b) {
 			if inodes[l.inode] {
 				ports = append(ports, l.port)
@@ -348,7 +313,7 @@ func listeners(pid int, args []string) (port int, socket string) {
 		}
 	}
 	var sockets []string
-	b, _ := os.ReadFile(fmt.Sprintf("%s/%d/net/unix", procRoot, pid))
+	b, _ := os.ReadFile(procfs.Path(pid, "net", "unix"))
 	for _, l := range parseUnixListeners(b) {
 		if inodes[l.inode] && l.path != "" {
 			sockets = append(sockets, l.path)
@@ -399,11 +364,10 @@ func chooseSocket(sockets []string, named string) string {
 // socketInodes lists the inodes of a process's sockets: its descriptors'
 // links read "socket:[inode]" (threads share the table).
 func socketInodes(pid int) map[uint64]bool {
-	dir := fmt.Sprintf("%s/%d/fd", procRoot, pid)
-	ents, _ := os.ReadDir(dir)
+	fds, _ := procfs.FDs(pid)
 	out := map[uint64]bool{}
-	for _, e := range ents {
-		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+	for _, fd := range fds {
+		link, err := os.Readlink(procfs.Path(pid, "fd", fd))
 		if err != nil {
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 func TestOption(t *testing.T) {
@@ -259,10 +261,10 @@ func TestRealServer(t *testing.T) {
 	if got, err := ByPID(s.pid); err != nil || got != in {
 		t.Errorf("ByPID(%d) = %+v, %v", s.pid, got, err)
 	}
-	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(s.pid) + "/task")
+	tasks, _ := procfs.Tasks(s.pid)
 	var tid int
-	for _, e := range tasks {
-		if id, _ := strconv.Atoi(e.Name()); id != s.pid {
+	for _, id := range tasks {
+		if id != s.pid {
 			tid = id
 		}
 	}

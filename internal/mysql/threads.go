@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dbiolat/dbiolat/internal/elfvar"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // The roles of a server's threads. MariaDB 10.11 does not name its
@@ -100,44 +100,13 @@ func NewThreads(in Instance) (*Threads, error) {
 	return t, nil
 }
 
-// mapping is one line of /proc/PID/maps.
-type mapping struct {
-	lo, hi      uint64
-	perms, path string
-}
-
-func readMaps(pid int) ([]mapping, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []mapping
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 5 {
-			continue
-		}
-		lo, hi, _ := strings.Cut(fl[0], "-")
-		m := mapping{perms: fl[1]}
-		m.lo, _ = strconv.ParseUint(lo, 16, 64)
-		m.hi, _ = strconv.ParseUint(hi, 16, 64)
-		if len(fl) > 5 {
-			m.path = fl[5]
-		}
-		out = append(out, m)
-	}
-	return out, sc.Err()
-}
-
-func mappingOf(maps []mapping, addr uint64) (mapping, bool) {
+func mappingOf(maps []procfs.Mapping, addr uint64) (procfs.Mapping, bool) {
 	for _, m := range maps {
-		if addr >= m.lo && addr < m.hi {
+		if addr >= m.Lo && addr < m.Hi {
 			return m, true
 		}
 	}
-	return mapping{}, false
+	return procfs.Mapping{}, false
 }
 
 // The stack ThreadRole reads: from the stack pointer up, at most this
@@ -152,7 +121,7 @@ const (
 // tell now: the thread runs (its stack is read while it waits in a system
 // call) or is gone.
 func (t *Threads) ThreadRole(tid int) (string, bool) {
-	sc, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", t.pid, tid))
+	sc, err := os.ReadFile(procfs.Path(t.pid, "task", tid, "syscall"))
 	if err != nil {
 		return "", false
 	}
@@ -165,7 +134,7 @@ func (t *Threads) ThreadRole(tid int) (string, bool) {
 	if err1 != nil || err2 != nil || nr < 0 {
 		return "", false
 	}
-	maps, err := readMaps(t.pid)
+	maps, err := procfs.Maps(t.pid)
 	if err != nil {
 		return "", false
 	}
@@ -173,12 +142,12 @@ func (t *Threads) ThreadRole(tid int) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", t.pid))
+	mem, err := os.Open(procfs.Path(t.pid, "mem"))
 	if err != nil {
 		return "", false
 	}
 	defer mem.Close()
-	end := min(stack.hi, sp+stackScanMax)
+	end := min(stack.Hi, sp+stackScanMax)
 	buf := make([]byte, end-sp)
 	if _, err := mem.ReadAt(buf, int64(sp)); err != nil {
 		return "", false
@@ -207,11 +176,11 @@ func (t *Threads) ThreadRole(tid int) (string, bool) {
 
 // threadObject finds, among the words of top, a pointer to an object whose
 // vtable is one of threadStates'.
-func (t *Threads) threadObject(mem *os.File, maps []mapping, top []byte) string {
+func (t *Threads) threadObject(mem *os.File, maps []procfs.Mapping, top []byte) string {
 	var word [8]byte
 	for i := 0; i+8 <= len(top); i += 8 {
 		p := binary.LittleEndian.Uint64(top[i:])
-		if m, ok := mappingOf(maps, p); !ok || !strings.HasPrefix(m.perms, "rw") || (m.path != "" && m.path != "[heap]") {
+		if m, ok := mappingOf(maps, p); !ok || !strings.HasPrefix(m.Perms, "rw") || (m.Path != "" && m.Path != "[heap]") {
 			continue // objects live in the heap: anonymous, writable
 		}
 		if _, err := mem.ReadAt(word[:], int64(p)); err != nil {

@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // The roles ThreadRole reads from the threads' stacks are the ones the
@@ -74,13 +74,12 @@ func TestThreadRolesMatchPerformanceSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.PID()))
+	tasks, err := procfs.Tasks(s.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int{}
-	for _, task := range tasks {
-		tid, _ := strconv.Atoi(task.Name())
+	for _, tid := range tasks {
 		var role string
 		var ok bool
 		for try := 0; try < 50 && !ok; try++ { // a thread's stack is read while it waits

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,11 +26,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 )
 
 // ErrNotInstalled is returned (wrapped) by Start when no PostgreSQL server
@@ -91,20 +92,15 @@ var defaultSettings = map[string]string{
 // Cluster is a running sandbox cluster. Its methods are safe for concurrent
 // use.
 type Cluster struct {
-	root    string // private directory: socket, log, data/
+	box     *sandbox.Dir // private directory: socket, log (server.log), data/
 	dataDir string
-	logFile string
 	binDir  string // the server's: initdb, pg_ctl, postgres
 	clients string // psql's and pgbench's
 	version string // major version, from the data directory
 	port    int
 	user    string              // database superuser (= OS user running the server)
 	cred    *syscall.Credential // nil unless we are root
-	log     io.Writer
 	pid     int
-
-	stopOnce sync.Once
-	stopErr  error
 }
 
 // Start creates, configures and starts a new cluster, and creates the
@@ -124,10 +120,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("pgsandbox: the clients psql and pgbench come from Debian's PostgreSQL: %w", err)
 		}
 	}
-	c := &Cluster{binDir: binDir, clients: clients, log: opts.Log}
-	if c.log == nil {
-		c.log = io.Discard
-	}
+	c := &Cluster{binDir: binDir, clients: clients}
 
 	uid, gid := -1, -1
 	if os.Geteuid() == 0 {
@@ -147,49 +140,30 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.user = u.Username
 	}
 
-	parent := opts.Dir
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	if parent, err = filepath.Abs(parent); err != nil {
-		return nil, fmt.Errorf("pgsandbox: %w", err)
-	}
-	if c.cred != nil {
-		if err := checkTraversable(parent, uid, gid); err != nil {
-			return nil, err
-		}
-	}
-
-	settings := map[string]string{}
-	for k, v := range defaultSettings {
-		settings[k] = v
-	}
-	for k, v := range opts.Settings {
-		settings[k] = v
-	}
+	settings := maps.Clone(defaultSettings)
+	maps.Copy(settings, opts.Settings)
 	if c.port, err = strconv.Atoi(settings["port"]); err != nil {
 		return nil, fmt.Errorf("pgsandbox: bad port setting %q", settings["port"])
 	}
 
-	c.root, err = os.MkdirTemp(parent, "pgsandbox-")
-	if err != nil {
-		return nil, fmt.Errorf("pgsandbox: %w", err)
+	var check func(string) error
+	if c.cred != nil {
+		check = func(parent string) error { return checkTraversable(parent, uid, gid) }
 	}
-	c.dataDir = filepath.Join(c.root, "data")
-	c.logFile = filepath.Join(c.root, "server.log")
-	settings["unix_socket_directories"] = c.root
-	// The socket path must fit in sockaddr_un.sun_path (107 bytes + NUL).
-	if sock := c.socketPath(); len(sock) > 107 {
-		os.RemoveAll(c.root)
-		return nil, fmt.Errorf("pgsandbox: socket path %s is longer than 107 bytes; use a shorter Dir", sock)
+	if c.box, err = sandbox.New("pgsandbox", opts.Dir, "server.log", opts.Log, check); err != nil {
+		return nil, err
+	}
+	c.dataDir = filepath.Join(c.box.Path, "data")
+	settings["unix_socket_directories"] = c.box.Path
+	if err := c.box.CheckSocket(c.socketPath()); err != nil {
+		os.RemoveAll(c.box.Path)
+		return nil, err
 	}
 
 	if err := c.start(ctx, settings, opts.DataChecksums); err != nil {
-		if tail := cmdrun.LogTail(c.logFile, 20); tail != "" {
-			err = fmt.Errorf("%w\nserver log tail:\n%s", err, tail)
-			if strings.Contains(tail, "pg_stat_statements") {
-				err = fmt.Errorf("%w\n(is postgresql-contrib installed?)", err)
-			}
+		err = c.box.StartFailed(err)
+		if strings.Contains(cmdrun.LogTail(c.box.LogFile, 20), "pg_stat_statements") {
+			err = fmt.Errorf("%w\n(is postgresql-contrib installed?)", err)
 		}
 		c.Stop()
 		return nil, err
@@ -199,15 +173,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 func (c *Cluster) start(ctx context.Context, settings map[string]string, checksums bool) error {
 	if c.cred != nil {
-		if err := os.Chown(c.root, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+		if err := os.Chown(c.box.Path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
 			return fmt.Errorf("pgsandbox: %w", err)
 		}
 	}
-	if err := os.Chmod(c.root, 0o700); err != nil {
+	if err := os.Chmod(c.box.Path, 0o700); err != nil {
 		return fmt.Errorf("pgsandbox: %w", err)
 	}
 
-	fmt.Fprintf(c.log, "pgsandbox: initdb %s (binaries %s, user %s)\n", c.dataDir, c.binDir, c.user)
+	fmt.Fprintf(c.box.Log, "pgsandbox: initdb %s (binaries %s, user %s)\n", c.dataDir, c.binDir, c.user)
 	out, err := c.run(ctx, "postgres", "--version") // "postgres (PostgreSQL) 18.4"
 	if err != nil {
 		return err
@@ -251,13 +225,13 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string, checksu
 		return fmt.Errorf("pgsandbox: %w", err)
 	}
 
-	if _, err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.dataDir, "-l", c.logFile); err != nil {
+	if _, err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.dataDir, "-l", c.box.LogFile); err != nil {
 		return err
 	}
 	if c.pid, err = readPostmasterPID(c.dataDir); err != nil {
 		return fmt.Errorf("pgsandbox: %w", err)
 	}
-	fmt.Fprintf(c.log, "pgsandbox: postmaster pid %d, socket %s\n", c.pid, c.socketPath())
+	fmt.Fprintf(c.box.Log, "pgsandbox: postmaster pid %d, socket %s\n", c.pid, c.socketPath())
 
 	if strings.Contains(settings["shared_preload_libraries"], "pg_stat_statements") {
 		if _, err := c.Psql(ctx, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
@@ -271,7 +245,7 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string, checksu
 // as an operator or a package upgrade does: a new postmaster PID, and the
 // server binary read anew from BinDir.
 func (c *Cluster) Restart(ctx context.Context) error {
-	if _, err := c.run(ctx, "pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.logFile); err != nil {
+	if _, err := c.run(ctx, "pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.box.LogFile); err != nil {
 		return err
 	}
 	pid, err := readPostmasterPID(c.dataDir)
@@ -287,7 +261,7 @@ func (c *Cluster) Restart(ctx context.Context) error {
 // first result, so it can be both deferred/registered with t.Cleanup and
 // called explicitly.
 func (c *Cluster) Stop() error {
-	c.stopOnce.Do(func() {
+	return c.box.Stop(func() []error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		var errs []error
@@ -299,19 +273,8 @@ func (c *Cluster) Stop() error {
 				}
 			}
 		}
-		if c.log != io.Discard {
-			if f, err := os.Open(c.logFile); err == nil {
-				fmt.Fprintf(c.log, "pgsandbox: server log %s:\n", c.logFile)
-				io.Copy(c.log, f)
-				f.Close()
-			}
-		}
-		if err := os.RemoveAll(c.root); err != nil {
-			errs = append(errs, fmt.Errorf("pgsandbox: %w", err))
-		}
-		c.stopErr = errors.Join(errs...)
+		return errs
 	})
-	return c.stopErr
 }
 
 // PostmasterPID returns the postmaster's PID as read from postmaster.pid at
@@ -323,7 +286,7 @@ func (c *Cluster) PostmasterPID() int { return c.pid }
 func (c *Cluster) DataDir() string { return c.dataDir }
 
 // SocketDir returns the directory holding the server's unix socket (PGHOST).
-func (c *Cluster) SocketDir() string { return c.root }
+func (c *Cluster) SocketDir() string { return c.box.Path }
 
 // Port returns the port number, which only names the socket file
 // (.s.PGSQL.<port>); the socket directory is private, so the fixed default
@@ -342,7 +305,7 @@ func (c *Cluster) Version() string { return c.version }
 // user too (see PsqlCmd) or as root connecting with PGUSER=postgres.
 func (c *Cluster) Env() []string {
 	return []string{
-		"PGHOST=" + c.root,
+		"PGHOST=" + c.box.Path,
 		"PGPORT=" + strconv.Itoa(c.port),
 		"PGUSER=" + c.user,
 		"PGDATABASE=postgres",
@@ -401,7 +364,7 @@ func (c *Cluster) command(ctx context.Context, db, name string, args ...string) 
 		dir = c.clients
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(dir, name), args...)
-	cmd.Dir = c.root
+	cmd.Dir = c.box.Path
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PG") {
 			cmd.Env = append(cmd.Env, kv)
@@ -418,11 +381,11 @@ func (c *Cluster) command(ctx context.Context, db, name string, args ...string) 
 // run runs a server-side program (initdb, pg_ctl), copying its output to the
 // log.
 func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
-	return cmdrun.Run(c.command(ctx, "", name, args...), c.log, "pgsandbox")
+	return cmdrun.Run(c.command(ctx, "", name, args...), c.box.Log, "pgsandbox")
 }
 
 func (c *Cluster) socketPath() string {
-	return filepath.Join(c.root, ".s.PGSQL."+strconv.Itoa(c.port))
+	return filepath.Join(c.box.Path, ".s.PGSQL."+strconv.Itoa(c.port))
 }
 
 func readPostmasterPID(dataDir string) (int, error) {

@@ -1,14 +1,14 @@
 package postgres
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // Instance is one running PostgreSQL server: a postmaster and its children.
@@ -45,16 +45,13 @@ const (
 	BufferReadDone  = "buffer__read__done"
 )
 
-// procRoot is /proc; tests do not change it, but naming it keeps paths plain.
-const procRoot = "/proc"
-
 // Title reads a process title (its cmdline as PostgreSQL rewrote it).
 func Title(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cmdline", procRoot, pid))
+	args, err := procfs.Cmdline(pid)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " "), nil
+	return strings.TrimRight(strings.Join(args, " "), " "), nil
 }
 
 // Describe says what a PostgreSQL process does.
@@ -67,36 +64,17 @@ func Describe(pid int) (Process, error) {
 }
 
 func isPostgresExe(pid int) bool {
-	exe, err := os.Readlink(fmt.Sprintf("%s/%d/exe", procRoot, pid))
-	if err != nil {
-		return false
-	}
-	base := filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
-	return base == "postgres" || base == "postmaster"
-}
-
-func ppid(pid int) (int, error) {
-	f, err := os.Open(fmt.Sprintf("%s/%d/status", procRoot, pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "PPid:"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	return 0, fmt.Errorf("no PPid in /proc/%d/status", pid)
+	name := procfs.ExeName(pid)
+	return name == "postgres" || name == "postmaster"
 }
 
 func instanceOf(postmaster int) Instance {
-	dir, _ := os.Readlink(fmt.Sprintf("%s/%d/cwd", procRoot, postmaster))
+	dir, _ := os.Readlink(procfs.Path(postmaster, "cwd"))
 	// Read through the postmaster's cwd: valid in its mount namespace too.
-	v, _ := os.ReadFile(fmt.Sprintf("%s/%d/cwd/PG_VERSION", procRoot, postmaster))
+	v, _ := os.ReadFile(procfs.Path(postmaster, "cwd", "PG_VERSION"))
 	major, _ := strconv.Atoi(strings.TrimSpace(string(v)))
 	// postmaster.pid: pid, data directory, start time, port, ...
-	pidFile, _ := os.ReadFile(fmt.Sprintf("%s/%d/cwd/postmaster.pid", procRoot, postmaster))
+	pidFile, _ := os.ReadFile(procfs.Path(postmaster, "cwd", "postmaster.pid"))
 	var port int
 	if lines := strings.Split(string(pidFile), "\n"); len(lines) > 3 {
 		port, _ = strconv.Atoi(strings.TrimSpace(lines[3]))
@@ -104,7 +82,7 @@ func instanceOf(postmaster int) Instance {
 	return Instance{
 		PID:     postmaster,
 		DataDir: dir,
-		Binary:  fmt.Sprintf("%s/%d/exe", procRoot, postmaster),
+		Binary:  procfs.Path(postmaster, "exe"),
 		Version: major,
 		Port:    port,
 	}
@@ -113,25 +91,18 @@ func instanceOf(postmaster int) Instance {
 // ByPID finds the instance a process belongs to: the postmaster itself or
 // any of its children.
 func ByPID(pid int) (Instance, error) {
-	if _, err := os.Stat(fmt.Sprintf("%s/%d", procRoot, pid)); err != nil {
+	if _, err := os.Stat(procfs.Path(pid)); err != nil {
 		return Instance{}, fmt.Errorf("no process has PID %d: check the PID (pgrep -a postgres lists PostgreSQL processes)", pid)
 	}
-	if _, err := os.Readlink(fmt.Sprintf("%s/%d/exe", procRoot, pid)); errors.Is(err, os.ErrPermission) {
-		return Instance{}, fmt.Errorf("cannot see which program process %d runs (it belongs to another user): give dbiolat CAP_SYS_PTRACE, or run it as that user or as root", pid)
+	if err := procfs.ExeReadable(pid); err != nil {
+		return Instance{}, err
 	}
 	if !isPostgresExe(pid) {
-		comm, _ := os.ReadFile(fmt.Sprintf("%s/%d/comm", procRoot, pid))
-		return Instance{}, fmt.Errorf("process %d (%s) is not PostgreSQL: give the PID of a postgres process, or use --pgdata", pid, strings.TrimSpace(string(comm)))
+		return Instance{}, fmt.Errorf("process %d (%s) is not PostgreSQL: give the PID of a postgres process, or use --pgdata", pid, procfs.Comm(pid))
 	}
 	// Walk up while the parent is a postgres process too: the top one is
 	// the postmaster.
-	for {
-		p, err := ppid(pid)
-		if err != nil || p <= 1 || !isPostgresExe(p) {
-			return instanceOf(pid), nil
-		}
-		pid = p
-	}
+	return instanceOf(procfs.Topmost(pid, isPostgresExe)), nil
 }
 
 // ByDataDir finds the instance serving a data directory, from the first
@@ -168,7 +139,7 @@ func ByDataDir(dir string) (Instance, error) {
 // a postmaster's is its data directory.
 func sameFile(dir string, pid int) bool {
 	a, err1 := os.Stat(dir)
-	b, err2 := os.Stat(fmt.Sprintf("%s/%d/cwd", procRoot, pid))
+	b, err2 := os.Stat(procfs.Path(pid, "cwd"))
 	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
@@ -176,7 +147,7 @@ func sameFile(dir string, pid int) bool {
 // to be dir (a postmaster.pid's PID in another pid namespace may name an
 // unrelated server on the host).
 func elsewhere(dir string, pid int) bool {
-	_, err := os.Stat(fmt.Sprintf("%s/%d/cwd", procRoot, pid))
+	_, err := os.Stat(procfs.Path(pid, "cwd"))
 	return err == nil && !sameFile(dir, pid)
 }
 
@@ -215,7 +186,7 @@ func servingDir(dir string) (in Instance, found bool, err error) {
 
 // Discover finds every PostgreSQL instance on the host.
 func Discover() ([]Instance, error) {
-	pids, err := allPIDs()
+	pids, err := procfs.PIDs()
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +195,7 @@ func Discover() ([]Instance, error) {
 		if !isPostgresExe(pid) {
 			continue
 		}
-		if p, err := ppid(pid); err == nil && p > 1 && isPostgresExe(p) {
+		if p, err := procfs.PPid(pid); err == nil && p > 1 && isPostgresExe(p) {
 			continue // a child: found through its postmaster
 		}
 		if !servesItsDataDir(pid) {
@@ -240,7 +211,7 @@ func Discover() ([]Instance, error) {
 // (a single-user backend writes its PID negated, initdb's bootstrap none),
 // by its PID in its own PID namespace (a container's: 1, often).
 func servesItsDataDir(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("%s/%d/cwd/postmaster.pid", procRoot, pid))
+	b, err := os.ReadFile(procfs.Path(pid, "cwd", "postmaster.pid"))
 	if err != nil {
 		return false
 	}
@@ -251,17 +222,10 @@ func servesItsDataDir(pid int) bool {
 // ownPID is a process's PID as it knows itself, in the innermost PID
 // namespace it is in: the last of /proc/PID/status's NSpid.
 func ownPID(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("%s/%d/status", procRoot, pid))
-	if err != nil {
-		return pid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				if own, err := strconv.Atoi(f[len(f)-1]); err == nil {
-					return own
-				}
-			}
+	v, _ := procfs.Status(pid, "NSpid")
+	if f := strings.Fields(v); len(f) > 0 {
+		if own, err := strconv.Atoi(f[len(f)-1]); err == nil {
+			return own
 		}
 	}
 	return pid
@@ -269,30 +233,15 @@ func ownPID(pid int) int {
 
 // Processes lists the postmaster and all its live children.
 func (in Instance) Processes() ([]int, error) {
-	pids, err := allPIDs()
+	pids, err := procfs.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	out := []int{in.PID}
 	for _, pid := range pids {
-		if p, err := ppid(pid); err == nil && p == in.PID {
+		if p, err := procfs.PPid(pid); err == nil && p == in.PID {
 			out = append(out, pid)
 		}
 	}
-	return out, nil
-}
-
-func allPIDs() ([]int, error) {
-	ents, err := os.ReadDir(procRoot)
-	if err != nil {
-		return nil, fmt.Errorf("listing processes: %w", err)
-	}
-	var out []int
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, pid)
-		}
-	}
-	sort.Ints(out)
 	return out, nil
 }

@@ -13,7 +13,7 @@ import (
 // dbiolat reads it: which statement a round trip ran. The kernel copies
 // the first bytes a backend reads in each round trip, from the first
 // message to the Sync or simple Query that ends it
-// (internal/probe/bpf/wire.bpf.c); this reads them.
+// (internal/probe/bpf/pgwire.bpf.c); this reads them.
 
 // RoundTrip is what the messages of one round trip ran.
 type RoundTrip struct {

@@ -62,10 +62,14 @@ func hooks(spec *ebpf.CollectionSpec, f Families) []Hook {
 	return out
 }
 
-// attachHooks attaches every loaded program that has a kernel hook.
-func (t *Tracer) attachHooks(spec *ebpf.CollectionSpec) error {
+// attachHooks attaches the families' programs that have a kernel hook,
+// and the core's with them.
+func (t *Tracer) attachHooks(f Families, core bool) error {
 	progs := byName[*ebpf.Program](&t.objs.dbiolatPrograms)
-	for _, h := range hooks(spec, t.families) {
+	for _, h := range hooks(t.spec, f) {
+		if fam, _ := familyOf(h.Program); fam == 0 && !core {
+			continue
+		}
 		prog := progs[h.Program]
 		err := t.attach(prog, strings.HasPrefix(h.Program, steadyPrefix), func() (link.Link, error) {
 			if h.Group == "" {
@@ -79,6 +83,19 @@ func (t *Tracer) attachHooks(spec *ebpf.CollectionSpec) error {
 	}
 	return nil
 }
+
+// Wake attaches the hooks of families loaded dormant (Load); those
+// attached already are left as they are.
+func (t *Tracer) Wake(f Families) error {
+	if f &= t.loaded &^ t.families; f == 0 {
+		return nil
+	}
+	t.families |= f
+	return t.attachHooks(f, false)
+}
+
+// Attached are the families whose hooks are attached (or paused).
+func (t *Tracer) Attached() Families { return t.families }
 
 // steadyPrefix names the programs that stay attached while tracing
 // pauses: process tracking (fork, exec, exit), rare and cheap, so that

@@ -74,7 +74,7 @@ func attachModes(b *testing.B, families Families, tracked bool, op func()) {
 
 // BenchmarkRoundTrip is one query's round trip on the wire, as a backend
 // sees it: the client's Query read, its ReadyForQuery sent back, over a
-// unix socket pair. Tracked, each is a query begun and ended by wire.bpf.c.
+// unix socket pair. Tracked, each is a query begun and ended by pgwire.bpf.c.
 //
 //	sudo go test -run '^$' -bench RoundTrip -count 5 ./internal/probe/
 func BenchmarkRoundTrip(b *testing.B) {

@@ -66,6 +66,13 @@ const (
 	dbiolatBoxBOXES          dbiolatBox = 7
 )
 
+type dbiolatCapture struct {
+	_         structs.HostLayout
+	Len       uint32
+	Truncated uint32
+	Buf       [4096]int8
+}
+
 type dbiolatEmitFlag uint32
 
 const (
@@ -145,7 +152,7 @@ type dbiolatIoAcct struct {
 	Ns    uint64
 }
 
-type dbiolatMyConn struct {
+type dbiolatMysqlConn struct {
 	_        structs.HostLayout
 	Conn     uint64
 	Carry    uint32
@@ -168,7 +175,7 @@ type dbiolatMyConn struct {
 	Head     [32]uint8
 }
 
-type dbiolatMyParked struct {
+type dbiolatMysqlParked struct {
 	_         structs.HostLayout
 	Head      [800]uint8
 	ParkedNs  uint64
@@ -177,7 +184,7 @@ type dbiolatMyParked struct {
 	Text      [512]int8
 }
 
-type dbiolatMyReply struct {
+type dbiolatMysqlReply struct {
 	_          structs.HostLayout
 	EndNs      uint64
 	Conn       uint64
@@ -187,13 +194,13 @@ type dbiolatMyReply struct {
 	Pad        [7]uint8
 }
 
-type dbiolatMyTlsConn struct {
+type dbiolatMysqlTlsConn struct {
 	_  structs.HostLayout
-	C  dbiolatMyConn
+	C  dbiolatMysqlConn
 	Sk uint64
 }
 
-type dbiolatMyTlsKey struct {
+type dbiolatMysqlTlsKey struct {
 	_    structs.HostLayout
 	Tgid uint32
 	Pad  uint32
@@ -204,8 +211,6 @@ type dbiolatProcFlag uint32
 
 const (
 	dbiolatProcFlagPROC_TLS_PROBED dbiolatProcFlag = 1
-	dbiolatProcFlagPROC_ENGINE     dbiolatProcFlag = 2
-	dbiolatProcFlagPROC_MYSQL      dbiolatProcFlag = 4
 )
 
 type dbiolatProcInfo struct {
@@ -215,12 +220,22 @@ type dbiolatProcInfo struct {
 	WaitEventPtr uint64
 	Version      uint32
 	Flags        uint32
+	Kind         uint32
+	Pad          uint32
 }
 
 type dbiolatProcIo struct {
 	_  structs.HostLayout
 	Fs [5]dbiolatIoAcct
 }
+
+type dbiolatProcKind uint32
+
+const (
+	dbiolatProcKindPROC_POSTGRES dbiolatProcKind = 0
+	dbiolatProcKindPROC_MYSQL    dbiolatProcKind = 1
+	dbiolatProcKindPROC_STORAGE  dbiolatProcKind = 2
+)
 
 type dbiolatProcRun struct {
 	_        structs.HostLayout
@@ -379,6 +394,8 @@ type dbiolatTaskLocal struct {
 		Pad2      uint32
 		PortalNs  uint64
 	}
+	Kind uint32
+	Pad  uint32
 }
 
 type dbiolatTextKind uint32
@@ -491,15 +508,7 @@ const (
 	dbiolatWireStateWIRE_IDLE      dbiolatWireState = 5
 	dbiolatWireStateWIRE_BUSY      dbiolatWireState = 6
 	dbiolatWireStateWIRE_ENCRYPTED dbiolatWireState = 7
-	dbiolatWireStateWIRE_MYSQL     dbiolatWireState = 8
 )
-
-type dbiolatWireText struct {
-	_         structs.HostLayout
-	Len       uint32
-	Truncated uint32
-	Buf       [4096]int8
-}
 
 // Names of all BPF objects in the ELF.
 //
@@ -507,16 +516,17 @@ type dbiolatWireText struct {
 const (
 	dbiolatMapAioOwners             = "aio_owners"
 	dbiolatMapBlkTotals             = "blk_totals"
+	dbiolatMapCaptures              = "captures"
 	dbiolatMapEvents                = "events"
 	dbiolatMapFusePending           = "fuse_pending"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
-	dbiolatMapMyConns               = "my_conns"
-	dbiolatMapMyParked              = "my_parked"
-	dbiolatMapMyParking             = "my_parking"
-	dbiolatMapMyReplies             = "my_replies"
-	dbiolatMapMyTail                = "my_tail"
-	dbiolatMapMyTlsConns            = "my_tls_conns"
+	dbiolatMapMysqlConns            = "mysql_conns"
+	dbiolatMapMysqlParked           = "mysql_parked"
+	dbiolatMapMysqlParking          = "mysql_parking"
+	dbiolatMapMysqlReplies          = "mysql_replies"
+	dbiolatMapMysqlTail             = "mysql_tail"
+	dbiolatMapMysqlTlsConns         = "mysql_tls_conns"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
@@ -528,7 +538,6 @@ const (
 	dbiolatMapUringReqs             = "uring_reqs"
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaitHists             = "wait_hists"
-	dbiolatMapWireTexts             = "wire_texts"
 	dbiolatProgAioComplete          = "aio_complete"
 	dbiolatProgAioPerform           = "aio_perform"
 	dbiolatProgAioStage             = "aio_stage"
@@ -585,27 +594,28 @@ const (
 	dbiolatProgMysqlTlsRead         = "mysql_tls_read"
 	dbiolatProgMysqlTlsReadDone     = "mysql_tls_read_done"
 	dbiolatProgMysqlTlsWrite        = "mysql_tls_write"
+	dbiolatProgPgwireRecv           = "pgwire_recv"
+	dbiolatProgPgwireSend           = "pgwire_send"
+	dbiolatProgPgwireTlsRead        = "pgwire_tls_read"
+	dbiolatProgPgwireTlsReadDone    = "pgwire_tls_read_done"
+	dbiolatProgPgwireTlsWrite       = "pgwire_tls_write"
 	dbiolatProgProcExit             = "proc_exit"
 	dbiolatProgProcFork             = "proc_fork"
 	dbiolatProgSchedSwitch          = "sched_switch"
 	dbiolatProgSelftestLog2Slot     = "selftest_log2_slot"
 	dbiolatProgUsdtQueryDone        = "usdt_query_done"
 	dbiolatProgUsdtQueryStart       = "usdt_query_start"
-	dbiolatProgWireRecv             = "wire_recv"
-	dbiolatProgWireSend             = "wire_send"
-	dbiolatProgWireTlsRead          = "wire_tls_read"
-	dbiolatProgWireTlsReadDone      = "wire_tls_read_done"
-	dbiolatProgWireTlsWrite         = "wire_tls_write"
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
-	dbiolatVarMyFence               = "my_fence"
+	dbiolatVarMysqlFence            = "mysql_fence"
 	dbiolatVarResyncNs              = "resync_ns"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
 	dbiolatVarTracedUntilNs         = "traced_until_ns"
 	dbiolatVarUnusedBox             = "unused_box"
 	dbiolatVarUnusedEmitFlag        = "unused_emit_flag"
 	dbiolatVarUnusedProcFlag        = "unused_proc_flag"
+	dbiolatVarUnusedProcKind        = "unused_proc_kind"
 	dbiolatVarUnusedProcRun         = "unused_proc_run"
 	dbiolatVarUnusedTextKind        = "unused_text_kind"
 	dbiolatVarUnusedUsdtArgKind     = "unused_usdt_arg_kind"
@@ -711,47 +721,47 @@ type dbiolatProgramSpecs struct {
 	MysqlTlsRead         *ebpf.ProgramSpec `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.ProgramSpec `ebpf:"mysql_tls_read_done"`
 	MysqlTlsWrite        *ebpf.ProgramSpec `ebpf:"mysql_tls_write"`
+	PgwireRecv           *ebpf.ProgramSpec `ebpf:"pgwire_recv"`
+	PgwireSend           *ebpf.ProgramSpec `ebpf:"pgwire_send"`
+	PgwireTlsRead        *ebpf.ProgramSpec `ebpf:"pgwire_tls_read"`
+	PgwireTlsReadDone    *ebpf.ProgramSpec `ebpf:"pgwire_tls_read_done"`
+	PgwireTlsWrite       *ebpf.ProgramSpec `ebpf:"pgwire_tls_write"`
 	ProcExit             *ebpf.ProgramSpec `ebpf:"proc_exit"`
 	ProcFork             *ebpf.ProgramSpec `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.ProgramSpec `ebpf:"sched_switch"`
 	SelftestLog2Slot     *ebpf.ProgramSpec `ebpf:"selftest_log2_slot"`
 	UsdtQueryDone        *ebpf.ProgramSpec `ebpf:"usdt_query_done"`
 	UsdtQueryStart       *ebpf.ProgramSpec `ebpf:"usdt_query_start"`
-	WireRecv             *ebpf.ProgramSpec `ebpf:"wire_recv"`
-	WireSend             *ebpf.ProgramSpec `ebpf:"wire_send"`
-	WireTlsRead          *ebpf.ProgramSpec `ebpf:"wire_tls_read"`
-	WireTlsReadDone      *ebpf.ProgramSpec `ebpf:"wire_tls_read_done"`
-	WireTlsWrite         *ebpf.ProgramSpec `ebpf:"wire_tls_write"`
 }
 
 // dbiolatMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatMapSpecs struct {
-	AioOwners    *ebpf.MapSpec `ebpf:"aio_owners"`
-	BlkTotals    *ebpf.MapSpec `ebpf:"blk_totals"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	FusePending  *ebpf.MapSpec `ebpf:"fuse_pending"`
-	Hists        *ebpf.MapSpec `ebpf:"hists"`
-	Inflight     *ebpf.MapSpec `ebpf:"inflight"`
-	MyConns      *ebpf.MapSpec `ebpf:"my_conns"`
-	MyParked     *ebpf.MapSpec `ebpf:"my_parked"`
-	MyParking    *ebpf.MapSpec `ebpf:"my_parking"`
-	MyReplies    *ebpf.MapSpec `ebpf:"my_replies"`
-	MyTail       *ebpf.MapSpec `ebpf:"my_tail"`
-	MyTlsConns   *ebpf.MapSpec `ebpf:"my_tls_conns"`
-	ProcRuns     *ebpf.MapSpec `ebpf:"proc_runs"`
-	ProcTotals   *ebpf.MapSpec `ebpf:"proc_totals"`
-	Procs        *ebpf.MapSpec `ebpf:"procs"`
-	QueryScratch *ebpf.MapSpec `ebpf:"query_scratch"`
-	Stats        *ebpf.MapSpec `ebpf:"stats"`
-	Tasks        *ebpf.MapSpec `ebpf:"tasks"`
-	Threads      *ebpf.MapSpec `ebpf:"threads"`
-	UnitHists    *ebpf.MapSpec `ebpf:"unit_hists"`
-	UringReqs    *ebpf.MapSpec `ebpf:"uring_reqs"`
-	UsdtSpecs    *ebpf.MapSpec `ebpf:"usdt_specs"`
-	WaitHists    *ebpf.MapSpec `ebpf:"wait_hists"`
-	WireTexts    *ebpf.MapSpec `ebpf:"wire_texts"`
+	AioOwners     *ebpf.MapSpec `ebpf:"aio_owners"`
+	BlkTotals     *ebpf.MapSpec `ebpf:"blk_totals"`
+	Captures      *ebpf.MapSpec `ebpf:"captures"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	FusePending   *ebpf.MapSpec `ebpf:"fuse_pending"`
+	Hists         *ebpf.MapSpec `ebpf:"hists"`
+	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
+	MysqlConns    *ebpf.MapSpec `ebpf:"mysql_conns"`
+	MysqlParked   *ebpf.MapSpec `ebpf:"mysql_parked"`
+	MysqlParking  *ebpf.MapSpec `ebpf:"mysql_parking"`
+	MysqlReplies  *ebpf.MapSpec `ebpf:"mysql_replies"`
+	MysqlTail     *ebpf.MapSpec `ebpf:"mysql_tail"`
+	MysqlTlsConns *ebpf.MapSpec `ebpf:"mysql_tls_conns"`
+	ProcRuns      *ebpf.MapSpec `ebpf:"proc_runs"`
+	ProcTotals    *ebpf.MapSpec `ebpf:"proc_totals"`
+	Procs         *ebpf.MapSpec `ebpf:"procs"`
+	QueryScratch  *ebpf.MapSpec `ebpf:"query_scratch"`
+	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	Tasks         *ebpf.MapSpec `ebpf:"tasks"`
+	Threads       *ebpf.MapSpec `ebpf:"threads"`
+	UnitHists     *ebpf.MapSpec `ebpf:"unit_hists"`
+	UringReqs     *ebpf.MapSpec `ebpf:"uring_reqs"`
+	UsdtSpecs     *ebpf.MapSpec `ebpf:"usdt_specs"`
+	WaitHists     *ebpf.MapSpec `ebpf:"wait_hists"`
 }
 
 // dbiolatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -761,13 +771,14 @@ type dbiolatVariableSpecs struct {
 	EmitIfIo          *ebpf.VariableSpec `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
-	MyFence           *ebpf.VariableSpec `ebpf:"my_fence"`
+	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.VariableSpec `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.VariableSpec `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.VariableSpec `ebpf:"unused_proc_flag"`
+	UnusedProcKind    *ebpf.VariableSpec `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.VariableSpec `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.VariableSpec `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.VariableSpec `ebpf:"unused_usdt_arg_kind"`
@@ -795,46 +806,47 @@ func (o *dbiolatObjects) Close() error {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatMaps struct {
-	AioOwners    *ebpf.Map `ebpf:"aio_owners"`
-	BlkTotals    *ebpf.Map `ebpf:"blk_totals"`
-	Events       *ebpf.Map `ebpf:"events"`
-	FusePending  *ebpf.Map `ebpf:"fuse_pending"`
-	Hists        *ebpf.Map `ebpf:"hists"`
-	Inflight     *ebpf.Map `ebpf:"inflight"`
-	MyConns      *ebpf.Map `ebpf:"my_conns"`
-	MyParked     *ebpf.Map `ebpf:"my_parked"`
-	MyParking    *ebpf.Map `ebpf:"my_parking"`
-	MyReplies    *ebpf.Map `ebpf:"my_replies"`
-	MyTail       *ebpf.Map `ebpf:"my_tail"`
-	MyTlsConns   *ebpf.Map `ebpf:"my_tls_conns"`
-	ProcRuns     *ebpf.Map `ebpf:"proc_runs"`
-	ProcTotals   *ebpf.Map `ebpf:"proc_totals"`
-	Procs        *ebpf.Map `ebpf:"procs"`
-	QueryScratch *ebpf.Map `ebpf:"query_scratch"`
-	Stats        *ebpf.Map `ebpf:"stats"`
-	Tasks        *ebpf.Map `ebpf:"tasks"`
-	Threads      *ebpf.Map `ebpf:"threads"`
-	UnitHists    *ebpf.Map `ebpf:"unit_hists"`
-	UringReqs    *ebpf.Map `ebpf:"uring_reqs"`
-	UsdtSpecs    *ebpf.Map `ebpf:"usdt_specs"`
-	WaitHists    *ebpf.Map `ebpf:"wait_hists"`
-	WireTexts    *ebpf.Map `ebpf:"wire_texts"`
+	AioOwners     *ebpf.Map `ebpf:"aio_owners"`
+	BlkTotals     *ebpf.Map `ebpf:"blk_totals"`
+	Captures      *ebpf.Map `ebpf:"captures"`
+	Events        *ebpf.Map `ebpf:"events"`
+	FusePending   *ebpf.Map `ebpf:"fuse_pending"`
+	Hists         *ebpf.Map `ebpf:"hists"`
+	Inflight      *ebpf.Map `ebpf:"inflight"`
+	MysqlConns    *ebpf.Map `ebpf:"mysql_conns"`
+	MysqlParked   *ebpf.Map `ebpf:"mysql_parked"`
+	MysqlParking  *ebpf.Map `ebpf:"mysql_parking"`
+	MysqlReplies  *ebpf.Map `ebpf:"mysql_replies"`
+	MysqlTail     *ebpf.Map `ebpf:"mysql_tail"`
+	MysqlTlsConns *ebpf.Map `ebpf:"mysql_tls_conns"`
+	ProcRuns      *ebpf.Map `ebpf:"proc_runs"`
+	ProcTotals    *ebpf.Map `ebpf:"proc_totals"`
+	Procs         *ebpf.Map `ebpf:"procs"`
+	QueryScratch  *ebpf.Map `ebpf:"query_scratch"`
+	Stats         *ebpf.Map `ebpf:"stats"`
+	Tasks         *ebpf.Map `ebpf:"tasks"`
+	Threads       *ebpf.Map `ebpf:"threads"`
+	UnitHists     *ebpf.Map `ebpf:"unit_hists"`
+	UringReqs     *ebpf.Map `ebpf:"uring_reqs"`
+	UsdtSpecs     *ebpf.Map `ebpf:"usdt_specs"`
+	WaitHists     *ebpf.Map `ebpf:"wait_hists"`
 }
 
 func (m *dbiolatMaps) Close() error {
 	return _DbiolatClose(
 		m.AioOwners,
 		m.BlkTotals,
+		m.Captures,
 		m.Events,
 		m.FusePending,
 		m.Hists,
 		m.Inflight,
-		m.MyConns,
-		m.MyParked,
-		m.MyParking,
-		m.MyReplies,
-		m.MyTail,
-		m.MyTlsConns,
+		m.MysqlConns,
+		m.MysqlParked,
+		m.MysqlParking,
+		m.MysqlReplies,
+		m.MysqlTail,
+		m.MysqlTlsConns,
 		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,
@@ -846,7 +858,6 @@ func (m *dbiolatMaps) Close() error {
 		m.UringReqs,
 		m.UsdtSpecs,
 		m.WaitHists,
-		m.WireTexts,
 	)
 }
 
@@ -857,13 +868,14 @@ type dbiolatVariables struct {
 	EmitIfIo          *ebpf.Variable `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
-	MyFence           *ebpf.Variable `ebpf:"my_fence"`
+	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.Variable `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`
 	UnusedEmitFlag    *ebpf.Variable `ebpf:"unused_emit_flag"`
 	UnusedProcFlag    *ebpf.Variable `ebpf:"unused_proc_flag"`
+	UnusedProcKind    *ebpf.Variable `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.Variable `ebpf:"unused_proc_run"`
 	UnusedTextKind    *ebpf.Variable `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.Variable `ebpf:"unused_usdt_arg_kind"`
@@ -931,17 +943,17 @@ type dbiolatPrograms struct {
 	MysqlTlsRead         *ebpf.Program `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.Program `ebpf:"mysql_tls_read_done"`
 	MysqlTlsWrite        *ebpf.Program `ebpf:"mysql_tls_write"`
+	PgwireRecv           *ebpf.Program `ebpf:"pgwire_recv"`
+	PgwireSend           *ebpf.Program `ebpf:"pgwire_send"`
+	PgwireTlsRead        *ebpf.Program `ebpf:"pgwire_tls_read"`
+	PgwireTlsReadDone    *ebpf.Program `ebpf:"pgwire_tls_read_done"`
+	PgwireTlsWrite       *ebpf.Program `ebpf:"pgwire_tls_write"`
 	ProcExit             *ebpf.Program `ebpf:"proc_exit"`
 	ProcFork             *ebpf.Program `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.Program `ebpf:"sched_switch"`
 	SelftestLog2Slot     *ebpf.Program `ebpf:"selftest_log2_slot"`
 	UsdtQueryDone        *ebpf.Program `ebpf:"usdt_query_done"`
 	UsdtQueryStart       *ebpf.Program `ebpf:"usdt_query_start"`
-	WireRecv             *ebpf.Program `ebpf:"wire_recv"`
-	WireSend             *ebpf.Program `ebpf:"wire_send"`
-	WireTlsRead          *ebpf.Program `ebpf:"wire_tls_read"`
-	WireTlsReadDone      *ebpf.Program `ebpf:"wire_tls_read_done"`
-	WireTlsWrite         *ebpf.Program `ebpf:"wire_tls_write"`
 }
 
 func (p *dbiolatPrograms) Close() error {
@@ -1002,17 +1014,17 @@ func (p *dbiolatPrograms) Close() error {
 		p.MysqlTlsRead,
 		p.MysqlTlsReadDone,
 		p.MysqlTlsWrite,
+		p.PgwireRecv,
+		p.PgwireSend,
+		p.PgwireTlsRead,
+		p.PgwireTlsReadDone,
+		p.PgwireTlsWrite,
 		p.ProcExit,
 		p.ProcFork,
 		p.SchedSwitch,
 		p.SelftestLog2Slot,
 		p.UsdtQueryDone,
 		p.UsdtQueryStart,
-		p.WireRecv,
-		p.WireSend,
-		p.WireTlsRead,
-		p.WireTlsReadDone,
-		p.WireTlsWrite,
 	)
 }
 

@@ -92,12 +92,12 @@ type TLSFunctions struct {
 var OpenSSL = TLSFunctions{Library: "libssl.so", Read: "SSL_read", Write: "SSL_write"}
 
 // AttachTLS reads the messages of PostgreSQL's TLS connections in
-// plaintext at the library (wire.bpf.c), in every process that maps it. A
+// plaintext at the library (pgwire.bpf.c), in every process that maps it. A
 // process reads its TLS connections this way once tracked with
 // ProcInfo.TLSProbed.
 func (t *Tracer) AttachTLS(library string, f TLSFunctions) error {
 	o := &t.objs
-	return t.attachTLS(library, "tls", f, o.WireTlsRead, o.WireTlsReadDone, o.WireTlsWrite)
+	return t.attachTLS(library, "tls", f, o.PgwireTlsRead, o.PgwireTlsReadDone, o.PgwireTlsWrite)
 }
 
 // AttachMySQLTLS does the same for MySQL's protocol (mysql.bpf.c), in a

@@ -24,7 +24,9 @@ type Tracer struct {
 	paused   bool
 	events   *ringbuf.Reader
 	runs     *ringbuf.Reader
-	families Families
+	families Families // attached
+	loaded   Families // attached, or loaded for Wake
+	spec     *ebpf.CollectionSpec
 	specs    uint32                 // USDT specs written so far (cookie of the next site)
 	progs    map[*ebpf.Program]bool // the programs attached, for their run-time statistics
 	sample   statsSample
@@ -75,7 +77,13 @@ func threshold(d time.Duration) uint64 {
 
 // Open loads the programs of the chosen families and attaches their kernel
 // hooks. USDT sites are attached per binary with AttachUSDT.
-func Open(f Families, emit Emit) (*Tracer, error) {
+func Open(f Families, emit Emit) (*Tracer, error) { return Load(f, 0, emit) }
+
+// Load is Open with the dormant families loaded but not attached: Wake
+// attaches them once they have something to trace (a server of their
+// protocol that started, a storage engine found), and until then they
+// cost nothing. Families the kernel has no hooks for are not loaded.
+func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lifting the memlock limit: %w", err)
 	}
@@ -83,11 +91,15 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f&Wire != 0 && !kernelHas("btf_trace_sock_recv_length") {
-		return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
+	if !kernelHas("btf_trace_sock_recv_length") {
+		if f&(PGWire|MySQLWire) != 0 {
+			return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
+		}
+		dormant &^= PGWire | MySQLWire
 	}
-	t := &Tracer{binaries: map[attachedTo]bool{}, families: f, progs: map[*ebpf.Program]bool{},
+	t := &Tracer{binaries: map[attachedTo]bool{}, families: f, loaded: f | dormant, spec: spec, progs: map[*ebpf.Program]bool{},
 		uprobeMulti: features.HaveBPFLinkUprobeMulti() == nil}
+	f = t.loaded
 	if t.names, err = readKernelNames(spec); err != nil {
 		return nil, err
 	}
@@ -118,7 +130,7 @@ func Open(f Families, emit Emit) (*Tracer, error) {
 		}
 		return nil, fmt.Errorf("loading BPF programs: %w", err)
 	}
-	if err := t.attachHooks(spec); err != nil {
+	if err := t.attachHooks(t.families, true); err != nil {
 		t.Close()
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // all families at once and each on its own (the others stubbed out).
 func TestOpenAttachesEverything(t *testing.T) {
 	testenv.NeedRoot(t)
-	for _, f := range []Families{All | Buffers | USDT | MySQLWire, Wire, USDT, FS, Block, Sched, Buffers, MySQLWire} {
+	for _, f := range []Families{All | Buffers | USDT | MySQLWire, PGWire, USDT, FS, Block, Sched, Buffers, MySQLWire} {
 		tr, err := Open(f, EmitAll)
 		if err != nil {
 			t.Fatalf("%v: %v", f.Names(), err)

@@ -23,9 +23,9 @@ import (
 type Families uint
 
 const (
-	// Wire takes query boundaries and text from the client protocol on the
+	// PGWire takes query boundaries and text from the client protocol on the
 	// backend's socket (tracepoints, no trap, simple and extended protocol).
-	Wire Families = 1 << iota
+	PGWire Families = 1 << iota
 	// USDT takes them from PostgreSQL's query__start/done probes instead
 	// (a uprobe trap each, simple protocol only, encrypted connections too).
 	USDT
@@ -40,8 +40,8 @@ const (
 	// the daemon's work is charged to the query it serves).
 	Fuse
 	// MySQLWire takes query boundaries and text from MySQL's client/server
-	// protocol on a MySQL or MariaDB server's connections, as Wire does
-	// from PostgreSQL's; on when such a server is traced with Wire.
+	// protocol on a MySQL or MariaDB server's connections, as PGWire does
+	// from PostgreSQL's; on when such a server is traced with PGWire.
 	MySQLWire
 )
 
@@ -52,7 +52,7 @@ var families = []struct {
 	f            Families
 	name, prefix string
 }{
-	{Wire, "wire", "wire_"}, {USDT, "usdt", "usdt_"}, {FS, "fs", "fs_"}, {Block, "block", "blk_"},
+	{PGWire, "wire", "pgwire_"}, {USDT, "usdt", "usdt_"}, {FS, "fs", "fs_"}, {Block, "block", "blk_"},
 	{Sched, "sched", "sched_"}, {Buffers, "buffers", "buffers_"}, {Fuse, "fuse", "fuse_"},
 	{MySQLWire, "mysql-wire", "mysql_"},
 }
@@ -68,11 +68,11 @@ var core = []string{"proc_", "lock_", "aio_", "selftest_"}
 // on each, and about 450 ns on each read or write, where the perf
 // tracepoint runs), which costs a busy database more than everything else
 // together apart from the query probes themselves.
-const Default = Wire | Block | Sched
+const Default = PGWire | Block | Sched
 
 // All is every family but the costly Buffers (and USDT, the other source
-// of what Wire gives).
-const All = Wire | FS | Block | Sched
+// of what PGWire gives).
+const All = PGWire | FS | Block | Sched
 
 // familyOf names the family a program belongs to: 0 for core.
 func familyOf(prog string) (Families, error) {

@@ -45,7 +45,7 @@ func TestFamiliesNames(t *testing.T) {
 		prog string
 		want bool
 	}{
-		{Default, "wire_recv", true}, {Default, "fs_exit_read", false}, {Default, "proc_fork", true},
+		{Default, "pgwire_recv", true}, {Default, "fs_exit_read", false}, {Default, "proc_fork", true},
 		{Default, "lock_wait_start", true}, {FS, "fs_ra_sync", true}, {USDT, "usdt_query_start", true},
 		{Default, "buffers_read_done", false}, {0, "selftest_log2_slot", true}, {All, "no_such_program", false},
 	} {

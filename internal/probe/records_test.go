@@ -48,7 +48,7 @@ func TestTrackedProcessRecords(t *testing.T) {
 	testenv.NeedRoot(t)
 	runtime.LockOSThread() // one thread: the backend's, whose first socket read is its client's
 	defer runtime.UnlockOSThread()
-	tr, err := Open(Wire|Sched, EmitAll)
+	tr, err := Open(PGWire|Sched, EmitAll)
 	if err != nil {
 		t.Fatal(err)
 	}

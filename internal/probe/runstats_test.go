@@ -14,7 +14,7 @@ func TestSampleStatsCountsOurPrograms(t *testing.T) {
 	testenv.NeedRoot(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	tr, err := Open(Wire, EmitNone)
+	tr, err := Open(PGWire, EmitNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestSampleStatsCountsOurPrograms(t *testing.T) {
 	}
 	// Each trip reads twice and sends twice, in this process; other
 	// processes' socket calls run the programs too.
-	if runs["wire_recv"] < 2*trips || runs["wire_send"] < 2*trips || secs <= 0 {
-		t.Errorf("in %.3fs counted %v, want at least %d runs of wire_recv and wire_send", secs, runs, 2*trips)
+	if runs["pgwire_recv"] < 2*trips || runs["pgwire_send"] < 2*trips || secs <= 0 {
+		t.Errorf("in %.3fs counted %v, want at least %d runs of pgwire_recv and pgwire_send", secs, runs, 2*trips)
 	}
 }

@@ -3,11 +3,11 @@ package probe
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // ProcInfo is what the kernel side knows of a traced process, and its
@@ -27,63 +27,59 @@ type ProcInfo struct {
 	// TLSProbed says its TLS library's reads and writes are probed
 	// (AttachTLS): its TLS connections are read in plaintext.
 	TLSProbed bool
-	// Engine says it is a storage engine serving the instance from user
-	// space (a FUSE daemon): its I/O is the layer under the database's.
-	Engine bool
-	// MySQL says it is a MySQL or MariaDB server: any of its threads may
-	// serve a connection in MySQL's protocol (the MySQLWire family).
-	MySQL bool
+	// Kind says what the process is: a PostgreSQL server's, a MySQL or
+	// MariaDB server (any of its threads may serve a connection in
+	// MySQL's protocol: the MySQLWire family), or a storage engine serving
+	// the instance from user space (a FUSE daemon: its I/O is the layer
+	// under the database's).
+	Kind ProcKind
 }
+
+// ProcKind is what a traced process is (enum proc_kind).
+type ProcKind uint32
+
+const (
+	PostgreSQL    = ProcKind(dbiolatProcKindPROC_POSTGRES)
+	MySQL         = ProcKind(dbiolatProcKindPROC_MYSQL)
+	StorageEngine = ProcKind(dbiolatProcKindPROC_STORAGE)
+)
 
 // Track makes the kernel side trace process tgid (its threads, and every
 // child it forks from now on) as part of an instance; client says it
-// serves a PostgreSQL client connection, whose protocol the Wire family
-// reads (a MySQL server's threads are told by p.MySQL). A
+// serves a PostgreSQL client connection, whose protocol the PGWire family
+// reads (a MySQL server's threads are told by p.Kind). A
 // process that exits meanwhile is skipped.
 func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	info := dbiolatProcInfo{Instance: uint32(p.Instance), WaitEventPtr: p.WaitEventPtr, AioWaitEvent: p.AIOWaitEvent,
-		Version: uint32(p.Version)}
+		Version: uint32(p.Version), Kind: uint32(p.Kind)}
 	if p.TLSProbed {
 		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)
-	}
-	if p.Engine {
-		info.Flags |= uint32(dbiolatProcFlagPROC_ENGINE)
-	}
-	if p.MySQL {
-		info.Flags |= uint32(dbiolatProcFlagPROC_MYSQL)
 	}
 	if err := t.objs.Procs.Update(uint32(tgid), info, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("tracking pid %d: %w", tgid, err)
 	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", tgid))
+	tasks, err := procfs.Tasks(tgid)
 	if err != nil { // gone already: its exit will not remove the entry
 		t.objs.Procs.Delete(uint32(tgid))
 		return nil
 	}
-	for _, task := range tasks {
-		tid, err := strconv.ParseUint(task.Name(), 10, 32)
-		if err != nil {
-			continue
-		}
+	for _, tid := range tasks {
 		ts := dbiolatThreadState{Tgid: uint32(tgid), Unit: uint32(tgid)}
-		if p.MySQL { // a server's threads each have a role: each is a unit (as proc_fork makes them)
+		if p.Kind == MySQL { // a server's threads each have a role: each is a unit (as proc_fork makes them)
 			ts.Unit = uint32(tid)
 		}
-		if p.Engine { // as proc_fork marks its later threads
+		if p.Kind == StorageEngine { // as proc_fork marks its later threads
 			ts.Engine, ts.TitleSeen = 1, 1
 		}
 		err = t.objs.Threads.Update(uint32(tid), ts, ebpf.UpdateNoExist)
 		if err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
-		var tl dbiolatTaskLocal
-		switch {
-		case p.MySQL:
-			tl.Wire.State = uint8(dbiolatWireStateWIRE_MYSQL)
-		case client:
+		tl := dbiolatTaskLocal{Kind: uint32(p.Kind)}
+		if client && p.Kind != MySQL {
 			tl.Wire.State = uint8(dbiolatWireStateWIRE_ATTACHED)
 		}
-		if err := t.setTaskLocal(int(tid), tl); err != nil {
+		if err := t.setTaskLocal(tid, tl); err != nil {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
 	}

@@ -63,7 +63,7 @@ func runLoad(t *testing.T, n, batch int, drain bool) (delivered, queries uint64,
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s, err := OpenProcesses(probe.Wire|probe.Sched, probe.EmitAll)
+	s, err := OpenProcesses(probe.PGWire|probe.Sched, probe.EmitAll)
 	if err != nil {
 		t.Fatal(err)
 	}

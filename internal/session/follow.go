@@ -7,90 +7,98 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/container"
 	"github.com/dbiolat/dbiolat/internal/model"
-	"github.com/dbiolat/dbiolat/internal/postgres"
 )
 
-// An instance can restart under a trace: an operator's restart, a crash
-// and recovery, a package upgrade that replaced the server binary. Its
-// data directory stays; its postmaster PID, and perhaps the binary, are
-// new. And when no instance was named, a new one can start. Poll looks
-// every followEvery and attaches to the new postmasters.
+// A server can restart under a trace: an operator's restart, a crash and
+// recovery, a package upgrade that replaced the server binary, a pod
+// restarted. Its data directory stays; its main process, and perhaps the
+// binary, are new. And when no server was named, a new one can start.
+// Poll looks every followEvery, for every engine alike.
 const followEvery = time.Second
 
-// follow re-attaches to the instances that restarted and, when tracing
-// every instance of the host, attaches to those that started.
+// follow re-attaches to the servers that restarted and, when tracing
+// every server of the host, attaches to those that started.
 func (s *Session) follow() {
 	if time.Since(s.followed) < followEvery {
 		return
 	}
 	s.followed = time.Now()
-	s.restarted()
+	found := map[*engine][]server{} // each engine's servers, looked for once a call if needed
+	running := func(e *engine) []server {
+		if _, ok := found[e]; !ok {
+			found[e], _ = e.discover()
+			if found[e] == nil {
+				found[e] = []server{}
+			}
+		}
+		return found[e]
+	}
+	s.restarted(running)
 	if s.cfg.PID == 0 && s.cfg.PGData == "" {
-		s.started()
+		for _, e := range engines {
+			s.started(running(e))
+		}
 	}
 }
 
-// started attaches to instances that started since the last look: a
-// postmaster of no traced server (ServerName: its data directory and
+// started attaches to servers that started since the last look: a main
+// process of no server traced (by name: its data directory and
 // container). One back from a restart is restarted's.
-func (s *Session) started() {
-	found, err := postgres.Discover()
-	if err != nil {
-		return
-	}
-	for _, in := range found {
-		name := s.nameOf(in)
-		if slices.ContainsFunc(s.Instances, func(known postgres.Instance) bool {
-			return known.PID == in.PID || s.nameOf(known) == name
-		}) {
+func (s *Session) started(found []server) {
+	for _, sv := range found {
+		m := sv.about()
+		if s.servers[m.PID] != nil || s.refused[m.PID] {
 			continue
 		}
-		if err := s.attach(in); err != nil {
+		name := nameOf(sv)
+		if slices.ContainsFunc(s.current, func(t *traced) bool { return t.describe().Name == name }) {
+			continue
+		}
+		if _, err := sv.engine().protocol(s.cfg.Families); err != nil {
+			s.refused[m.PID] = true
+			s.warn(fmt.Sprintf("%s pid %d (%s) has started; not traced: %v", m.Kind, m.PID, name, err))
+			continue
+		}
+		t, err := s.attach(sv)
+		if err != nil {
 			continue // still starting: try next time
 		}
-		s.Instances = append(s.Instances, in)
-		s.warn(fmt.Sprintf("PostgreSQL pid %d (%s) has started: tracing it", in.PID, name))
+		s.current = append(s.current, t)
+		s.warn(fmt.Sprintf("%s pid %d (%s) has started: tracing it", m.Kind, m.PID, name))
 	}
 }
 
-// restarted re-attaches to the instances that restarted: the same server
-// (ServerName) under a new postmaster. It is found by discovery, not by
+// restarted re-attaches to the servers that restarted: the same server
+// (by name) under a new main process. It is found by discovery, not by
 // its data directory's path: the host may not see that path (a
 // container's), or see another server's there.
-func (s *Session) restarted() {
-	var found []postgres.Instance // looked for once a call, if one is gone
-	for i, in := range s.Instances {
-		if now, err := postgres.ByPID(in.PID); err == nil && now.DataDir == in.DataDir {
-			continue // still the same postmaster
+func (s *Session) restarted(running func(*engine) []server) {
+	for i, t := range s.current {
+		m := t.describe()
+		if now, ok := startOf(m.PID); ok && now == t.started {
+			continue // still the same process
 		}
-		name := s.nameOf(in)
-		if !s.gone[in.PID] {
-			s.gone[in.PID] = true
-			s.warn(fmt.Sprintf("PostgreSQL pid %d (%s) has exited: waiting for it to come back", in.PID, name))
+		if !t.gone {
+			t.gone = true
+			s.warn(fmt.Sprintf("%s pid %d (%s) has exited: waiting for it to come back", m.Kind, m.PID, m.Name))
 		}
-		if found == nil {
-			found, _ = postgres.Discover()
-		}
-		j := slices.IndexFunc(found, func(f postgres.Instance) bool { return f.PID != in.PID && s.nameOf(f) == name })
+		j := slices.IndexFunc(running(t.engine()), func(sv server) bool { return sv.about().PID != m.PID && nameOf(sv) == m.Name })
 		if j < 0 {
 			continue // not back yet
 		}
-		next := found[j]
-		if err := s.attach(next); err != nil {
+		next := running(t.engine())[j]
+		nt, err := s.attach(next)
+		if err != nil {
 			continue // still starting, or going again: try next time
 		}
-		delete(s.gone, in.PID)
-		s.Instances[i] = next
-		s.warn(fmt.Sprintf("PostgreSQL on %s is back as pid %d: tracing it", name, next.PID))
+		s.current[i] = nt
+		s.warn(fmt.Sprintf("%s on %s is back as pid %d: tracing it", m.Kind, m.Name, next.about().PID))
 	}
 }
 
-// nameOf is an instance's model.ServerName.
-func (s *Session) nameOf(in postgres.Instance) string {
-	c, known := s.containers[in.PID]
-	if _, attached := s.instances[in.PID]; !attached && !known {
-		found, _ := container.Of(in.PID)
-		c = &found
-	}
-	return model.ServerName(in.DataDir, c)
+// nameOf is a server's model.ServerName, before it is attached.
+func nameOf(sv server) string {
+	m := sv.about()
+	c, _ := container.Of(m.PID)
+	return model.ServerName(m.DataDir, &c)
 }

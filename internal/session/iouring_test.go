@@ -36,7 +36,7 @@ func TestIOUringWorkerReadIsTheQuerys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s, err := OpenProcesses(probe.Wire|probe.Block|probe.Sched, probe.EmitAll)
+	s, err := OpenProcesses(probe.PGWire|probe.Block|probe.Sched, probe.EmitAll)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,110 +1,181 @@
 package session
 
 import (
+	"debug/elf"
+	"maps"
+	"slices"
+	"strings"
+
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/elfvar"
+
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysql"
-	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/sqlnorm"
 )
 
-// MySQL and MariaDB servers: traced with the same families as PostgreSQL,
-// their queries taken from MySQL's protocol (probe.MySQLWire), their
-// records read with internal/mysql.
+// MySQL and MariaDB: one process whose threads each have a role (told
+// from their stacks, internal/mysql); queries from MySQL's protocol
+// (probe.MySQLWire), per connection; waits bracketed by thd_wait_begin.
+
+var mysqlEngine = engine{
+	name: "MySQL or MariaDB",
+	protocol: func(f probe.Families) (probe.Families, error) {
+		if f&(probe.USDT|probe.Buffers) != 0 {
+			return 0, errors.New("MySQL and MariaDB have no USDT probes: leave out --usdt and --buffers for them (point at a PostgreSQL with --pid or --pgdata)")
+		}
+		return probe.MySQLWire, nil
+	},
+	discover: func() ([]server, error) {
+		ins, err := mysql.Discover()
+		out := make([]server, len(ins))
+		for i, in := range ins {
+			out[i] = newMySQLServer(in)
+		}
+		return out, err
+	},
+	byPID:     func(pid int) (server, error) { return mysqlServerOf(mysql.ByPID(pid)) },
+	byDataDir: func(dir string) (server, error) { return mysqlServerOf(mysql.ByDataDir(dir)) },
+	waitName: func(_ int, event uint32) (string, bool) {
+		return mysql.WaitName(byte(event)), event&0xff000000 == probe.WaitClassMySQL
+	},
+}
 
 // The roles of a MySQL server's process (and main thread) and of the
 // threads running its queries; its other threads' are mysql.ThreadRole's.
 const (
-	MySQLServerRole postgres.Role = mysql.RoleServer
-	MySQLConnRole   postgres.Role = mysql.RoleConnection
+	mysqlServerRole model.Role = mysql.RoleServer
+	mysqlConnRole   model.Role = mysql.RoleConnection
 )
 
-// myConn is what a MySQL connection's records taught: who connected to
-// which database, and the statements it prepared.
-type myConn struct {
-	user, database string
-	statements     mysql.Statements
-	last           time.Time // its last record (forgetConns)
+// mysqlServer is a MySQL or MariaDB server traced.
+type mysqlServer struct {
+	mysql.Instance
+	threads *mysql.Threads        // tells its threads' roles; nil: they cannot be told
+	conns   map[uint64]*mysqlConn // its connections by the kernel's key for them
 }
 
-// attachMySQL traces a MySQL server: any of its threads may run a
-// connection's commands; the waits it brackets are named and boxed; its
-// TLS connections are read in plaintext at the OpenSSL it maps; each
-// thread's I/O is kept apart, under its role.
-func (s *Session) attachMySQL(in mysql.Instance) error {
-	s.mysqls[in.PID] = in
-	s.learnContainer(in.PID)
-	s.procs[uint32(in.PID)] = postgres.Process{Role: MySQLServerRole}
-	err := s.tracer.AttachWaits(in.Binary, probe.WaitFunctions{Begin: mysql.WaitBegin, End: mysql.WaitEnd})
+// mysqlConn is what a connection's records taught: who connected to
+// which database, and the statements it prepared.
+type mysqlConn struct {
+	user, database string
+	statements     mysql.Statements
+	last           time.Time // its last record (tick forgets idle ones)
+}
+
+func newMySQLServer(in mysql.Instance) *mysqlServer {
+	return &mysqlServer{Instance: in, conns: map[uint64]*mysqlConn{}}
+}
+
+func mysqlServerOf(in mysql.Instance, err error) (server, error) {
 	if err != nil {
-		s.warn(fmt.Sprintf("%s: its waits cannot be named (%v): lock waits count as other waits", in, err))
+		return nil, err
 	}
-	if t, err := mysql.NewThreads(in); err == nil {
-		s.myThreads[in.PID] = t
-	} else {
-		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", in, err))
+	return newMySQLServer(in), nil
+}
+
+func (m *mysqlServer) engine() *engine { return &mysqlEngine }
+
+func (m *mysqlServer) about() model.Server {
+	return model.Server{Kind: m.Flavor, Version: m.Version, PID: m.PID, DataDir: m.DataDir, Port: m.Port}
+}
+
+func (m *mysqlServer) waitName(event uint32) string { return mysql.WaitName(byte(event)) }
+
+// unit: each thread of the server is a unit of its own, with its role.
+func (m *mysqlServer) unit(unit uint32) (pid, tid int) {
+	if int(unit) == m.PID {
+		return m.PID, 0
 	}
-	info := probe.ProcInfo{Instance: in.PID, MySQL: true, Version: in.Major}
-	if s.cfg.Families&probe.MySQLWire != 0 { // MySQL's protocol programs read the plaintext
-		info.TLSProbed = s.attachOpenSSL(in.PID, in.String(), s.tracer.AttachMySQLTLS)
+	return m.PID, int(unit)
+}
+
+// attach traces the server: any of its threads may run a connection's
+// commands; the waits it brackets are named and boxed; its TLS
+// connections are read in plaintext at the OpenSSL it maps; each
+// thread's I/O is kept apart, under its role.
+func (m *mysqlServer) attach(s *Session, _ *traced) error {
+	s.procs[uint32(m.PID)] = proc{role: mysqlServerRole}
+	err := s.tracer.AttachWaits(m.Binary, probe.WaitFunctions{Begin: mysql.WaitBegin, End: mysql.WaitEnd})
+	if err != nil {
+		s.warn(fmt.Sprintf("%s: its waits cannot be named (%v): lock waits count as other waits", m, err))
 	}
-	err = s.tracer.Track(in.PID, info, false)
-	s.learnThreads()
+	if m.threads, err = mysql.NewThreads(m.Instance); err != nil {
+		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", m, err))
+	}
+	info := probe.ProcInfo{Instance: m.PID, Kind: probe.MySQL, Version: m.Major}
+	info.TLSProbed = s.attachOpenSSL(m.PID, m.String(), s.tracer.AttachMySQLTLS) // MySQL's protocol programs read the plaintext
+	err = s.tracer.Track(m.PID, info, false)
+	m.learnThreads(s)
 	return err
 }
 
-// learnThreads tells the roles of the servers' threads not known yet: a
-// thread's stack is read while it waits, and a short-lived thread is
-// gone by the time its record is read. Poll calls it every second.
-func (s *Session) learnThreads() {
-	for pid, t := range s.myThreads {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			continue
-		}
-		for _, task := range tasks {
-			tid, err := strconv.ParseUint(task.Name(), 10, 32)
-			if p, known := s.procs[uint32(tid)]; err != nil || (known && p.Role != postgres.Unknown && p.Role != postgres.Postmaster) {
-				continue // Postmaster: what describe says of a command line that is not a PostgreSQL title
-			}
-			if role, ok := t.ThreadRole(int(tid)); ok {
-				s.procs[uint32(tid)] = postgres.Process{Role: postgres.Role(role)}
-			}
+// role: a thread's stack tells it while the thread waits.
+func (m *mysqlServer) role(_ *Session, tid uint32) (proc, bool) {
+	if m.threads == nil {
+		return proc{}, false
+	}
+	role, ok := m.threads.ThreadRole(int(tid))
+	return proc{role: model.Role(role)}, ok
+}
+
+// tick learns the roles of new threads and forgets idle connections.
+func (m *mysqlServer) tick(s *Session, now time.Time) {
+	m.learnThreads(s)
+	// A connection that ends without COM_QUIT (its client was killed) is
+	// not seen to end: one silent for an hour is forgotten, so that
+	// churn does not grow the map.
+	for key, c := range m.conns {
+		if now.Sub(c.last) > time.Hour {
+			delete(m.conns, key)
 		}
 	}
 }
 
-// mysqlThread is the role of a MySQL server's thread, if tid is one and
-// its role can be told now.
-func (s *Session) mysqlThread(tid uint32) (postgres.Process, bool) {
-	for _, t := range s.myThreads {
-		if role, ok := t.ThreadRole(int(tid)); ok {
-			return postgres.Process{Role: postgres.Role(role)}, true
+// learnThreads tells the roles of the server's threads not known yet: a
+// thread's stack is read while it waits, and a short-lived thread is
+// gone by the time its record is read.
+func (m *mysqlServer) learnThreads(s *Session) {
+	if m.threads == nil {
+		return
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", m.PID))
+	if err != nil {
+		return
+	}
+	for _, task := range tasks {
+		tid, err := strconv.ParseUint(task.Name(), 10, 32)
+		if p, known := s.procs[uint32(tid)]; err != nil || (known && p.role != model.RoleUnknown) {
+			continue
+		}
+		if role, ok := m.threads.ThreadRole(int(tid)); ok {
+			s.procs[uint32(tid)] = proc{role: model.Role(role)}
 		}
 	}
-	return postgres.Process{}, false
 }
 
 // conn is the state of a connection (the kernel's connection key).
-func (s *Session) conn(key uint64) *myConn {
-	c := s.myConns[key]
+func (m *mysqlServer) conn(key uint64) *mysqlConn {
+	c := m.conns[key]
 	if c == nil {
-		c = &myConn{statements: mysql.NewStatements()}
-		s.myConns[key] = c
+		c = &mysqlConn{statements: mysql.NewStatements()}
+		m.conns[key] = c
 	}
 	c.last = time.Now()
 	return c
 }
 
-// mysqlQuery turns a MySQL record into a model.Query; nil for a record
+// query reads the command out of a record, with the statement texts and
+// the user each connection's earlier records taught; nil for a record
 // that only teaches (a handshake, a COM_STMT_PREPARE, a COM_INIT_DB).
-func (s *Session) mysqlQuery(e *probe.QueryEvent, text []byte) *model.Query {
-	c := s.conn(e.Conn)
+func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte) *model.Query {
+	c := m.conn(e.Conn)
 	truncated := e.TextTruncated != 0
 	cmd, ok := mysql.ParseCommand(text)
 	switch {
@@ -116,7 +187,7 @@ func (s *Session) mysqlQuery(e *probe.QueryEvent, text []byte) *model.Query {
 		}
 		return nil
 	case cmd.Code == mysql.ComQuit:
-		delete(s.myConns, e.Conn)
+		delete(m.conns, e.Conn)
 		return nil
 	case cmd.Code == mysql.ComInitDB:
 		c.database = cmd.Text
@@ -132,40 +203,71 @@ func (s *Session) mysqlQuery(e *probe.QueryEvent, text []byte) *model.Query {
 	if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
 		return nil
 	}
-	in := s.mysqls[int(e.Instance)]
-	q := s.accounted(e)
-	q.DataDir, q.Port = in.DataDir, in.Port
-	q.Role, q.Database, q.User = string(MySQLConnRole), c.database, c.user
+	q := s.accounted(t, e)
+	q.Role, q.Database, q.User = string(mysqlConnRole), c.database, c.user
 	q.TID = int(e.Pid)
-	s.procs[e.Pid] = postgres.Process{Role: MySQLConnRole} // a thread pool's worker is known by its work
-	if e.Conn <= 0xffffffff {                              // else the socket's address: a connection older than the trace
+	s.procs[e.Pid] = proc{role: mysqlConnRole} // a thread pool's worker is known by its work
+	if e.Conn <= 0xffffffff {                  // else the socket's address: a connection older than the trace
 		q.ConnectionID = uint32(e.Conn)
 	}
 	s.statement(q, []byte(stmt), truncated, sqlnorm.MySQL)
 	return q
 }
 
-// forgetConns drops connections that sent nothing for an hour: one that
-// ends without COM_QUIT (its client was killed) is not seen to end, and
-// churn must not grow the map.
-func (s *Session) forgetConns(now time.Time) {
-	for key, c := range s.myConns {
-		if now.Sub(c.last) > time.Hour {
-			delete(s.myConns, key)
+// check says what a trace of the server will see, by what its binary and
+// libraries export and what its threads' stacks tell.
+func (m *mysqlServer) check() ServerCheck {
+	in := m.Instance
+	exe, _ := os.Readlink(in.Binary)
+	c := ServerCheck{Name: fmt.Sprintf("%s server pid %d (data %s, binary %s)", in.Flavor, in.PID, in.DataDir, exe)}
+	var says []string
+	says = append(says, "queries from MySQL's client protocol, prepared statements too")
+	if exports(in.Binary, mysql.WaitBegin, mysql.WaitEnd) {
+		says = append(says, "waits named by thd_wait_begin (row, metadata, table locks: lock; disk I/O: I/O wait)")
+	} else {
+		says = append(says, "no thd_wait_begin: lock waits count as other waits")
+	}
+	if lib, _ := elfvar.Library(in.PID, probe.OpenSSL.Library); lib != "" && exports(lib, probe.OpenSSL.Read, probe.OpenSSL.Write) {
+		says = append(says, "TLS connections read at "+lib)
+	} else {
+		says = append(says, "no OpenSSL to probe: TLS connections are counted, not traced")
+	}
+	roles := map[string]int{}
+	if t, err := mysql.NewThreads(in); err == nil {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", in.PID))
+		for _, task := range tasks {
+			if tid, err := strconv.Atoi(task.Name()); err == nil {
+				if role, ok := t.ThreadRole(tid); ok {
+					roles[role]++
+				}
+			}
 		}
 	}
+	if len(roles) == 0 {
+		says = append(says, "its threads' roles cannot be told: their I/O shows as the server's")
+	} else {
+		var rs []string
+		for _, r := range slices.Sorted(maps.Keys(roles)) {
+			rs = append(rs, fmt.Sprintf("%s %d", r, roles[r]))
+		}
+		says = append(says, "threads by role: "+strings.Join(rs, ", "))
+	}
+	c.Info = strings.Join(says, "; ")
+	return c
 }
 
-// mysqlInstances finds the MySQL servers a trace attaches to, as
-// Instances finds PostgreSQL's.
-func mysqlInstances(pid int, dir string) ([]mysql.Instance, error) {
-	switch {
-	case pid != 0:
-		in, err := mysql.ByPID(pid)
-		return []mysql.Instance{in}, err
-	case dir != "":
-		in, err := mysql.ByDataDir(dir)
-		return []mysql.Instance{in}, err
+// exports says the ELF file defines every function named.
+func exports(file string, names ...string) bool {
+	f, err := elf.Open(file)
+	if err != nil {
+		return false
 	}
-	return mysql.Discover()
+	defer f.Close()
+	syms, _ := f.DynamicSymbols()
+	for _, name := range names {
+		if !slices.ContainsFunc(syms, func(s elf.Symbol) bool { return s.Name == name && s.Value != 0 }) {
+			return false
+		}
+	}
+	return true
 }

@@ -152,9 +152,9 @@ func (s *Session) later(cur totals) map[uint32]bool {
 // by them, its server and database.
 func (s *Session) who(unit uint32) rateKey {
 	p := s.describe(unit)
-	k := rateKey{role: string(p.Role)}
+	k := rateKey{role: string(p.role)}
 	if s.cfg.RatesByServer {
-		k.server, k.database = s.server(s.owner(unit)).Name, p.Database
+		k.server, k.database = s.server(s.owner(unit)).Name, p.database
 	}
 	return k
 }
@@ -168,8 +168,9 @@ func (s *Session) owner(unit uint32) int {
 		s.owners[unit] = pid
 		return pid
 	}
-	for pid, t := range s.myThreads { // a MySQL server's thread
-		if _, ok := t.ThreadRole(int(unit)); ok {
+	for _, t := range s.current { // a thread of a server whose threads are units (MySQL's)
+		pid := t.about().PID
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", pid, unit)); err == nil {
 			s.owners[unit] = pid
 			return pid
 		}

@@ -1,17 +1,13 @@
 package session
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"hash/fnv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/dbiolat/dbiolat/internal/model"
-	"github.com/dbiolat/dbiolat/internal/mysql"
-	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/sqlnorm"
 	"golang.org/x/sys/unix"
@@ -20,8 +16,8 @@ import (
 // From the kernel's records to the model's: queries and processes, named
 // and timed on the wall clock.
 
-// waits names a query's time asleep by wait event.
-func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
+// waits names a query's time asleep by wait event, as its server does.
+func (s *Session) waits(t *traced, e *probe.QueryEvent) map[string]uint64 {
 	var out map[string]uint64
 	for _, w := range e.Waits {
 		if w.Event == 0 {
@@ -29,7 +25,7 @@ func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
 		}
 		name := model.OtherWaitEvents
 		if w.Event != probe.WaitEventsOther {
-			name = waitName(s.instances[int(e.Instance)].Version, w.Event)
+			name = t.waitName(w.Event)
 		}
 		if out == nil {
 			out = map[string]uint64{}
@@ -39,28 +35,16 @@ func (s *Session) waits(e *probe.QueryEvent) map[string]uint64 {
 	return out
 }
 
-// waitName names a wait event as its database does: MySQL's thd_wait
-// types by their class, PostgreSQL's by the server's major version.
-func waitName(version int, event uint32) string {
-	if event&0xff000000 == probe.WaitClassMySQL {
-		return mysql.WaitName(byte(event))
-	}
-	return postgres.WaitEvent(event).Name(version)
-}
-
-// describe caches what a process is; a process that is gone keeps the
-// role its queries imply.
-func (s *Session) describe(pid uint32) postgres.Process {
-	// A postmaster's child shows the postmaster's title until it sets its
-	// own: read again, unless it is a server's postmaster indeed.
-	if p, ok := s.procs[pid]; ok && (p.Role != postgres.Postmaster || s.instances[int(pid)].PID != 0) {
+// describe caches what a process or thread is, as its server tells; one
+// that is gone keeps the role its queries imply.
+func (s *Session) describe(pid uint32) proc {
+	if p, ok := s.procs[pid]; ok && !p.again {
 		return p
 	}
-	p, ok := s.mysqlThread(pid)
-	if !ok {
-		var err error
-		if p, err = postgres.Describe(int(pid)); err != nil {
-			p = postgres.Process{Role: postgres.Unknown}
+	p := proc{role: model.RoleUnknown}
+	if t := s.servers[s.owner(pid)]; t != nil {
+		if r, ok := t.role(s, pid); ok {
+			p = r
 		}
 	}
 	s.procs[pid] = p
@@ -88,8 +72,8 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 			return err
 		}
 		for pid, server := range pids {
-			s.describe(pid)
 			s.owners[pid] = server
+			s.describe(pid)
 		}
 	}
 	if err := s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
@@ -110,7 +94,9 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	})
 	if time.Since(s.folded) >= time.Second {
 		s.folded = time.Now()
-		s.learnThreads()
+		for _, t := range s.current {
+			t.tick(s, now)
+		}
 		err = cmp.Or(err, s.foldExited())
 	}
 	// Forget exited processes a while after their exit (a late record
@@ -124,7 +110,6 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 			delete(s.pipelines, pid)
 		}
 	}
-	s.forgetConns(now)
 	return err
 }
 
@@ -135,21 +120,25 @@ func (s *Session) process(r *probe.ProcRun) *model.Process {
 		user = uint64(float64(r.CpuNs) * float64(r.UtimeNs) / float64(t))
 		sys = r.CpuNs - user
 	}
-	in := s.instances[int(r.Instance)]
-	pid, tid := int(r.Pid), 0
-	if my, ok := s.mysqls[int(r.Instance)]; ok { // a MySQL server's thread (or the server)
-		in.DataDir, in.Port = my.DataDir, my.Port
-		if pid != my.PID {
-			pid, tid = my.PID, pid
-		}
-	}
+	t := s.tracedOf(r.Instance)
+	m := t.about()
+	pid, tid := t.unit(r.Pid)
 	return &model.Process{
 		Type: "process", TS: time.Unix(0, int64(r.StartNs)+int64(s.wallOff)),
-		PID: pid, TID: tid, Instance: int(r.Instance), Container: s.containers[int(r.Instance)], DataDir: in.DataDir, Port: in.Port,
-		Role: string(p.Role), Database: p.Database, User: p.User,
+		PID: pid, TID: tid, Instance: int(r.Instance), Container: t.container, DataDir: m.DataDir, Port: m.Port,
+		Role: string(p.role), Database: p.database, User: p.user,
 		ElapsedNs: r.EndNs - r.StartNs, CPUNs: r.CpuNs, CPUUserNs: user, CPUSysNs: sys, RunqNs: r.RunqNs,
 		FSTotals: fsTotals(&r.Fs),
 	}
+}
+
+// tracedOf is the server a record names (its instance); for a process
+// traced on its own (Track), s.untraced.
+func (s *Session) tracedOf(instance uint32) *traced {
+	if t := s.servers[int(instance)]; t != nil {
+		return t
+	}
+	return s.untraced
 }
 
 // fsTotals turns the kernel's per-operation counters into the model's.
@@ -164,40 +153,12 @@ func fsTotals(fs *[probe.FSAccts]probe.IOAcct) model.FSTotals {
 	}
 }
 
-// query turns a record into a model.Query; nil for a record sent only to
-// teach what later records need (a prepared statement's text, a
-// connection's user).
+// query turns a record into a model.Query, as the server it names reads
+// it; nil for a record sent only to teach what later records need (a
+// prepared statement's text, a connection's user).
 func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
-	if e.TextKind == uint8(probe.TextMySQL) {
-		return s.mysqlQuery(e, text)
-	}
-	truncated := e.TextTruncated != 0
-	if e.TextKind == uint8(probe.TextPGWire) {
-		rt := s.statements.roundTrip(e.Tgid, text)
-		p := s.pipelines.learn(e.Tgid, int(e.TextFirst), rt.Statements)
-		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
-			return nil
-		}
-		text, truncated = []byte(p.textOf(int(e.FirstStatement), int(e.Statements), rt.Query)), truncated || rt.Cut
-	}
-	p := s.describe(e.Tgid)
-	if p.Role == postgres.Postmaster || p.Role == postgres.Unknown {
-		// Gone before /proc could be read: the record carries the title.
-		title := unsafe.Slice((*byte)(unsafe.Pointer(&e.Title[0])), len(e.Title))
-		if n := bytes.IndexByte(title, 0); n >= 0 {
-			title = title[:n]
-		}
-		if p = postgres.ParseTitle(string(title)); p.Role != postgres.ClientBackend {
-			p = postgres.Process{Role: postgres.ClientBackend} // only backends run queries
-		}
-		s.procs[e.Tgid] = p
-	}
-	in := s.instances[int(e.Instance)]
-	q := s.accounted(e)
-	q.DataDir, q.Port = in.DataDir, in.Port
-	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(p.Role), p.Database, p.User, p.ClientAddr, p.ClientPort
-	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
-	return q
+	t := s.tracedOf(e.Instance)
+	return t.query(s, t, e, text)
 }
 
 // statement sets a query's text, normalized in the server's dialect
@@ -218,14 +179,17 @@ func (s *Session) statement(q *model.Query, text []byte, truncated bool, d sqlno
 }
 
 // accounted is what a query record measured, whichever the database.
-func (s *Session) accounted(e *probe.QueryEvent) *model.Query {
+func (s *Session) accounted(t *traced, e *probe.QueryEvent) *model.Query {
 	a := &e.Acct
+	m := t.about()
 	q := &model.Query{
+		DataDir:       m.DataDir,
+		Port:          m.Port,
 		Type:          "query",
 		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
 		PID:           int(e.Tgid),
 		Instance:      int(e.Instance),
-		Container:     s.containers[int(e.Instance)],
+		Container:     t.container,
 		QueryNs:       e.EndNs - e.StartNs,
 		Statements:    int(e.Statements),
 		Failed:        int(e.Failed),
@@ -259,7 +223,7 @@ func (s *Session) accounted(e *probe.QueryEvent) *model.Query {
 	for _, b := range s.boxes {
 		*b.of(q) = a.BoxNs[b.kernel]
 	}
-	q.Waits = s.waits(e)
+	q.Waits = s.waits(t, e)
 	q.UnaccountedNs = q.Unaccounted()
 	return q
 }

@@ -94,12 +94,9 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 		return nil, err
 	}
 	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops,
-		Traced: s.cfg.Families.Names()}
-	for _, in := range s.Instances {
-		sum.Instances = append(sum.Instances, in.PID)
-	}
-	for _, in := range s.MySQL {
-		sum.Instances = append(sum.Instances, in.PID)
+		Traced: s.tracer.Attached().Names()}
+	for _, t := range s.current {
+		sum.Instances = append(sum.Instances, t.about().PID)
 	}
 	if withHists {
 		if sum.Hists, err = s.Hists(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dbiolat/dbiolat/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,7 +44,7 @@ func Under(path string) ([]Engine, error) {
 	}
 	var serving, named, all []Engine
 	for _, h := range holders {
-		e := Engine{PID: h.pid, Name: comm(h.pid), Mount: m.Point, FSType: m.FSType, Source: m.Source, Conn: m.Dev}
+		e := Engine{PID: h.pid, Name: procfs.Comm(h.pid), Mount: m.Point, FSType: m.FSType, Source: m.Source, Conn: m.Dev}
 		switch {
 		case h.conn == int64(m.Dev):
 			serving = append(serving, e)
@@ -71,22 +72,18 @@ type holder struct {
 
 // fuseHolders lists the processes with /dev/fuse open.
 func fuseHolders() ([]holder, error) {
-	procs, err := os.ReadDir("/proc")
+	pids, err := procfs.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []holder
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, pid := range pids {
+		fds, _ := procfs.FDs(pid)
 		for _, fd := range fds {
 			var st unix.Stat_t
-			if unix.Stat(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()), &st) == nil &&
+			if unix.Stat(procfs.Path(pid, "fd", fd), &st) == nil &&
 				st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 10 && unix.Minor(st.Rdev) == 229 {
-				out = append(out, holder{pid, fuseConnection(pid, fd.Name())})
+				out = append(out, holder{pid, fuseConnection(pid, fd)})
 			}
 		}
 	}
@@ -95,8 +92,8 @@ func fuseHolders() ([]holder, error) {
 
 // fuseConnection reads the connection a /dev/fuse descriptor serves from
 // its fdinfo; -1 when it does not say.
-func fuseConnection(pid int, fd string) int64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd))
+func fuseConnection(pid, fd int) int64 {
+	b, _ := os.ReadFile(procfs.Path(pid, "fdinfo", fd))
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "fuse_connection:"); ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
@@ -109,19 +106,11 @@ func fuseConnection(pid int, fd string) int64 {
 
 // namesMount says whether a process's arguments name the mount point.
 func namesMount(pid int, point string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	for _, arg := range strings.Split(string(b), "\x00")[1:] {
-		if filepath.Clean(arg) == point {
+	args, _ := procfs.Cmdline(pid)
+	for i, arg := range args {
+		if i > 0 && filepath.Clean(arg) == point {
 			return true
 		}
 	}
 	return false
-}
-
-func comm(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(b))
 }

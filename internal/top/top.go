@@ -179,6 +179,9 @@ func New() *Aggregator {
 // the snapshots' header shows.
 func (a *Aggregator) Start(servers string, since time.Time) { a.servers, a.since = servers, since }
 
+// Servers says anew what is traced: a server started or restarted since.
+func (a *Aggregator) Servers(servers string) { a.servers = servers }
+
 // Observe counts one finished query in the current interval.
 func (a *Aggregator) Observe(q *model.Query) {
 	k := cellKey{q.Fingerprint, q.Database, q.User, q.Role}

@@ -49,8 +49,8 @@ struct {
  * syscall, a block request, a sleep) was not seen whole, so it is left
  * out and counted, never measured as if it had been. resync_ns is set
  * before the hooks come back: a connection's protocol state that follows
- * an older value missed what went by and starts over (wire_task,
- * my_resync).
+ * an older value missed what went by and starts over (pgwire_task,
+ * mysql_resync).
  */
 volatile __u64 traced_since_ns;
 volatile __u64 traced_until_ns;

@@ -7,7 +7,7 @@
  */
 #include "proc.bpf.c"
 #include "query.bpf.c"
-#include "wire.bpf.c"
+#include "pgwire.bpf.c"
 #include "mysql.bpf.c"
 #include "fsio.bpf.c"
 #include "pagecache.bpf.c"
@@ -26,6 +26,7 @@ const enum emit_flag *unused_emit_flag __attribute__((unused));
 const enum wire_state *unused_wire_state __attribute__((unused));
 const enum box *unused_box __attribute__((unused));
 const enum proc_flag *unused_proc_flag __attribute__((unused));
+const enum proc_kind *unused_proc_kind __attribute__((unused));
 const enum usdt_arg_kind *unused_usdt_arg_kind __attribute__((unused));
 const enum wait_class *unused_wait_class __attribute__((unused));
 

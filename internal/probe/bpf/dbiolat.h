@@ -275,7 +275,7 @@ struct waterfall {
 	__u32 wait_event;     /* the wait event published when the thread went to sleep */
 	__u32 wait_version;   /* the version of the database that named it */
 	__u32 in_query;       /* in a query: nonzero, the low bits of its start, so that another thread
-			       * closing it (my_take) cannot close the next one by mistake */
+			       * closing it (mysql_take) cannot close the next one by mistake */
 	__u32 bracket_event;  /* the wait a probe brackets now, named as a wait event (MySQL's thd_wait_begin) */
 	__u8 in_fs;           /* inside a file system syscall */
 	__u8 waiting_for;     /* enum box of the wait lock probes bracket, else 0 */
@@ -287,7 +287,7 @@ struct waterfall {
 };
 
 /*
- * Where a backend's conversation with its client is (wire.bpf.c). Go sets
+ * Where a backend's conversation with its client is (pgwire.bpf.c). Go sets
  * the state of processes running when it attaches; the kernel sets it for
  * processes forked later.
  */
@@ -300,7 +300,6 @@ enum wire_state {
 	WIRE_IDLE = 5,      /* between round trips */
 	WIRE_BUSY = 6,      /* from a round trip's first message to its ReadyForQuery */
 	WIRE_ENCRYPTED = 7, /* TLS or GSS: the messages cannot be read */
-	WIRE_MYSQL = 8,     /* a thread of a MySQL server: its connections' state is per socket (mysql.bpf.c) */
 };
 
 /* What the messages of the current round trip showed (bits). */
@@ -315,7 +314,7 @@ enum wire_flag {
 	WIRE_IN_LOST = 128,   /* its request could not be walked: a later read's statements are not captured */
 };
 
-/* Where a walk of a message stream stands between two socket calls (wire.bpf.c). */
+/* Where a walk of a message stream stands between two socket calls (pgwire.bpf.c). */
 struct msg_carry {
 	__u32 skip;   /* bytes of the message in progress still to come */
 	__u8 hdr_len; /* bytes of a header the last call ended in... */
@@ -352,6 +351,11 @@ struct wire {
 struct task_local {
 	struct waterfall wf;
 	struct wire wire;
+	/* Its process's proc_info.kind, kept with the thread: the socket hooks
+	 * tell a MySQL server's threads from a PostgreSQL server's without a
+	 * lookup. */
+	__u32 kind;
+	__u32 pad;
 };
 
 /* Which process belongs to which traced instance (keyed by tgid). */
@@ -362,12 +366,19 @@ struct proc_info {
 			       * my_wait_event_info), 0: unknown */
 	__u32 version;        /* the database's major version: wait events are numbered per version */
 	__u32 flags;          /* enum proc_flag */
+	__u32 kind;           /* enum proc_kind */
+	__u32 pad;
+};
+
+/* What a traced process is. */
+enum proc_kind {
+	PROC_POSTGRES = 0, /* a PostgreSQL server's: its clients speak PostgreSQL's protocol, one per backend */
+	PROC_MYSQL = 1,    /* a MySQL or MariaDB server: its clients speak MySQL's protocol, on any thread */
+	PROC_STORAGE = 2,  /* a storage engine serving an instance from user space (a FUSE daemon) */
 };
 
 enum proc_flag {
 	PROC_TLS_PROBED = 1, /* its TLS library's reads and writes are probed: TLS is read in plaintext */
-	PROC_ENGINE = 2,     /* a storage engine serving an instance from user space (a FUSE daemon) */
-	PROC_MYSQL = 4,      /* a MySQL or MariaDB server: its clients speak MySQL's protocol */
 };
 
 /*

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Walking PostgreSQL's protocol messages (wire.bpf.c): whether a simple
- * Query holds a second statement; the statements a reply ends and the
- * Executes a request holds, socket call by socket call.
+ * What do PostgreSQL's protocol messages hold? The message walker of
+ * pgwire.bpf.c: whether a simple Query holds a second statement; the
+ * statements a reply ends and the Executes a request holds, socket call by
+ * socket call.
  */
 #ifndef PGWIRE_BPF_H
 #define PGWIRE_BPF_H
@@ -20,7 +21,7 @@ static __always_inline __u32 be32_at(const char *b, __u32 off)
  * bytes at a time to the first word holding a semicolon, then bytewise:
  * most queries have none, or one at their end. */
 struct semi_scan {
-	struct wire_text *t;
+	struct capture *t;
 	__u32 off, end;
 	__u8 semicolon, more;
 };
@@ -59,7 +60,7 @@ static long semi_step(__u32 i, void *ctx)
 }
 
 /* Does the simple Query text at [off, end) of t hold a second statement? */
-static __always_inline int query_has_more(struct wire_text *t, __u32 off, __u32 end)
+static __always_inline int query_has_more(struct capture *t, __u32 off, __u32 end)
 {
 	/* aligned: the header's bytes before the text are no semicolon's */
 	struct semi_scan scan = { .t = t, .off = off & ~7, .end = end };

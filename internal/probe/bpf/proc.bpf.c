@@ -40,13 +40,15 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	if (!pi)
 		return 0;
 	tl = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!tl)
+	if (!tl) {
 		stat_inc(STAT_WATERFALL_FULL);
-	if (pi->flags & PROC_MYSQL) { /* any thread may serve connections: they tell by their bytes */
-		if (tl)
-			tl->wire.state = WIRE_MYSQL;
-	} else if (ctgid != ptgid) { /* a new process, not a new thread */
-		if (tl) /* a backend, if it reads a startup packet first */
+	} else {
+		/* A MySQL server's threads may each serve connections: they
+		 * tell by their bytes (mysql.bpf.c). Any other new process (not
+		 * a new thread) is a backend if it reads a startup packet
+		 * first. */
+		tl->kind = pi->kind;
+		if (pi->kind != PROC_MYSQL && ctgid != ptgid)
 			tl->wire.state = WIRE_NEW;
 	}
 	if (ctgid != ptgid)
@@ -58,8 +60,8 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	ts->tgid = ctgid;
-	ts->unit = pi->flags & PROC_MYSQL ? ctid : ctgid;
-	if (pi->flags & PROC_ENGINE) /* a storage engine's thread: no title to look for */
+	ts->unit = pi->kind == PROC_MYSQL ? ctid : ctgid;
+	if (pi->kind == PROC_STORAGE) /* a storage engine's thread: no title to look for */
 		ts->engine = ts->title_seen = 1;
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * A query's begin and end, in the backend running it; what marks the two
- * is the caller's choice: the client protocol (wire.bpf.c, the default)
+ * is the caller's choice: the client protocol (pgwire.bpf.c, the default)
  * or PostgreSQL's USDT probes (query.bpf.c, --usdt). The record goes out
  * at the end with everything the other families added to the thread's
  * query_acct meanwhile.
@@ -153,7 +153,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	__u32 zero = 0, i;
 	struct query_event *e;
 	/* Taken, not read: a MySQL thread pool's worker sending the reply
-	 * may end it at the same moment in this thread's stead (my_take). */
+	 * may end it at the same moment in this thread's stead (mysql_take). */
 	__u64 start = __sync_lock_test_and_set(&ts->query_start_ns, 0);
 	__u8 flags;
 

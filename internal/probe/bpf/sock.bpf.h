@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What the client-protocol families share (wire.bpf.c for PostgreSQL,
+ * What the client-protocol families share (pgwire.bpf.c for PostgreSQL,
  * mysql.bpf.c for MySQL and MariaDB): the user buffer of the socket call
  * in progress, and the bytes a query began with, copied from it.
  *
@@ -24,9 +24,9 @@
 #define NR_RECVMSG 47
 
 /* The bytes a query began with, per thread that runs queries. */
-struct wire_text {
+struct capture {
 	__u32 len;       /* bytes captured */
-	__u32 truncated; /* mysql.bpf.c: the command was longer (wire.bpf.c keeps its own flag) */
+	__u32 truncated; /* mysql.bpf.c: the command was longer (pgwire.bpf.c keeps its own flag) */
 	char buf[QUERY_TEXT_MAX];
 };
 
@@ -34,8 +34,8 @@ struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct wire_text);
-} wire_texts SEC(".maps");
+	__type(value, struct capture);
+} captures SEC(".maps");
 
 /* The user buffer of the socket call in progress: the syscall's own argument. */
 static __always_inline void *sock_buf(struct task_struct *task)

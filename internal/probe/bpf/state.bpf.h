@@ -30,7 +30,7 @@ struct thread_state {
 	__u64 serves_seq;     /* that backend's query (query_seq) */
 	__u64 serves_since;   /* since when */
 	__u8 title_seen;      /* the title was read for a leader (once set) */
-	__u8 engine;          /* a thread of a storage engine (PROC_ENGINE) */
+	__u8 engine;          /* a thread of a storage engine (PROC_STORAGE) */
 	__u8 serves_engine;   /* it serves as the engine: its I/O is done for serves_tid's query, not its own */
 	__u8 pad1;
 	__u32 blk_inflight;   /* block requests of the current query in flight */

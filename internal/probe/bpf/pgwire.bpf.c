@@ -47,7 +47,7 @@
  * a simple Query or a FunctionCall is the last message of a round trip.
  * A global function: the verifier checks it once, not in every caller.
  */
-__noinline int wire_walk(struct wire_text *t, struct wire *w)
+__noinline int pgwire_walk(struct capture *t, struct wire *w)
 {
 	__u32 off, len, i;
 
@@ -106,7 +106,7 @@ out:
 }
 
 /* A round trip begins: the backend has just read its first message. */
-static __always_inline void wire_begin(struct task_local *tl, struct wire_text *t, __u64 now)
+static __always_inline void pgwire_begin(struct task_local *tl, struct capture *t, __u64 now)
 {
 	struct thread_state *ts = thread_current();
 	struct wire *w = &tl->wire;
@@ -115,7 +115,7 @@ static __always_inline void wire_begin(struct task_local *tl, struct wire_text *
 	__builtin_memset(&w->out, 0, sizeof(w->out));
 	w->done = w->recorded = w->failed = w->execs = w->text_first = 0;
 	w->text_sent = 0;
-	wire_walk(t, w);
+	pgwire_walk(t, w);
 	/* What was not captured may hold the Execute. */
 	if ((w->flags & (WIRE_OPEN | WIRE_TRUNCATED)) == (WIRE_OPEN | WIRE_TRUNCATED))
 		w->flags |= WIRE_EXEC;
@@ -129,7 +129,7 @@ static __always_inline void wire_begin(struct task_local *tl, struct wire_text *
  * ClientHello) is read in plaintext at the TLS library when the process's
  * is probed (proc_info), else the connection cannot be read; GSS never can.
  */
-static __always_inline void wire_encrypted(struct task_struct *task, struct wire *w, int tls)
+static __always_inline void pgwire_encrypted(struct task_struct *task, struct wire *w, int tls)
 {
 	__u32 tgid = task->tgid;
 	struct proc_info *pi = bpf_map_lookup_elem(&procs, &tgid);
@@ -144,17 +144,24 @@ static __always_inline void wire_encrypted(struct task_struct *task, struct wire
 }
 
 /*
+ * The task-local state of a thread whose client speaks PostgreSQL's
+ * protocol; NULL for any other. Every program here starts from it: a MySQL
+ * server's threads, which mysql.bpf.c follows, are left out here, by
+ * their process's kind.
+ *
  * The hooks were detached for a while (duty cycles): what the socket
  * carried meanwhile went unseen, so the connection starts over as one
  * older than the trace, in step again at its next message (a round trip
- * in progress, its end, a startup's ReadyForQuery: wire_sent).
+ * in progress, its end, a startup's ReadyForQuery: pgwire_sent).
  */
-static __always_inline struct task_local *wire_task(struct task_struct *task)
+static __always_inline struct task_local *pgwire_task(struct task_struct *task)
 {
 	struct task_local *tl = task_local_of(task);
 	struct wire *w;
 
-	if (!tl || tl->wire.synced_ns == resync_ns)
+	if (!tl || tl->kind == PROC_MYSQL)
+		return NULL;
+	if (tl->wire.synced_ns == resync_ns)
 		return tl;
 	w = &tl->wire;
 	w->synced_ns = resync_ns;
@@ -176,7 +183,7 @@ static __always_inline struct task_local *wire_task(struct task_struct *task)
  * or, its startup gone by during a pause, already a protocol message (a
  * type letter, where a startup packet's length starts with a zero byte).
  */
-static __always_inline void wire_hello(struct task_struct *task, struct wire *w, void *buf)
+static __always_inline void pgwire_hello(struct task_struct *task, struct wire *w, void *buf)
 {
 	__u32 hdr[2], code;
 	__u8 first;
@@ -190,13 +197,13 @@ static __always_inline void wire_hello(struct task_struct *task, struct wire *w,
 	if (first >= 'A' && w->synced_ns) /* a message: in step from its round trip's end */
 		w->state = WIRE_ATTACHED;
 	else if (first >= 0x14 && first <= 0x17 && w->synced_ns && !w->tls) /* TLS begun during a pause */
-		wire_encrypted(task, w, 1);
+		pgwire_encrypted(task, w, 1);
 	else if (code >> 16 == 3) /* protocol 3.x */
 		w->state = WIRE_STARTUP;
 	else if (code == PG_SSL_REQUEST || code == PG_GSSENC_REQUEST)
 		w->state = WIRE_SSL_ASKED;
 	else if ((hdr[0] & 0xff) == 0x16 && !w->tls) /* a TLS ClientHello: direct SSL (PostgreSQL 17) */
-		wire_encrypted(task, w, 1);
+		pgwire_encrypted(task, w, 1);
 	else
 		w->state = WIRE_OFF; /* a cancel request, or not a client */
 }
@@ -208,7 +215,7 @@ static __always_inline void wire_hello(struct task_struct *task, struct wire *w,
  * message and the next round trip start. 0 if it lost its place (then no
  * later read of the round trip is captured).
  */
-static __always_inline int wire_request_walk(struct wire *w, struct msg_walk *mw, void *buf, int n)
+static __always_inline int pgwire_request_walk(struct wire *w, struct msg_walk *mw, void *buf, int n)
 {
 	mw->request = 1;
 	if (!buf || !msg_walk(&w->in, mw, (__u64)buf, n)) {
@@ -220,7 +227,7 @@ static __always_inline int wire_request_walk(struct wire *w, struct msg_walk *mw
 }
 
 /* The record goes out with the round trip's messages, as captured. */
-static __always_inline void wire_submit(struct query_event *e, struct wire *w, struct wire_text *t)
+static __always_inline void pgwire_submit(struct query_event *e, struct wire *w, struct capture *t)
 {
 	__u32 off = w->text_off & TEXT_MASK, n = 0;
 
@@ -240,7 +247,7 @@ static __always_inline void wire_submit(struct query_event *e, struct wire *w, s
  * prepare, the texts of the statements they run, by their place in the
  * round trip) goes out with them, now.
  */
-static __always_inline void wire_teach(struct task_struct *task, struct wire *w, struct wire_text *t)
+static __always_inline void pgwire_teach(struct task_struct *task, struct wire *w, struct capture *t)
 {
 	struct thread_state *ts = thread_current();
 	struct query_event *e;
@@ -253,7 +260,7 @@ static __always_inline void wire_teach(struct task_struct *task, struct wire *w,
 	__builtin_memset(&e->acct, 0, sizeof(e->acct));
 	__builtin_memset(e->waits, 0, sizeof(e->waits));
 	query_fill(e, ts, now, now, EMIT_STATEMENT);
-	wire_submit(e, w, t);
+	pgwire_submit(e, w, t);
 }
 
 /*
@@ -262,18 +269,18 @@ static __always_inline void wire_teach(struct task_struct *task, struct wire *w,
  * the captured ones, so that the records of the statements it holds have
  * their text (Go keeps the earlier captures' texts: session.pipelines).
  */
-static __always_inline void wire_recapture(struct task_struct *task, struct wire *w, void *buf, int ret)
+static __always_inline void pgwire_recapture(struct task_struct *task, struct wire *w, void *buf, int ret)
 {
 	__u32 before = w->execs, n = text_bound(ret);
 	struct msg_walk mw = {};
-	struct wire_text *t;
+	struct capture *t;
 
-	if (!wire_request_walk(w, &mw, buf, ret) || mw.first_at >= n)
+	if (!pgwire_request_walk(w, &mw, buf, ret) || mw.first_at >= n)
 		return; /* no message begins in what we would capture */
-	t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+	t = bpf_task_storage_get(&captures, task, 0, 0);
 	if (!t)
 		return;
-	wire_teach(task, w, t);
+	pgwire_teach(task, w, t);
 	if (bpf_probe_read_user(t->buf, n, buf)) {
 		stat_inc(STAT_WIRE_UNREADABLE);
 		t->len = 0;
@@ -289,9 +296,9 @@ static __always_inline void wire_recapture(struct task_struct *task, struct wire
 }
 
 /* A request from an idle client: copy its messages, begin a round trip. */
-static __always_inline void wire_request(struct task_struct *task, struct task_local *tl, void *buf, int ret)
+static __always_inline void pgwire_request(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
-	struct wire_text *t = bpf_task_storage_get(&wire_texts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct capture *t = bpf_task_storage_get(&captures, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct wire *w = &tl->wire;
 	__u32 n = text_bound(ret);
 
@@ -302,7 +309,7 @@ static __always_inline void wire_request(struct task_struct *task, struct task_l
 	t->len = n;
 	/* A connection older than the trace: a TLS record header is no message. */
 	if (w->state == WIRE_ATTACHED && !w->tls && t->buf[0] >= 0x14 && t->buf[0] <= 0x17 && t->buf[1] == 0x03) {
-		wire_encrypted(task, w, 1);
+		pgwire_encrypted(task, w, 1);
 		return;
 	}
 	if (t->buf[0] == 'X') { /* Terminate: the client leaves, no query follows */
@@ -312,38 +319,38 @@ static __always_inline void wire_request(struct task_struct *task, struct task_l
 	w->flags = ret > n ? WIRE_TRUNCATED : 0;
 	w->text_off = 0;
 	__builtin_memset(&w->in, 0, sizeof(w->in)); /* a read that begins a round trip begins a message */
-	wire_begin(tl, t, bpf_ktime_get_ns());
+	pgwire_begin(tl, t, bpf_ktime_get_ns());
 	if (w->flags & WIRE_WALK) {
 		struct msg_walk mw = {};
 
-		wire_request_walk(w, &mw, buf, ret);
+		pgwire_request_walk(w, &mw, buf, ret);
 	}
 }
 
 /* The backend read ret bytes of its client's messages into buf. */
-static __always_inline void wire_received(struct task_struct *task, struct task_local *tl, void *buf, int ret)
+static __always_inline void pgwire_received(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
 	struct wire *w = &tl->wire;
 
 	switch (w->state) {
 	case WIRE_NEW:
-		wire_hello(task, w, buf);
+		pgwire_hello(task, w, buf);
 		break;
 	case WIRE_ATTACHED:
 	case WIRE_IDLE:
-		wire_request(task, tl, buf, ret);
+		pgwire_request(task, tl, buf, ret);
 		break;
 	case WIRE_BUSY:
 		if (w->flags & WIRE_OPEN) /* the rest of the round trip: most likely its Execute */
 			w->flags |= WIRE_EXEC;
 		if ((w->flags & (WIRE_WALK | WIRE_IN_LOST)) == WIRE_WALK)
-			wire_recapture(task, w, buf, ret);
+			pgwire_recapture(task, w, buf, ret);
 		break;
 	}
 }
 
 SEC("tp_btf/sock_recv_length")
-int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
+int BPF_PROG(pgwire_recv, struct sock *sk, int ret, int flags)
 {
 	struct task_struct *task;
 	struct task_local *tl;
@@ -352,7 +359,7 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
 	if (ret <= 0 || (flags & MSG_PEEK))
 		return 0;
 	task = bpf_get_current_task_btf();
-	tl = wire_task(task);
+	tl = pgwire_task(task);
 	if (!tl)
 		return 0;
 	w = &tl->wire;
@@ -360,7 +367,7 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
 		w->sk = (__u64)sk; /* the first socket a backend reads is its client's */
 	if (w->sk != (__u64)sk || w->tls)
 		return 0;
-	wire_received(task, tl, sock_buf(task), ret);
+	pgwire_received(task, tl, sock_buf(task), ret);
 	return 0;
 }
 /*
@@ -368,7 +375,7 @@ int BPF_PROG(wire_recv, struct sock *sk, int ret, int flags)
  * are done, now: a record holding them (the first of the round trip
  * teaches Go the statements it prepares).
  */
-static __always_inline struct query_event *wire_record(struct thread_state *ts, struct task_local *tl, __u64 now,
+static __always_inline struct query_event *pgwire_record(struct thread_state *ts, struct task_local *tl, __u64 now,
 						       __u32 statements, int timed)
 {
 	struct wire *w = &tl->wire;
@@ -397,12 +404,12 @@ static __always_inline struct query_event *wire_record(struct thread_state *ts, 
 }
 
 /* The round trip ends with its ReadyForQuery: the last record goes out. */
-static __always_inline void wire_end(struct task_struct *task, struct task_local *tl)
+static __always_inline void pgwire_end(struct task_struct *task, struct task_local *tl)
 {
 	struct thread_state *ts = thread_current();
 	struct wire *w = &tl->wire;
 	__u64 now = bpf_ktime_get_ns();
-	struct wire_text *t = NULL;
+	struct capture *t = NULL;
 	struct query_event *e;
 	__u32 statements;
 
@@ -414,14 +421,14 @@ static __always_inline void wire_end(struct task_struct *task, struct task_local
 	statements = (w->flags & (WIRE_EXEC | WIRE_SUSPENDED)) == WIRE_EXEC;
 	if ((w->flags & WIRE_WALK) || w->done - w->recorded > statements)
 		statements = w->done - w->recorded;
-	e = wire_record(ts, tl, now, statements, statements || (w->flags & WIRE_SUSPENDED));
+	e = pgwire_record(ts, tl, now, statements, statements || (w->flags & WIRE_SUSPENDED));
 	if (e || w->next_off) /* only then are the messages needed */
-		t = bpf_task_storage_get(&wire_texts, task, 0, 0);
+		t = bpf_task_storage_get(&captures, task, 0, 0);
 	if (e)
-		wire_submit(e, w, t);
+		pgwire_submit(e, w, t);
 	if (w->next_off && t) { /* the client sent the next round trip already: it begins now */
 		w->text_off = w->next_off;
-		wire_begin(tl, t, now);
+		pgwire_begin(tl, t, now);
 	}
 }
 
@@ -430,7 +437,7 @@ static __always_inline void wire_end(struct task_struct *task, struct task_local
  * a record holding them, and the rest of the round trip goes on as the
  * next record's.
  */
-static __always_inline void wire_cut(struct task_struct *task, struct task_local *tl)
+static __always_inline void pgwire_cut(struct task_struct *task, struct task_local *tl)
 {
 	struct thread_state *ts = thread_current();
 	__u64 now = bpf_ktime_get_ns();
@@ -438,9 +445,9 @@ static __always_inline void wire_cut(struct task_struct *task, struct task_local
 
 	if (!ts || !ts->query_start_ns)
 		return;
-	e = wire_record(ts, tl, now, tl->wire.done - tl->wire.recorded, 1);
+	e = pgwire_record(ts, tl, now, tl->wire.done - tl->wire.recorded, 1);
 	if (e)
-		wire_submit(e, &tl->wire, bpf_task_storage_get(&wire_texts, task, 0, 0));
+		pgwire_submit(e, &tl->wire, bpf_task_storage_get(&captures, task, 0, 0));
 	query_begin(ts, &tl->wf, now);
 }
 
@@ -459,11 +466,11 @@ static __always_inline int portal_suspended(const char *m)
 
 /*
  * The backend sent n bytes of a walked round trip's reply from buf: the
- * statements they end make a record (wire_cut), its ReadyForQuery the
- * last one (wire_end). 0 if the walk lost its place: the round trip then
+ * statements they end make a record (pgwire_cut), its ReadyForQuery the
+ * last one (pgwire_end). 0 if the walk lost its place: the round trip then
  * ends at its ReadyForQuery.
  */
-static __always_inline int wire_reply(struct task_struct *task, struct task_local *tl, const char *buf, __u32 n)
+static __always_inline int pgwire_reply(struct task_struct *task, struct task_local *tl, const char *buf, __u32 n)
 {
 	struct wire *w = &tl->wire;
 	struct msg_walk rw = {};
@@ -475,14 +482,14 @@ static __always_inline int wire_reply(struct task_struct *task, struct task_loca
 	if (rw.suspended)
 		w->flags |= WIRE_SUSPENDED;
 	if (rw.ready)
-		wire_end(task, tl);
+		pgwire_end(task, tl);
 	else if (w->done > w->recorded)
-		wire_cut(task, tl);
+		pgwire_cut(task, tl);
 	return 1;
 }
 
 /* The backend sends ret bytes from buf to its client. */
-static __always_inline void wire_sent(struct task_struct *task, struct task_local *tl, void *buf, int ret)
+static __always_inline void pgwire_sent(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
 	struct wire *w = &tl->wire;
 	char tail[11]; /* PortalSuspended, ReadyForQuery */
@@ -497,11 +504,11 @@ static __always_inline void wire_sent(struct task_struct *task, struct task_loca
 			return;
 		w->state = WIRE_NEW; /* the startup packet follows, encrypted or not */
 		if (tail[0] == 'S' || tail[0] == 'G')
-			wire_encrypted(task, w, tail[0] == 'S');
+			pgwire_encrypted(task, w, tail[0] == 'S');
 		return;
 	}
 	if (w->state == WIRE_BUSY && (w->flags & WIRE_WALK)) {
-		if (wire_reply(task, tl, buf, ret))
+		if (pgwire_reply(task, tl, buf, ret))
 			return;
 		stat_inc(STAT_WIRE_UNWALKED);
 		w->flags &= ~WIRE_WALK;
@@ -519,7 +526,7 @@ static __always_inline void wire_sent(struct task_struct *task, struct task_loca
 	case WIRE_BUSY:
 		if (portal_suspended(tail))
 			w->flags |= WIRE_SUSPENDED;
-		wire_end(task, tl);
+		pgwire_end(task, tl);
 		break;
 	case WIRE_IDLE:
 		stat_inc(STAT_WIRE_UNSEEN);
@@ -530,7 +537,7 @@ static __always_inline void wire_sent(struct task_struct *task, struct task_loca
 }
 
 SEC("tp_btf/sock_send_length")
-int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
+int BPF_PROG(pgwire_send, struct sock *sk, int ret, int flags)
 {
 	struct task_struct *task;
 	struct task_local *tl;
@@ -539,13 +546,13 @@ int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
 	if (ret <= 0)
 		return 0;
 	task = bpf_get_current_task_btf();
-	tl = wire_task(task);
+	tl = pgwire_task(task);
 	if (!tl)
 		return 0;
 	w = &tl->wire;
 	if (w->sk != (__u64)sk || w->tls || w->state == WIRE_ENCRYPTED)
 		return 0;
-	wire_sent(task, tl, sock_buf(task), ret);
+	pgwire_sent(task, tl, sock_buf(task), ret);
 	return 0;
 }
 
@@ -557,11 +564,11 @@ int BPF_PROG(wire_send, struct sock *sk, int ret, int flags)
  * connection older than the trace is found to be TLS at its first read.
  */
 SEC("uprobe")
-int wire_tls_read(struct pt_regs *ctx)
+int pgwire_tls_read(struct pt_regs *ctx)
 {
-	struct task_local *tl = wire_task(bpf_get_current_task_btf());
+	struct task_local *tl = pgwire_task(bpf_get_current_task_btf());
 
-	if (!tl || tl->wire.state == WIRE_OFF || tl->wire.state == WIRE_MYSQL) /* MySQL's: mysql.bpf.c */
+	if (!tl || tl->wire.state == WIRE_OFF)
 		return 0;
 	if (!tl->wire.tls) {
 		tl->wire.tls = 1;
@@ -572,28 +579,28 @@ int wire_tls_read(struct pt_regs *ctx)
 }
 
 SEC("uretprobe")
-int wire_tls_read_done(struct pt_regs *ctx)
+int pgwire_tls_read_done(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_local *tl = wire_task(task);
+	struct task_local *tl = pgwire_task(task);
 	int ret = PT_REGS_RC(ctx);
 
 	if (!tl || !tl->wire.tls || !tl->wire.tls_buf || ret <= 0)
 		return 0;
-	wire_received(task, tl, (void *)tl->wire.tls_buf, ret);
+	pgwire_received(task, tl, (void *)tl->wire.tls_buf, ret);
 	tl->wire.tls_buf = 0;
 	return 0;
 }
 
 SEC("uprobe")
-int wire_tls_write(struct pt_regs *ctx)
+int pgwire_tls_write(struct pt_regs *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_local *tl = wire_task(task);
+	struct task_local *tl = pgwire_task(task);
 	int num = PT_REGS_PARM3(ctx);
 
 	if (!tl || !tl->wire.tls || num <= 0)
 		return 0;
-	wire_sent(task, tl, (void *)PT_REGS_PARM2(ctx), num);
+	pgwire_sent(task, tl, (void *)PT_REGS_PARM2(ctx), num);
 	return 0;
 }

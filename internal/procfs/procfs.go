@@ -1,0 +1,182 @@
+// Package procfs reads what dbiolat needs of /proc: the processes, their
+// threads, descriptors and memory maps, and a few fields of their status.
+// It knows no database. Each function reads the file anew; a process that
+// has exited gives an error, or the zero value where the doc says so.
+package procfs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Root is where the kernel shows processes.
+const Root = "/proc"
+
+// Path is /proc/PID followed by parts (names or numbers), joined by slashes.
+func Path(pid int, parts ...any) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%d", Root, pid)
+	for _, p := range parts {
+		fmt.Fprintf(&b, "/%v", p)
+	}
+	return b.String()
+}
+
+// PIDs lists the processes (not their other threads) in increasing order.
+func PIDs() ([]int, error) {
+	ids, err := numbered(Root)
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	return ids, nil
+}
+
+// Tasks lists a process's thread ids in increasing order, its own PID among them.
+func Tasks(pid int) ([]int, error) { return numbered(Path(pid, "task")) }
+
+// FDs lists a process's open file descriptors in increasing order.
+func FDs(pid int) ([]int, error) { return numbered(Path(pid, "fd")) }
+
+// numbered lists the entries of a directory whose names are numbers, sorted.
+func numbered(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Status is the value of one field of /proc/PID/status ("PPid", "NSpid"), trimmed.
+func Status(pid int, field string) (string, error) {
+	f, err := os.Open(Path(pid, "status"))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("no %s in %s", field, Path(pid, "status"))
+}
+
+// statusInt is a numeric field of /proc/PID/status.
+func statusInt(pid int, field string) (int, error) {
+	v, err := Status(pid, field)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(v)
+}
+
+// PPid is a process's parent's PID.
+func PPid(pid int) (int, error) { return statusInt(pid, "PPid") }
+
+// Tgid is the process a thread id belongs to (a process's own PID for a process).
+func Tgid(pid int) (int, error) { return statusInt(pid, "Tgid") }
+
+// Comm is a process's command name, "" if it cannot be read.
+func Comm(pid int) string {
+	b, _ := os.ReadFile(Path(pid, "comm"))
+	return strings.TrimSpace(string(b))
+}
+
+// Cmdline is a process's arguments (its title, for a process that rewrote them); none for a kernel thread.
+func Cmdline(pid int) ([]string, error) {
+	b, err := os.ReadFile(Path(pid, "cmdline"))
+	if s := strings.TrimRight(string(b), "\x00"); err == nil && s != "" {
+		return strings.Split(s, "\x00"), nil
+	}
+	return nil, err
+}
+
+// Exe is the path of the executable a process runs, as the kernel resolves it (with " (deleted)" once replaced).
+func Exe(pid int) (string, error) { return os.Readlink(Path(pid, "exe")) }
+
+// ExeReadable is nil if this process may see which program pid runs, else an error that says how it could.
+func ExeReadable(pid int) error {
+	if _, err := Exe(pid); errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("cannot see which program process %d runs (it belongs to another user): give dbiolat CAP_SYS_PTRACE, or run it as that user or as root", pid)
+	}
+	return nil
+}
+
+// ExeName is the file name of the executable a process runs, without " (deleted)"; "" if it cannot be read.
+func ExeName(pid int) string {
+	exe, err := Exe(pid)
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+}
+
+// Topmost climbs from pid to its parent while the parent is not init and is like (a server's child to the server).
+func Topmost(pid int, like func(pid int) bool) int {
+	for {
+		p, err := PPid(pid)
+		if err != nil || p <= 1 || !like(p) {
+			return pid
+		}
+		pid = p
+	}
+}
+
+// Mapping is one line of /proc/PID/maps.
+type Mapping struct {
+	Lo, Hi uint64 // the addresses it spans, Hi excluded
+	Perms  string // "r-xp"
+	Offset uint64 // in the file
+	Dev    uint64 // the file's device, as unix.Mkdev makes it
+	Inode  uint64
+	Path   string // the file, or "[heap]", "[stack]"...; "" when anonymous
+}
+
+// Maps reads a process's memory mappings.
+func Maps(pid int) ([]Mapping, error) {
+	f, err := os.Open(Path(pid, "maps"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// start-end perms offset major:minor inode path
+		fl := strings.Fields(sc.Text())
+		if len(fl) < 5 {
+			continue
+		}
+		lo, hi, _ := strings.Cut(fl[0], "-")
+		major, minor, _ := strings.Cut(fl[3], ":")
+		m := Mapping{Perms: fl[1]}
+		m.Lo, _ = strconv.ParseUint(lo, 16, 64)
+		m.Hi, _ = strconv.ParseUint(hi, 16, 64)
+		m.Offset, _ = strconv.ParseUint(fl[2], 16, 64)
+		maj, _ := strconv.ParseUint(major, 16, 32)
+		mnr, _ := strconv.ParseUint(minor, 16, 32)
+		m.Dev = unix.Mkdev(uint32(maj), uint32(mnr))
+		m.Inode, _ = strconv.ParseUint(fl[4], 10, 64)
+		if len(fl) > 5 {
+			m.Path = fl[5]
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}

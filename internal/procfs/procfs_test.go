@@ -1,0 +1,163 @@
+package procfs
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestPath(t *testing.T) {
+	if got, want := Path(12, "task", 34, "syscall"), "/proc/12/task/34/syscall"; got != want {
+		t.Errorf("Path = %q, want %q", got, want)
+	}
+	if got := Path(os.Getpid()); got != "/proc/"+strconv.Itoa(os.Getpid()) {
+		t.Errorf("Path(self) = %q", got)
+	}
+}
+
+func TestPIDs(t *testing.T) {
+	pids, err := PIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pids, os.Getpid()) || !slices.Contains(pids, 1) || !slices.IsSorted(pids) {
+		t.Errorf("PIDs = %v: want sorted, with 1 and %d", pids, os.Getpid())
+	}
+}
+
+func TestTasks(t *testing.T) {
+	tids, err := Tasks(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Go runtime runs several threads; the first is the process's own PID.
+	if !slices.Contains(tids, os.Getpid()) || !slices.Contains(tids, unix.Gettid()) || !slices.IsSorted(tids) {
+		t.Errorf("Tasks = %v: want sorted, with %d and %d", tids, os.Getpid(), unix.Gettid())
+	}
+}
+
+func TestFDs(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fds, err := FDs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(fds, int(f.Fd())) || !slices.Contains(fds, 0) {
+		t.Errorf("FDs = %v: want 0 and %d", fds, f.Fd())
+	}
+	if link, err := os.Readlink(Path(os.Getpid(), "fd", f.Fd())); err != nil || link != os.DevNull {
+		t.Errorf("fd %d links to %q, %v", f.Fd(), link, err)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	pid := os.Getpid()
+	if got, err := PPid(pid); err != nil || got != os.Getppid() {
+		t.Errorf("PPid = %d, %v; want %d", got, err, os.Getppid())
+	}
+	if got, err := Tgid(unix.Gettid()); err != nil || got != pid {
+		t.Errorf("Tgid(%d) = %d, %v; want %d", unix.Gettid(), got, err, pid)
+	}
+	if got, err := Status(pid, "Pid"); err != nil || got != strconv.Itoa(pid) {
+		t.Errorf("Status(Pid) = %q, %v", got, err)
+	}
+	if _, err := Status(pid, "NoSuchField"); err == nil {
+		t.Error("Status(NoSuchField) has no error")
+	}
+}
+
+func TestComm(t *testing.T) {
+	want := filepath.Base(os.Args[0])
+	if len(want) > 15 { // TASK_COMM_LEN, NUL included
+		want = want[:15]
+	}
+	if got := Comm(os.Getpid()); got != want {
+		t.Errorf("Comm = %q, want %q", got, want)
+	}
+}
+
+func TestCmdline(t *testing.T) {
+	if got, err := Cmdline(os.Getpid()); err != nil || !slices.Equal(got, os.Args) {
+		t.Errorf("Cmdline = %q, %v; want %q", got, err, os.Args)
+	}
+}
+
+func TestExe(t *testing.T) {
+	want, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Exe(os.Getpid()); err != nil || got != want {
+		t.Errorf("Exe = %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestMaps(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(exe, &st); err != nil {
+		t.Fatal(err)
+	}
+	maps, err := Maps(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, stack bool
+	for _, m := range maps {
+		if m.Path == exe && m.Perms == "r-xp" && m.Inode == st.Ino && m.Dev == st.Dev && m.Lo < m.Hi {
+			text = true
+		}
+		if m.Path == "[stack]" && m.Perms == "rw-p" && m.Inode == 0 {
+			stack = true
+		}
+	}
+	if !text || !stack {
+		t.Errorf("Maps: the executable's code mapped: %v, the main stack: %v, in %+v", text, stack, maps)
+	}
+}
+
+func TestExeName(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ExeName(os.Getpid()); got != filepath.Base(exe) {
+		t.Errorf("ExeName = %q, want %q", got, filepath.Base(exe))
+	}
+	if got := ExeName(-1); got != "" {
+		t.Errorf("ExeName(-1) = %q", got)
+	}
+}
+
+func TestTopmost(t *testing.T) {
+	self, parent := os.Getpid(), os.Getppid()
+	if got := Topmost(self, func(int) bool { return false }); got != self {
+		t.Errorf("Topmost, no parent alike = %d, want %d", got, self)
+	}
+	if parent <= 1 {
+		t.Skip("the test's parent is init")
+	}
+	if got := Topmost(self, func(p int) bool { return p == parent }); got != parent {
+		t.Errorf("Topmost, the parent alike = %d, want %d", got, parent)
+	}
+	if got := Topmost(self, func(int) bool { return true }); got <= 1 {
+		t.Errorf("Topmost, all alike = %d, want a process below init", got)
+	}
+}
+
+func TestExeReadable(t *testing.T) {
+	if err := ExeReadable(os.Getpid()); err != nil {
+		t.Errorf("ExeReadable(self) = %v", err)
+	}
+}

@@ -1,0 +1,206 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/dbiolat/dbiolat/internal/elfvar"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/postgres"
+	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/sqlnorm"
+	"github.com/dbiolat/dbiolat/internal/usdt"
+)
+
+// PostgreSQL: a postmaster and the processes it forks, each with a role
+// in its title; queries from its client protocol (probe.PGWire) or its USDT
+// probes (--usdt); waits from the wait event each backend publishes.
+
+var postgresEngine = engine{
+	name:     "PostgreSQL",
+	protocol: func(f probe.Families) (probe.Families, error) { return f & probe.PGWire, nil },
+	discover: func() ([]server, error) {
+		ins, err := postgres.Discover()
+		out := make([]server, len(ins))
+		for i, in := range ins {
+			out[i] = &pgServer{in}
+		}
+		return out, err
+	},
+	byPID:     func(pid int) (server, error) { return pgServerOf(postgres.ByPID(pid)) },
+	byDataDir: func(dir string) (server, error) { return pgServerOf(postgres.ByDataDir(dir)) },
+	waitName: func(version int, event uint32) (string, bool) {
+		w := postgres.WaitEvent(event)
+		return w.Name(version), w.Class() != "unknown"
+	},
+}
+
+// pgServer is a PostgreSQL server traced.
+type pgServer struct{ postgres.Instance }
+
+func pgServerOf(in postgres.Instance, err error) (server, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &pgServer{in}, nil
+}
+
+func (p *pgServer) engine() *engine { return &postgresEngine }
+
+func (p *pgServer) about() model.Server {
+	return model.Server{Kind: "PostgreSQL", Version: strconv.Itoa(p.Version), PID: p.PID, DataDir: p.DataDir, Port: p.Port}
+}
+
+func (p *pgServer) unit(unit uint32) (pid, tid int) { return int(unit), 0 }
+
+func (p *pgServer) tick(*Session, time.Time) {}
+
+func (p *pgServer) waitName(event uint32) string { return postgres.WaitEvent(event).Name(p.Version) }
+
+// role reads a process's title. A postmaster's child shows the
+// postmaster's title until it sets its own: it is read again next time.
+func (p *pgServer) role(_ *Session, pid uint32) (proc, bool) {
+	d, err := postgres.Describe(int(pid))
+	if err != nil {
+		return proc{}, false
+	}
+	return procOf(d, d.Role == postgres.Postmaster && int(pid) != p.PID), true
+}
+
+func procOf(d postgres.Process, again bool) proc {
+	return proc{role: model.Role(d.Role), database: d.Database, user: d.User, clientAddr: d.ClientAddr, clientPort: d.ClientPort, again: again}
+}
+
+// attach tracks the postmaster, then its children (those it forks from
+// now on inherit it in the kernel), and attaches the uprobes of its
+// binary: asynchronous I/O handoff, USDT probes.
+func (p *pgServer) attach(s *Session, _ *traced) error {
+	info := p.procInfo(s)
+	if err := s.tracer.Track(p.PID, info, false); err != nil {
+		return err
+	}
+	pids, err := p.Processes()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		s.owners[uint32(pid)] = p.PID
+		who := s.describe(uint32(pid))
+		if err := s.tracer.Track(pid, info, who.role == model.Role(postgres.ClientBackend)); err != nil {
+			return err
+		}
+	}
+	// Reads I/O workers perform for a query (18 on): charged to it.
+	err = s.tracer.AttachAIO(p.Binary, probe.AIOFunctions{Stage: postgres.AIOStage, Perform: postgres.AIOPerform,
+		Complete: postgres.AIOComplete})
+	if err != nil && !errors.Is(err, probe.ErrNoFunction) { // no such functions: no asynchronous I/O
+		s.warn(fmt.Sprintf("PostgreSQL %d: reads its I/O workers perform cannot be charged to queries: %v", p.PID, err))
+	}
+	// Lock waits come from USDT probes in any mode; queries only with --usdt.
+	_, err = s.tracer.AttachUSDT(p.Binary, probe.USDTProbes{
+		Provider:   postgres.Provider,
+		QueryStart: postgres.QueryStart, QueryDone: postgres.QueryDone,
+		LockStart: postgres.LockWaitStart, LockDone: postgres.LockWaitDone,
+		LWLockStart: postgres.LWLockWaitStart, LWLockDone: postgres.LWLockWaitDone,
+		BufferReadDone: postgres.BufferReadDone,
+	})
+	if errors.Is(err, usdt.ErrNoProbes) || errors.Is(err, probe.ErrNoProbe) {
+		exe, _ := os.Readlink(p.Binary)
+		switch {
+		case s.cfg.Families&probe.USDT != 0:
+			return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT query probes (it was built without --enable-dtrace): leave out --usdt to take queries from the client protocol", p.PID, exe)
+		case s.cfg.Families&probe.Buffers != 0:
+			return fmt.Errorf("PostgreSQL %d runs %s, which has no USDT buffer probes (it was built without --enable-dtrace): --buffers needs a build with them, such as Debian's or PGDG's packages", p.PID, exe)
+		}
+		if info.WaitEventPtr == 0 {
+			s.warn(fmt.Sprintf("PostgreSQL %d runs %s, built without USDT probes: lock waits are counted as other waits", p.PID, exe))
+		}
+		return nil
+	}
+	// Without uprobe_multi links (before Linux 6.6), uprobes are perf events,
+	// which need CAP_SYS_ADMIN.
+	if errors.Is(err, os.ErrPermission) {
+		if s.cfg.Families&probe.USDT != 0 || s.cfg.Families&probe.Buffers != 0 {
+			return errors.New("attaching PostgreSQL's USDT probes (uprobes) needs CAP_SYS_ADMIN on this kernel: run dbiolat as root, or leave out --usdt and --buffers")
+		}
+		if info.WaitEventPtr == 0 {
+			s.warn("attaching PostgreSQL's USDT lock probes (uprobes) needs CAP_SYS_ADMIN on this kernel: lock waits are counted as other waits")
+		}
+		return nil
+	}
+	return err
+}
+
+// procInfo is what the kernel side needs of the server's processes:
+// where they publish their wait events, and which one means waiting for
+// others' asynchronous I/O.
+func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
+	info := probe.ProcInfo{Instance: p.PID, Version: p.Version}
+	addr, err := elfvar.Address(p.PID, p.Binary, postgres.WaitEventVariable)
+	if err != nil {
+		s.warn(fmt.Sprintf("PostgreSQL %d: its wait events cannot be read (%v): sleeps are named by what the kernel sees", p.PID, err))
+	}
+	info.WaitEventPtr = addr
+	if code, ok := postgres.WaitEventCode(p.Version, "IO/AioIoCompletion"); ok {
+		info.AIOWaitEvent = uint32(code)
+	}
+	if s.cfg.Families&probe.PGWire != 0 { // the client protocol's programs read the plaintext
+		info.TLSProbed = s.attachOpenSSL(p.PID, fmt.Sprintf("PostgreSQL %d", p.PID), s.tracer.AttachTLS)
+	}
+	return info
+}
+
+// query reads a record's statements out of the round trip's messages
+// (or, from USDT, its text) and its backend's role, database and client.
+func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte) *model.Query {
+	truncated := e.TextTruncated != 0
+	if e.TextKind == uint8(probe.TextPGWire) {
+		rt := s.statements.roundTrip(e.Tgid, text)
+		pl := s.pipelines.learn(e.Tgid, int(e.TextFirst), rt.Statements)
+		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
+			return nil
+		}
+		text, truncated = []byte(pl.textOf(int(e.FirstStatement), int(e.Statements), rt.Query)), truncated || rt.Cut
+	}
+	who := s.describe(e.Tgid)
+	if who.role == model.Role(postgres.Postmaster) || who.role == model.RoleUnknown {
+		// Gone before /proc could be read: the record carries the title.
+		title := unsafe.Slice((*byte)(unsafe.Pointer(&e.Title[0])), len(e.Title))
+		if n := bytes.IndexByte(title, 0); n >= 0 {
+			title = title[:n]
+		}
+		d := postgres.ParseTitle(string(title))
+		if d.Role != postgres.ClientBackend {
+			d = postgres.Process{Role: postgres.ClientBackend} // only backends run queries
+		}
+		who = procOf(d, false)
+		s.procs[e.Tgid] = who
+	}
+	q := s.accounted(t, e)
+	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(who.role), who.database, who.user, who.clientAddr, who.clientPort
+	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
+	return q
+}
+
+// check counts the USDT probes of its binary: without them lock waits
+// are other waits, and --usdt and --buffers do not work.
+func (p *pgServer) check() ServerCheck {
+	exe, _ := os.Readlink(p.Binary)
+	c := ServerCheck{Name: fmt.Sprintf("USDT probes of instance pid %d (data %s, binary %s)", p.PID, p.DataDir, exe)}
+	probes, err := usdt.Open(p.Binary)
+	switch {
+	case errors.Is(err, usdt.ErrNoProbes):
+		c.Err = errors.New("no USDT probes (built without --enable-dtrace): queries are traced from the client protocol, but lock waits count as other waits, and --usdt and --buffers do not work")
+	case err != nil:
+		c.Err = err
+	default:
+		c.Info = fmt.Sprintf("%d probe sites; query__start %d, query__done %d", len(probes),
+			len(usdt.Find(probes, postgres.Provider, postgres.QueryStart)), len(usdt.Find(probes, postgres.Provider, postgres.QueryDone)))
+	}
+	return c
+}
