@@ -35,14 +35,14 @@ func (s *Server) Restart(ctx context.Context, kill bool) error {
 	old := s.cmd.Process.Pid
 	select {
 	case <-s.exited:
-		fmt.Fprintf(s.log, "mysandbox: mariadbd pid %d had exited (%v): starting it again\n", old, s.waitErr)
+		fmt.Fprintf(s.box.Log, "mysandbox: mariadbd pid %d had exited (%v): starting it again\n", old, s.waitErr)
 	default:
 		if err := s.halt(ctx, kill); err != nil {
 			return err
 		}
 	}
 	path, args := s.cmd.Path, s.cmd.Args[1:]
-	out, err := os.OpenFile(s.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, err := os.OpenFile(s.box.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("mysandbox: %w", err)
 	}
@@ -50,7 +50,7 @@ func (s *Server) Restart(ctx context.Context, kill bool) error {
 	cmd := exec.Command(path, args...)
 	cmd.Dir, cmd.Env = s.cmd.Dir, s.cmd.Env
 	cmd.Stdout, cmd.Stderr = out, out
-	fmt.Fprintf(s.log, "mysandbox: restarting: %s %s\n", path, strings.Join(args, " "))
+	fmt.Fprintf(s.box.Log, "mysandbox: restarting: %s %s\n", path, strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("mysandbox: starting mariadbd again: %w", err)
 	}
@@ -62,12 +62,9 @@ func (s *Server) Restart(ctx context.Context, kill bool) error {
 		close(exited)
 	}()
 	if err := s.waitAnswering(ctx); err != nil {
-		if tail := cmdrun.LogTail(s.logFile, 20); tail != "" {
-			err = fmt.Errorf("%w\nserver log tail:\n%s", err, tail)
-		}
-		return err
+		return s.box.StartFailed(err)
 	}
-	fmt.Fprintf(s.log, "mysandbox: mariadbd pid %d restarted as pid %d\n", old, s.PID())
+	fmt.Fprintf(s.box.Log, "mysandbox: mariadbd pid %d restarted as pid %d\n", old, s.PID())
 	return nil
 }
 
@@ -83,7 +80,7 @@ func (s *Server) halt(ctx context.Context, kill bool) error {
 	}
 	shut, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, err := cmdrun.Run(s.command(shut, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.log, "mysandbox")
+	_, err := cmdrun.Run(s.command(shut, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.box.Log, "mysandbox")
 	select {
 	case <-s.exited:
 		return nil
