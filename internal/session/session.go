@@ -15,6 +15,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/elfvar"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 	"github.com/dbiolat/dbiolat/internal/storage"
 )
 
@@ -125,7 +126,7 @@ func Open(cfg Config) (*Session, error) {
 func (s *Session) attach(sv server) (*traced, error) {
 	pid := sv.about().PID
 	t := &traced{server: sv}
-	t.started, _ = startOf(pid)
+	t.started, _ = procfs.StartOf(pid)
 	if c, err := container.Of(pid); err == nil && c.InContainer() {
 		t.container = &c
 	}
