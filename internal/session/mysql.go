@@ -110,7 +110,7 @@ func (m *mysqlServer) attach(s *Session, _ *traced) error {
 		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", m, err))
 	}
 	info := probe.ProcInfo{Instance: m.PID, Kind: probe.MySQL, Version: m.Major}
-	info.TLSProbed = s.attachOpenSSL(m.PID, m.String(), s.tracer.AttachMySQLTLS) // MySQL's protocol programs read the plaintext
+	info.TLSProbed = s.attachOpenSSL(m.PID, m.String(), probe.MySQLWire) // MySQL's protocol programs read the plaintext
 	err = s.tracer.Track(m.PID, info, false)
 	m.learnThreads(s)
 	return err
