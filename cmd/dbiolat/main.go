@@ -1,5 +1,6 @@
-// Command dbiolat tells, for every PostgreSQL query, where its time went:
-// file system, block device, CPU. See README.md.
+// Command dbiolat tells, for every PostgreSQL, MySQL or MariaDB query,
+// where its time went: CPU, run queue, locks, file system, block device.
+// See README.md.
 package main
 
 import (
@@ -33,12 +34,12 @@ var commands = []command{
 	{"report", "summarize a recording: queries by fingerprint, I/O share, histograms", runReportCmd},
 	{"compare", "two recordings side by side, per layer, and the layer where they differ", runCompareCmd},
 	{"bench", "measure a storage: fio's reference and a traced PostgreSQL workload, into one recording", runBenchCmd},
-	{"doctor", "check privileges, kernel features and the PostgreSQL instances", runDoctorCmd},
+	{"doctor", "check privileges, kernel features and the database servers (PostgreSQL, MySQL, MariaDB)", runDoctorCmd},
 	{"demo", "start a throwaway PostgreSQL, run a workload, trace it and show the result", runDemoCmd},
 }
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "dbiolat: per-query I/O latency for PostgreSQL, with eBPF\n\nusage: dbiolat COMMAND [options]\n\ncommands:\n")
+	fmt.Fprintf(os.Stderr, "dbiolat: where each database query's time went (CPU, run queue, locks, file system, block device), for PostgreSQL, MySQL and MariaDB, with eBPF\n\nusage: dbiolat COMMAND [options]\n\ncommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
 	}

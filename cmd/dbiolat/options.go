@@ -26,7 +26,7 @@ type targetOptions struct {
 }
 
 func (o *targetOptions) AddFlags(fs *flag.FlagSet) {
-	fs.IntVar(&o.PID, "pid", 0, "trace the PostgreSQL instance this process belongs to (postmaster or any backend)")
+	fs.IntVar(&o.PID, "pid", 0, "trace the server this process belongs to: a PostgreSQL postmaster or any of its backends, a mysqld or mariadbd (or one of its threads)")
 	fs.StringVar(&o.PGData, "pgdata", "", "trace the server (PostgreSQL, MySQL or MariaDB) serving this data directory, as the host or the server's container sees it")
 	fs.StringVar(&o.PGData, "datadir", "", "the same as --pgdata (mysqld's name for it)")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (e.g. 30s); default: until Ctrl-C")

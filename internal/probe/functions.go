@@ -91,21 +91,25 @@ type TLSFunctions struct {
 // libssl.so.3).
 var OpenSSL = TLSFunctions{Library: "libssl.so", Read: "SSL_read", Write: "SSL_write"}
 
-// AttachTLS reads the messages of PostgreSQL's TLS connections in
-// plaintext at the library (pgwire.bpf.c), in every process that maps it. A
-// process reads its TLS connections this way once tracked with
-// ProcInfo.TLSProbed.
-func (t *Tracer) AttachTLS(library string, f TLSFunctions) error {
-	o := &t.objs
-	return t.attachTLS(library, "tls", f, o.PgwireTlsRead, o.PgwireTlsReadDone, o.PgwireTlsWrite)
-}
-
-// AttachMySQLTLS does the same for MySQL's protocol (mysql.bpf.c), in a
-// MySQL or MariaDB server's threads: both may be attached to one library,
-// each family's programs ignore the other's threads.
-func (t *Tracer) AttachMySQLTLS(library string, f TLSFunctions) error {
-	o := &t.objs
-	return t.attachTLS(library, "mysql-tls", f, o.MysqlTlsRead, o.MysqlTlsReadDone, o.MysqlTlsWrite)
+// AttachTLS reads a protocol family's TLS connections in plaintext at
+// the library, in every process that maps it: the family's programs
+// <prefix>tls_read, tls_read_done and tls_write (pgwire.bpf.c,
+// mysql_tls.bpf.h). A process reads its TLS connections this way once
+// tracked with ProcInfo.TLSProbed. Families may share a library: each
+// one's programs ignore the others' threads.
+func (t *Tracer) AttachTLS(protocol Families, library string, f TLSFunctions) error {
+	var prefix string
+	for _, fam := range families {
+		if fam.f == protocol {
+			prefix = fam.prefix
+		}
+	}
+	progs := byName[*ebpf.Program](&t.objs.dbiolatPrograms)
+	read, readDone, write := progs[prefix+"tls_read"], progs[prefix+"tls_read_done"], progs[prefix+"tls_write"]
+	if prefix == "" || read == nil || readDone == nil || write == nil {
+		return fmt.Errorf("the %s family has no TLS programs", protocol.Names())
+	}
+	return t.attachTLS(library, prefix+"tls", f, read, readDone, write)
 }
 
 // attachTLS attaches read at the read function's entry, readDone at its

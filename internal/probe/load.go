@@ -92,10 +92,10 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 		return nil, err
 	}
 	if !kernelHas("btf_trace_sock_recv_length") {
-		if f&(PGWire|MySQLWire) != 0 {
+		if f&Protocols != 0 {
 			return nil, errors.New("this kernel has no socket tracepoints sock_recv_length and sock_send_length (Linux 6.3 or later): --usdt takes queries from PostgreSQL's USDT probes instead")
 		}
-		dormant &^= PGWire | MySQLWire
+		dormant &^= Protocols
 	}
 	t := &Tracer{binaries: map[attachedTo]bool{}, families: f, loaded: f | dormant, spec: spec, progs: map[*ebpf.Program]bool{},
 		uprobeMulti: features.HaveBPFLinkUprobeMulti() == nil}

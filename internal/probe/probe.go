@@ -45,6 +45,10 @@ const (
 	MySQLWire
 )
 
+// Protocols are the families that read a database's client protocol on
+// its sockets (tp_btf/sock_recv_length and sock_send_length, Linux 6.3).
+const Protocols = PGWire | MySQLWire
+
 // families names each family and the prefix of its programs' names (the
 // functions in bpf/*.bpf.c): a program belongs to the family its name
 // starts with, or to core.

@@ -92,6 +92,31 @@ func PPid(pid int) (int, error) { return statusInt(pid, "PPid") }
 // Tgid is the process a thread id belongs to (a process's own PID for a process).
 func Tgid(pid int) (int, error) { return statusInt(pid, "Tgid") }
 
+// Start is when a process started, in clock ticks since boot: a PID
+// reused by another process has another; Zombie says it has exited,
+// not yet reaped.
+type Start struct {
+	Ticks  uint64
+	Zombie bool
+}
+
+// StartOf reads a process's Start from /proc/PID/stat: its state is the
+// field after the command's closing parenthesis, its start time the
+// 20th after that. False if the process is gone.
+func StartOf(pid int) (Start, bool) {
+	b, err := os.ReadFile(Path(pid, "stat"))
+	i := strings.LastIndexByte(string(b), ')')
+	if err != nil || i < 0 {
+		return Start{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return Start{}, false
+	}
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	return Start{ticks, f[0] == "Z"}, err == nil
+}
+
 // Comm is a process's command name, "" if it cannot be read.
 func Comm(pid int) string {
 	b, _ := os.ReadFile(Path(pid, "comm"))

@@ -161,3 +161,19 @@ func TestExeReadable(t *testing.T) {
 		t.Errorf("ExeReadable(self) = %v", err)
 	}
 }
+
+func TestStartOf(t *testing.T) {
+	me, ok := StartOf(os.Getpid())
+	if !ok || me.Ticks == 0 || me.Zombie {
+		t.Fatalf("StartOf(self) = %+v, %v", me, ok)
+	}
+	if again, _ := StartOf(os.Getpid()); again != me {
+		t.Errorf("StartOf(self) changed: %+v, then %+v", me, again)
+	}
+	if init, _ := StartOf(1); init.Ticks > me.Ticks {
+		t.Errorf("init started after us: %d > %d", init.Ticks, me.Ticks)
+	}
+	if _, ok := StartOf(1 << 30); ok {
+		t.Error("StartOf a PID that cannot exist says it runs")
+	}
+}

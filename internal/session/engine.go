@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/container"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // The seam between a trace and the database engines. An engine is a kind
@@ -83,7 +81,7 @@ func waitName(version int, event uint32) string {
 // traced is a server the session attached to.
 type traced struct {
 	server
-	started   procStart       // its main process, to tell it is still the same
+	started   procfs.Start    // its main process's, to tell it is still the same
 	container *container.Info // nil: the host
 	gone      bool            // exited, not back yet
 }
@@ -146,10 +144,9 @@ func servers(pid int, dir string) ([]server, error) {
 	}
 	// A process we can see that is of no engine: say so for all; else the
 	// first engine's error says what is wrong (no such process, no permission).
-	if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); pid != 0 && err == nil {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if _, err := procfs.Exe(pid); pid != 0 && err == nil {
 		return nil, fmt.Errorf("process %d (%s) is neither PostgreSQL nor MySQL or MariaDB: give the PID of a postgres, mysqld or mariadbd process, or use --pgdata",
-			pid, strings.TrimSpace(string(comm)))
+			pid, procfs.Comm(pid))
 	}
 	return nil, first
 }
@@ -173,28 +170,4 @@ func Doctor(pid int, dir string) ([]ServerCheck, error) {
 		out = append(out, c)
 	}
 	return out, err
-}
-
-// procStart is a process's start time (in clock ticks since boot) and
-// whether it has exited unreaped: a PID reused by another process has
-// another start.
-type procStart struct {
-	ticks  uint64
-	zombie bool
-}
-
-// startOf reads /proc/PID/stat: the state is the field after the
-// command's closing parenthesis, the start time the 20th after it.
-func startOf(pid int) (procStart, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStart{}, false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) < 20 {
-		return procStart{}, false
-	}
-	ticks, err := strconv.ParseUint(f[19], 10, 64)
-	return procStart{ticks, f[0] == "Z"}, err == nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/container"
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // A server can restart under a trace: an operator's restart, a crash and
@@ -75,7 +76,7 @@ func (s *Session) started(found []server) {
 func (s *Session) restarted(running func(*engine) []server) {
 	for i, t := range s.current {
 		m := t.describe()
-		if now, ok := startOf(m.PID); ok && now == t.started {
+		if now, ok := procfs.StartOf(m.PID); ok && now == t.started {
 			continue // still the same process
 		}
 		if !t.gone {

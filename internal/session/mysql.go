@@ -9,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/elfvar"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysql"
@@ -110,7 +110,7 @@ func (m *mysqlServer) attach(s *Session, _ *traced) error {
 		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", m, err))
 	}
 	info := probe.ProcInfo{Instance: m.PID, Kind: probe.MySQL, Version: m.Major}
-	info.TLSProbed = s.attachOpenSSL(m.PID, m.String(), s.tracer.AttachMySQLTLS) // MySQL's protocol programs read the plaintext
+	info.TLSProbed = s.attachOpenSSL(m.PID, m.String(), probe.MySQLWire) // MySQL's protocol programs read the plaintext
 	err = s.tracer.Track(m.PID, info, false)
 	m.learnThreads(s)
 	return err
@@ -145,16 +145,12 @@ func (m *mysqlServer) learnThreads(s *Session) {
 	if m.threads == nil {
 		return
 	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", m.PID))
-	if err != nil {
-		return
-	}
-	for _, task := range tasks {
-		tid, err := strconv.ParseUint(task.Name(), 10, 32)
-		if p, known := s.procs[uint32(tid)]; err != nil || (known && p.role != model.RoleUnknown) {
+	tids, _ := procfs.Tasks(m.PID)
+	for _, tid := range tids {
+		if p, known := s.procs[uint32(tid)]; known && p.role != model.RoleUnknown {
 			continue
 		}
-		if role, ok := m.threads.ThreadRole(int(tid)); ok {
+		if role, ok := m.threads.ThreadRole(tid); ok {
 			s.procs[uint32(tid)] = proc{role: model.Role(role)}
 		}
 	}
@@ -234,12 +230,10 @@ func (m *mysqlServer) check() ServerCheck {
 	}
 	roles := map[string]int{}
 	if t, err := mysql.NewThreads(in); err == nil {
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", in.PID))
-		for _, task := range tasks {
-			if tid, err := strconv.Atoi(task.Name()); err == nil {
-				if role, ok := t.ThreadRole(tid); ok {
-					roles[role]++
-				}
+		tids, _ := procfs.Tasks(in.PID)
+		for _, tid := range tids {
+			if role, ok := t.ThreadRole(tid); ok {
+				roles[role]++
 			}
 		}
 	}

@@ -150,7 +150,7 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 		info.AIOWaitEvent = uint32(code)
 	}
 	if s.cfg.Families&probe.PGWire != 0 { // the client protocol's programs read the plaintext
-		info.TLSProbed = s.attachOpenSSL(p.PID, fmt.Sprintf("PostgreSQL %d", p.PID), s.tracer.AttachTLS)
+		info.TLSProbed = s.attachOpenSSL(p.PID, fmt.Sprintf("PostgreSQL %d", p.PID), probe.PGWire)
 	}
 	return info
 }

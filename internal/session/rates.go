@@ -11,6 +11,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
 // totals is one reading of the kernel's cumulative counters.
@@ -170,7 +171,7 @@ func (s *Session) owner(unit uint32) int {
 	}
 	for _, t := range s.current { // a thread of a server whose threads are units (MySQL's)
 		pid := t.about().PID
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", pid, unit)); err == nil {
+		if _, err := os.Stat(procfs.Path(pid, "task", unit)); err == nil {
 			s.owners[unit] = pid
 			return pid
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/elfvar"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 	"github.com/dbiolat/dbiolat/internal/storage"
 )
 
@@ -104,7 +105,7 @@ func Open(cfg Config) (*Session, error) {
 			dormant |= f
 		}
 	}
-	s, err := open(cfg, cfg.Families&^(probe.PGWire|probe.MySQLWire), dormant)
+	s, err := open(cfg, cfg.Families&^probe.Protocols, dormant)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func Open(cfg Config) (*Session, error) {
 func (s *Session) attach(sv server) (*traced, error) {
 	pid := sv.about().PID
 	t := &traced{server: sv}
-	t.started, _ = startOf(pid)
+	t.started, _ = procfs.StartOf(pid)
 	if c, err := container.Of(pid); err == nil && c.InContainer() {
 		t.container = &c
 	}
@@ -207,15 +208,15 @@ func (s *Session) Track(pid int, client bool) error {
 }
 
 // attachOpenSSL reads a server's TLS connections in plaintext at the
-// OpenSSL it maps, with attach (its protocol's programs); false if it maps
+// OpenSSL it maps, with its protocol family's programs; false if it maps
 // none or the probes cannot be attached (its TLS connections are then
 // counted, not traced).
-func (s *Session) attachOpenSSL(pid int, server string, attach func(library string, f probe.TLSFunctions) error) bool {
+func (s *Session) attachOpenSSL(pid int, server string, protocol probe.Families) bool {
 	lib, err := elfvar.Library(pid, probe.OpenSSL.Library)
 	if err != nil || lib == "" {
 		return false
 	}
-	if err := attach(lib, probe.OpenSSL); err != nil {
+	if err := s.tracer.AttachTLS(protocol, lib, probe.OpenSSL); err != nil {
 		s.warn(fmt.Sprintf("%s: its TLS connections cannot be read (%v): they are counted, not traced", server, err))
 		return false
 	}

@@ -145,9 +145,10 @@ static __always_inline void pgwire_encrypted(struct task_struct *task, struct wi
 
 /*
  * The task-local state of a thread whose client speaks PostgreSQL's
- * protocol; NULL for any other. Every program here starts from it: a MySQL
- * server's threads, which mysql.bpf.c follows, are left out here, by
- * their process's kind.
+ * protocol; NULL for any other. Every program here starts from it: the
+ * threads of other engines' servers (a MySQL server's, which mysql.bpf.c
+ * follows) and of storage engines are left out here, by their process's
+ * kind.
  *
  * The hooks were detached for a while (duty cycles): what the socket
  * carried meanwhile went unseen, so the connection starts over as one
@@ -159,7 +160,7 @@ static __always_inline struct task_local *pgwire_task(struct task_struct *task)
 	struct task_local *tl = task_local_of(task);
 	struct wire *w;
 
-	if (!tl || tl->kind == PROC_MYSQL)
+	if (!tl || tl->kind != PROC_POSTGRES)
 		return NULL;
 	if (tl->wire.synced_ns == resync_ns)
 		return tl;

@@ -44,11 +44,11 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		stat_inc(STAT_WATERFALL_FULL);
 	} else {
 		/* A MySQL server's threads may each serve connections: they
-		 * tell by their bytes (mysql.bpf.c). Any other new process (not
-		 * a new thread) is a backend if it reads a startup packet
-		 * first. */
+		 * tell by their bytes (mysql.bpf.c). A PostgreSQL server's new
+		 * process (not a new thread) is a backend if it reads a startup
+		 * packet first. */
 		tl->kind = pi->kind;
-		if (pi->kind != PROC_MYSQL && ctgid != ptgid)
+		if (pi->kind == PROC_POSTGRES && ctgid != ptgid)
 			tl->wire.state = WIRE_NEW;
 	}
 	if (ctgid != ptgid)
