@@ -241,6 +241,107 @@ func TestMariaDBStartedIsTraced(t *testing.T) {
 	}
 }
 
+// holdWhileStarting stops (SIGSTOP) the next mariadbd that starts on
+// dataDir, other than pid old, as soon as it runs, before it has read its
+// options, moved to its data directory and opened its port, for hold,
+// then lets it go on (SIGCONT): a server slow to start, as one recovering
+// a large redo log is, or one on a busy machine. The trace looks for
+// servers every second: it finds this one while it is starting. The
+// channel gives the pid held, once it goes on (0: none was seen in a
+// minute).
+func holdWhileStarting(dataDir string, old int, hold time.Duration) <-chan int {
+	held := make(chan int, 1)
+	go func() {
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+			ents, _ := os.ReadDir("/proc")
+			for _, e := range ents {
+				pid, err := strconv.Atoi(e.Name())
+				if err != nil || pid == old {
+					continue
+				}
+				if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) != "mariadbd" {
+					continue
+				}
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				args := strings.Split(string(cmdline), "\x00")
+				if !slices.Contains(args, "--datadir="+dataDir) || slices.Contains(args, "--bootstrap") {
+					continue
+				}
+				syscall.Kill(pid, syscall.SIGSTOP)
+				time.Sleep(hold)
+				syscall.Kill(pid, syscall.SIGCONT)
+				held <- pid
+				return
+			}
+		}
+		held <- 0
+	}()
+	return held
+}
+
+// A MariaDB the trace finds while it is still starting (held 3 s just
+// after it began, before it moved to its data directory and opened its
+// port): it is named once started, by its data directory, and its records
+// carry its port; the same when it comes back from a kill -9 slowly. A
+// server's name and port are read once it runs as a server, not from
+// where a starting process happens to stand.
+func TestMariaDBFoundWhileStarting(t *testing.T) {
+	pg := startPG(t, nil)
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--raw-sql")
+	port := freePort(t)
+	const hold, n = 3 * time.Second, 100
+	parent := t.TempDir() // the sandbox's directory in it: its data directory's path is known before it starts
+	var s *mysandbox.Server
+	started := make(chan bool)
+	var held <-chan int
+	go func() {
+		// The sandbox's directory is mysandbox-* in parent: wait for it to
+		// know the data directory to watch for.
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+			if m, _ := filepath.Glob(filepath.Join(parent, "mysandbox-*")); len(m) == 1 {
+				held = holdWhileStarting(filepath.Join(m[0], "data"), 0, hold)
+				break
+			}
+		}
+		close(started)
+	}()
+	s = startMariaDBWith(t, mysandbox.Options{Dir: parent, Port: port})
+	<-started
+	if held == nil {
+		t.Fatal("the sandbox's directory was not seen")
+	}
+	pids := []int{s.PID()}
+	if pid := <-held; pid != s.PID() {
+		t.Fatalf("held pid %d while starting; the server is %d", pid, s.PID())
+	}
+	waitSays(t, tr, "the trace to find the MariaDB started", fmt.Sprintf("MariaDB pid %d (%s) has started: tracing it", s.PID(), s.DataDir), nil)
+	mySQL(t, s, markedSelects("started slowly", n))
+
+	old := s.PID()
+	held = holdWhileStarting(s.DataDir, old, hold)
+	if err := s.Restart(mysqlContext(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if pid := <-held; pid != s.PID() {
+		t.Fatalf("held pid %d while starting again; the server is %d", pid, s.PID())
+	}
+	pids = append(pids, s.PID())
+	waitSays(t, tr, "the trace to find the MariaDB back", fmt.Sprintf("MariaDB on %s is back as pid %d: tracing it", s.DataDir, s.PID()), nil)
+	mySQL(t, s, markedSelects("back slowly", n))
+	psql(t, pg, "SELECT 'on PostgreSQL'")
+	tr.mayLose = true // as in TestMariaDBStartedIsTraced: every server of the machine is traced
+	qs, _, _ := tr.stop(t)
+	for i, mark := range []string{"started slowly", "back slowly"} {
+		seen := checkMarked(t, qs, mark, n, pids[i], s.DataDir, port)
+		t.Logf("%s (pid %d): %d of %d statements seen", mark, pids[i], seen, n)
+	}
+	for _, line := range strings.Split(tr.stderr.String(), "\n") {
+		if strings.Contains(line, "MariaDB") {
+			t.Logf("the trace said: %s", line)
+		}
+	}
+}
+
 // startServe runs serve and returns once it serves its metrics (it may
 // attach to no server yet), with their URL.
 func startServe(t *testing.T, args ...string) (*trace, string) {
