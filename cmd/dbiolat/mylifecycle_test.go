@@ -342,32 +342,47 @@ func TestMariaDBFoundWhileStarting(t *testing.T) {
 	}
 }
 
+// serveRun is a running serve, its exit waited for as it comes.
+type serveRun struct {
+	*trace
+	done chan struct{} // closed when serve has exited; err is then set
+	err  error
+}
+
 // startServe runs serve and returns once it serves its metrics (it may
 // attach to no server yet), with their URL.
-func startServe(t *testing.T, args ...string) (*trace, string) {
+func startServe(t *testing.T, args ...string) (*serveRun, string) {
 	t.Helper()
-	tr := &trace{cmd: exec.Command(binary, append([]string{"serve"}, args...)...)}
-	tr.cmd.Stdout = &tr.stdout
-	tr.cmd.Stderr = &tr.stderr
-	if err := tr.cmd.Start(); err != nil {
+	sv := &serveRun{trace: &trace{cmd: exec.Command(binary, append([]string{"serve"}, args...)...)}, done: make(chan struct{})}
+	sv.cmd.Stdout = &sv.stdout
+	sv.cmd.Stderr = &sv.stderr
+	if err := sv.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- tr.cmd.Wait() }()
-	t.Cleanup(func() { tr.cmd.Process.Kill(); <-done })
+	go func() { sv.err = sv.cmd.Wait(); close(sv.done) }()
+	t.Cleanup(func() { sv.cmd.Process.Kill(); <-sv.done })
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if m := servingRe.FindStringSubmatch(tr.stderr.String()); m != nil {
-			return tr, m[1]
+		if m := servingRe.FindStringSubmatch(sv.stderr.String()); m != nil {
+			return sv, m[1]
 		}
 		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("serve exited (%v) before it served its metrics:\n%s", err, tr.stderr.String())
+		case <-sv.done:
+			t.Fatalf("serve exited (%v) before it served its metrics:\n%s", sv.err, sv.stderr.String())
 		default:
 		}
 	}
-	t.Fatalf("serve did not serve its metrics in 30 s:\n%s", tr.stderr.String())
+	t.Fatalf("serve did not serve its metrics in 30 s:\n%s", sv.stderr.String())
 	return nil, ""
+}
+
+// stop ends serve with Ctrl-C: it must exit cleanly.
+func (sv *serveRun) stop(t *testing.T) {
+	t.Helper()
+	sv.cmd.Process.Signal(syscall.SIGINT)
+	<-sv.done
+	if sv.err != nil {
+		t.Errorf("serve exited with %v:\n%s", sv.err, sv.stderr.String())
+	}
 }
 
 // gauge is a metric family's only gauge; -1 if the family is missing.
@@ -414,7 +429,7 @@ func serveLoad(round int) (script string, want map[string]uint64) {
 // (a reading is a statement too, counted in Com_show_status by its own
 // reading): read, a tick and a window pass, serve read; statements; a tick
 // and a window; serve read, counters read.
-func checkServeCounts(t *testing.T, tr *trace, url string, s *mysandbox.Server, round int, pids ...int) {
+func checkServeCounts(t *testing.T, tr *serveRun, url string, s *mysandbox.Server, round int, pids ...int) {
 	t.Helper()
 	script, want := serveLoad(round)
 	c0 := comCounters(t, s)
@@ -481,7 +496,7 @@ func TestServeWaitsForAServer(t *testing.T) {
 	}
 	tr, url := startServe(t, "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s")
 	base := strings.TrimSuffix(url, "/metrics")
-	waitSays(t, tr, "serve to say it waits", "No database server is running: waiting for one to start", nil)
+	waitSays(t, tr.trace, "serve to say it waits", "No database server is running: waiting for one to start", nil)
 	fams := scrape(t, url)
 	skipIfOthers(t, tr, fams, "")
 	if v := gauge(fams, "dbiolat_servers_traced"); v != 0 {
@@ -519,7 +534,7 @@ func TestServeWaitsForAServer(t *testing.T) {
 	if v := gauge(fams, "dbiolat_servers_traced"); v != 1 {
 		t.Errorf("dbiolat_servers_traced is %v once the MariaDB is traced, want 1", v)
 	}
-	checkSaidInOrder(t, tr, "No database server is running: waiting for one to start",
+	checkSaidInOrder(t, tr.trace, "No database server is running: waiting for one to start",
 		fmt.Sprintf("MariaDB pid %d (%s) has started: tracing it", s.PID(), s.DataDir))
 	checkServeCounts(t, tr, url, s, 1, s.PID())
 
@@ -527,8 +542,8 @@ func TestServeWaitsForAServer(t *testing.T) {
 	if err := s.Restart(mysqlContext(t), true); err != nil {
 		t.Fatal(err)
 	}
-	waitSays(t, tr, "serve to find the MariaDB back", fmt.Sprintf("MariaDB on %s is back as pid %d: tracing it", s.DataDir, s.PID()), nil)
-	checkSaidInOrder(t, tr, fmt.Sprintf("MariaDB pid %d (%s) has exited: waiting for it to come back", old, s.DataDir),
+	waitSays(t, tr.trace, "serve to find the MariaDB back", fmt.Sprintf("MariaDB on %s is back as pid %d: tracing it", s.DataDir, s.PID()), nil)
+	checkSaidInOrder(t, tr.trace, fmt.Sprintf("MariaDB pid %d (%s) has exited: waiting for it to come back", old, s.DataDir),
 		fmt.Sprintf("MariaDB on %s is back as pid %d", s.DataDir, s.PID()))
 	serverInfo("dbiolat_server_info to name the new pid")
 	if v := gauge(fams, "dbiolat_servers_traced"); v != 1 {
@@ -538,7 +553,7 @@ func TestServeWaitsForAServer(t *testing.T) {
 	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz while tracing: %v %v", resp, err)
 	}
-	tr.stopText(t)
+	tr.stop(t)
 }
 
 // runningServers lists the PostgreSQL and MySQL-family servers running
@@ -561,7 +576,7 @@ func runningServers() []string {
 // another test or suite beside this one, its statements would be counted
 // too. (A server of ours misnamed is not another's: the test then fails
 // on its name.)
-func skipIfOthers(t *testing.T, tr *trace, fams map[string]*dto.MetricFamily, dataDir string, pids ...int) {
+func skipIfOthers(t *testing.T, tr *serveRun, fams map[string]*dto.MetricFamily, dataDir string, pids ...int) {
 	t.Helper()
 	ours := func(pid string, dir string) bool {
 		return dataDir != "" && dir == dataDir || slices.Contains(pids, atoi(pid))
