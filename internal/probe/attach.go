@@ -84,12 +84,23 @@ func (t *Tracer) attachHooks(f Families, core bool) error {
 	return nil
 }
 
-// Wake attaches the hooks of families loaded dormant (Load); those
-// attached already are left as they are.
+// Wake loads the dormant families (Load) and attaches their hooks; those
+// attached already are left as they are. Their programs use the maps
+// loaded already: one state, whichever program keeps it.
 func (t *Tracer) Wake(f Families) error {
-	if f &= t.loaded &^ t.families; f == 0 {
+	if f &= t.dormant; f == 0 {
 		return nil
 	}
+	shared := byName[*ebpf.Map](&t.objs.dbiolatMaps)
+	for name, m := range t.data.Maps {
+		shared[name] = m
+	}
+	coll, err := t.load(t.spec.Copy(), f, false, shared)
+	if err != nil {
+		return err
+	}
+	coll.Close() // the clones of the shared maps
+	t.dormant &^= f
 	t.families |= f
 	return t.attachHooks(f, false)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"syscall"
 	"time"
 
@@ -24,9 +25,10 @@ type Tracer struct {
 	paused   bool
 	events   *ringbuf.Reader
 	runs     *ringbuf.Reader
-	families Families // attached
-	loaded   Families // attached, or loaded for Wake
-	spec     *ebpf.CollectionSpec
+	families Families               // loaded and attached
+	dormant  Families               // loaded by Wake when needed
+	spec     *ebpf.CollectionSpec   // every program as compiled, for Wake and the hooks
+	data     *ebpf.Collection       // the global variables' maps (.rodata, .bss...), shared with Wake's programs
 	specs    uint32                 // USDT specs written so far (cookie of the next site)
 	progs    map[*ebpf.Program]bool // the programs attached, for their run-time statistics
 	sample   statsSample
@@ -79,10 +81,10 @@ func threshold(d time.Duration) uint64 {
 // hooks. USDT sites are attached per binary with AttachUSDT.
 func Open(f Families, emit Emit) (*Tracer, error) { return Load(f, 0, emit) }
 
-// Load is Open with the dormant families loaded but not attached: Wake
-// attaches them once they have something to trace (a server of their
-// protocol that started, a storage engine found), and until then they
-// cost nothing. Families the kernel has no hooks for are not loaded.
+// Load is Open with dormant families: Wake loads and attaches them once
+// they have something to trace (a server of their protocol that started,
+// a storage engine found). Until then they cost nothing, not even the
+// verifier's time (MySQL's protocol programs: about a second).
 func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("lifting the memlock limit: %w", err)
@@ -97,22 +99,10 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 		}
 		dormant &^= Protocols
 	}
-	t := &Tracer{binaries: map[attachedTo]bool{}, families: f, loaded: f | dormant, spec: spec, progs: map[*ebpf.Program]bool{},
+	t := &Tracer{binaries: map[attachedTo]bool{}, families: f, dormant: dormant &^ f, spec: spec, progs: map[*ebpf.Program]bool{},
 		uprobeMulti: features.HaveBPFLinkUprobeMulti() == nil}
-	f = t.loaded
 	if t.names, err = readKernelNames(spec); err != nil {
 		return nil, err
-	}
-	// Programs of families left off are not loaded, so a kernel without
-	// their hooks runs the others; a stub takes their place in t.objs.
-	for name, ps := range spec.Programs {
-		switch {
-		case !f.uses(name):
-			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL",
-				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
-		case (ps.SectionName == "uprobe" || ps.SectionName == "uretprobe") && t.uprobeMulti:
-			ps.AttachType = ebpf.AttachTraceUprobeMulti
-		}
 	}
 	for name, v := range map[string]any{
 		"emit_min_query_ns": threshold(emit.MinQuery),
@@ -123,12 +113,19 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
 	}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return nil, fmt.Errorf("the kernel rejected a BPF program: %+v", verr)
-		}
-		return nil, fmt.Errorf("loading BPF programs: %w", err)
+	t.spec = spec.Copy()
+	// Programs of families left off are not loaded, so a kernel without
+	// their hooks runs the others; a stub takes their place in t.objs.
+	if t.data, err = t.load(spec, f, true, nil); err != nil {
+		return nil, err
+	}
+	if err := t.data.Assign(&t.objs.dbiolatMaps); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if err := t.data.Assign(&t.objs.dbiolatVariables); err != nil {
+		t.Close()
+		return nil, err
 	}
 	if err := t.attachHooks(t.families, true); err != nil {
 		t.Close()
@@ -143,6 +140,51 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 		return nil, fmt.Errorf("opening the ring buffer: %w", err)
 	}
 	return t, nil
+}
+
+// load loads the programs of the families (and the core's, with core),
+// stubs in place of the others, and moves them into t.objs; with shared,
+// it uses those maps instead of making its own. What it returns holds
+// what t.objs has no field for: the global variables' maps.
+func (t *Tracer) load(spec *ebpf.CollectionSpec, f Families, core bool, shared map[string]*ebpf.Map) (*ebpf.Collection, error) {
+	for name, ps := range spec.Programs {
+		fam, _ := familyOf(name)
+		switch {
+		case fam&f == 0 && (fam != 0 || !core):
+			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL",
+				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+		case (ps.SectionName == "uprobe" || ps.SectionName == "uretprobe") && t.uprobeMulti:
+			ps.AttachType = ebpf.AttachTraceUprobeMulti
+		}
+	}
+	for name := range spec.Maps {
+		if _, ok := shared[name]; shared != nil && !ok {
+			return nil, fmt.Errorf("loading BPF programs: map %s has nothing to share", name)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: shared})
+	var verr *ebpf.VerifierError
+	switch {
+	case errors.As(err, &verr):
+		return nil, fmt.Errorf("the kernel rejected a BPF program: %+v", verr)
+	case err != nil:
+		return nil, fmt.Errorf("loading BPF programs: %w", err)
+	}
+	// The family's programs replace their stubs in t.objs.
+	progs := reflect.ValueOf(&t.objs.dbiolatPrograms).Elem()
+	for i := 0; i < progs.NumField(); i++ {
+		name := progs.Type().Field(i).Tag.Get("ebpf")
+		fam, _ := familyOf(name)
+		if p := coll.DetachProgram(name); p != nil && (fam&f != 0 || shared == nil) {
+			if old, _ := progs.Field(i).Interface().(*ebpf.Program); old != nil {
+				old.Close()
+			}
+			progs.Field(i).Set(reflect.ValueOf(p))
+		} else if p != nil {
+			p.Close()
+		}
+	}
+	return coll, nil
 }
 
 // kernelHas says whether the kernel's BTF describes a type (a tracepoint's
@@ -179,6 +221,10 @@ func (t *Tracer) Close() error {
 		}
 	}
 	errs = append(errs, t.objs.Close())
+	if t.data != nil {
+		t.data.Close()
+		t.data = nil
+	}
 	if t.sample.on != nil {
 		errs = append(errs, t.sample.on.Close())
 		t.sample.on = nil

@@ -1,10 +1,12 @@
 package probe
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
@@ -96,5 +98,47 @@ func TestMapMemoryBudget(t *testing.T) {
 	t.Logf("BPF maps: %d bytes at load, %d more at most (budget %d)", n, growth, budget)
 	if n == 0 || n+growth > budget {
 		t.Errorf("BPF maps take %d bytes and up to %d more, want some and at most %d", n, growth, budget)
+	}
+}
+
+// A dormant family costs nothing until woken: its programs are stubs, its
+// hooks unattached. Woken, its programs are loaded into the maps loaded
+// already (the tasks' storage the other families keep, the counters every
+// summary reads), and its hooks attach.
+func TestWakeLoadsIntoTheSameMaps(t *testing.T) {
+	testenv.NeedRoot(t)
+	tr, err := Load(Default, MySQLWire, EmitAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	before, _ := Hooks(Default)
+	after, _ := Hooks(Default | MySQLWire)
+	if tr.objs.MysqlSend.Type() != ebpf.SocketFilter || tr.linked() != len(before) {
+		t.Fatalf("dormant: mysql_send is a %v, %d links for the %d hooks of the families attached", tr.objs.MysqlSend.Type(), tr.linked(), len(before))
+	}
+	if err := tr.Wake(MySQLWire); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Wake(MySQLWire); err != nil { // once is enough
+		t.Fatal(err)
+	}
+	if tr.objs.MysqlSend.Type() != ebpf.Tracing || tr.linked() != len(after) || tr.Attached() != Default|MySQLWire {
+		t.Fatalf("woken: mysql_send is a %v, %d links for %d hooks, families %v", tr.objs.MysqlSend.Type(), tr.linked(), len(after), tr.Attached().Names())
+	}
+	info, err := tr.objs.MysqlSend.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, _ := info.MapIDs()
+	for name, m := range map[string]*ebpf.Map{"tasks": tr.objs.Tasks, "stats": tr.objs.Stats, "mysql_conns": tr.objs.MysqlConns} {
+		mi, err := m.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := mi.ID()
+		if !slices.Contains(uses, id) {
+			t.Errorf("the woken mysql_send does not use the loaded %s (map %d; it uses %v)", name, id, uses)
+		}
 	}
 }

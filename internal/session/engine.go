@@ -22,7 +22,6 @@ import (
 
 // An engine is a kind of database server.
 type engine struct {
-	name string // in messages: "PostgreSQL"
 	// protocol is the family its queries come from under the families
 	// chosen (PostgreSQL's is none with --usdt); an error if it cannot be
 	// traced with them.
@@ -43,12 +42,12 @@ type server interface {
 	engine() *engine
 	// about says what it is; Name and Container are the session's to set.
 	about() model.Server
-	// attach traces its processes and threads from now on (with t, its
-	// entry in the session, already known to records).
-	attach(s *Session, t *traced) error
+	// attach traces its processes and threads from now on (the session
+	// knows it already: their records name it).
+	attach(s *Session) error
 	// role says what one of its processes or threads does, if that can
 	// be told now.
-	role(s *Session, pid uint32) (proc, bool)
+	role(pid uint32) (proc, bool)
 	// waitName names a wait event as the server does.
 	waitName(event uint32) string
 	// query turns a record of its into a model.Query; nil for one sent

@@ -25,7 +25,6 @@ import (
 // (probe.MySQLWire), per connection; waits bracketed by thd_wait_begin.
 
 var mysqlEngine = engine{
-	name: "MySQL or MariaDB",
 	protocol: func(f probe.Families) (probe.Families, error) {
 		if f&(probe.USDT|probe.Buffers) != 0 {
 			return 0, errors.New("MySQL and MariaDB have no USDT probes: leave out --usdt and --buffers for them (point at a PostgreSQL with --pid or --pgdata)")
@@ -100,7 +99,7 @@ func (m *mysqlServer) unit(unit uint32) (pid, tid int) {
 // commands; the waits it brackets are named and boxed; its TLS
 // connections are read in plaintext at the OpenSSL it maps; each
 // thread's I/O is kept apart, under its role.
-func (m *mysqlServer) attach(s *Session, _ *traced) error {
+func (m *mysqlServer) attach(s *Session) error {
 	s.procs[uint32(m.PID)] = proc{role: mysqlServerRole}
 	err := s.tracer.AttachWaits(m.Binary, probe.WaitFunctions{Begin: mysql.WaitBegin, End: mysql.WaitEnd})
 	if err != nil {
@@ -117,7 +116,7 @@ func (m *mysqlServer) attach(s *Session, _ *traced) error {
 }
 
 // role: a thread's stack tells it while the thread waits.
-func (m *mysqlServer) role(_ *Session, tid uint32) (proc, bool) {
+func (m *mysqlServer) role(tid uint32) (proc, bool) {
 	if m.threads == nil {
 		return proc{}, false
 	}

@@ -22,7 +22,6 @@ import (
 // probes (--usdt); waits from the wait event each backend publishes.
 
 var postgresEngine = engine{
-	name:     "PostgreSQL",
 	protocol: func(f probe.Families) (probe.Families, error) { return f & probe.PGWire, nil },
 	discover: func() ([]server, error) {
 		ins, err := postgres.Discover()
@@ -64,7 +63,7 @@ func (p *pgServer) waitName(event uint32) string { return postgres.WaitEvent(eve
 
 // role reads a process's title. A postmaster's child shows the
 // postmaster's title until it sets its own: it is read again next time.
-func (p *pgServer) role(_ *Session, pid uint32) (proc, bool) {
+func (p *pgServer) role(pid uint32) (proc, bool) {
 	d, err := postgres.Describe(int(pid))
 	if err != nil {
 		return proc{}, false
@@ -79,7 +78,7 @@ func procOf(d postgres.Process, again bool) proc {
 // attach tracks the postmaster, then its children (those it forks from
 // now on inherit it in the kernel), and attaches the uprobes of its
 // binary: asynchronous I/O handoff, USDT probes.
-func (p *pgServer) attach(s *Session, _ *traced) error {
+func (p *pgServer) attach(s *Session) error {
 	info := p.procInfo(s)
 	if err := s.tracer.Track(p.PID, info, false); err != nil {
 		return err

@@ -43,7 +43,7 @@ func (s *Session) describe(pid uint32) proc {
 	}
 	p := proc{role: model.RoleUnknown}
 	if t := s.servers[s.owner(pid)]; t != nil {
-		if r, ok := t.role(s, pid); ok {
+		if r, ok := t.role(pid); ok {
 			p = r
 		}
 	}

@@ -138,7 +138,7 @@ func (s *Session) attach(sv server) (*traced, error) {
 		return nil, err
 	}
 	s.servers[pid] = t // before its processes are: their records name it
-	err = sv.attach(s, t)
+	err = sv.attach(s)
 	if es, serr := storage.Under(sv.about().DataDir); err == nil && serr == nil {
 		for _, e := range es {
 			err = cmp.Or(err, s.trackEngine(pid, e))
