@@ -174,7 +174,7 @@ func ByDataDir(dir string) (Instance, error) {
 
 // Discover finds every running MySQL and MariaDB server on the host:
 // each mysqld or mariadbd process (threads are not listed in /proc), but
-// not one creating a data directory.
+// not one creating a data directory or still starting.
 func Discover() ([]Instance, error) {
 	pids, err := procfs.PIDs()
 	if err != nil {
@@ -188,7 +188,13 @@ func Discover() ([]Instance, error) {
 		if p, err := procfs.PPid(pid); err == nil && p > 1 && isServerExe(p) {
 			continue // found through its parent
 		}
-		out = append(out, instanceOf(pid))
+		// A server opens its port and socket last, once it has moved to
+		// its data directory and recovered: until then it is starting
+		// (where it stands is not its data directory yet), as PostgreSQL's
+		// postmaster that has not written postmaster.pid.
+		if in := instanceOf(pid); in.Port != 0 || in.Socket != "" {
+			out = append(out, in)
+		}
 	}
 	return out, nil
 }
