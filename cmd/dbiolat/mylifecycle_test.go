@@ -478,8 +478,10 @@ func hasServerInfo(fams map[string]*dto.MetricFamily, labels map[string]string) 
 // /healthz says so (200), dbiolat_servers_traced is 0. A MariaDB that
 // starts is attached and named by dbiolat_server_info, and serve counts
 // its statements as the server does; after a kill -9 and start, once serve
-// says it is back, again. This needs a machine where no PostgreSQL or
-// MariaDB of its own runs: with one, the test is skipped, CI or not.
+// says it is back, again. This needs a machine where no other PostgreSQL
+// or MariaDB runs: a developer's with one skips it; under CI, where tests
+// run one package at a time and each stops its servers, one is a leak
+// and fails it (needNoOtherServer).
 func TestServeWaitsForAServer(t *testing.T) {
 	testenv.NeedRoot(t)
 	// Servers of other tests (or of a suite run beside this one) come and
@@ -491,7 +493,7 @@ func TestServeWaitsForAServer(t *testing.T) {
 			break
 		}
 		if time.Now().After(end) {
-			t.Skipf("a database server runs on this machine (%s): serve would trace it, and this test needs none running", strings.Join(running, ", "))
+			needNoOtherServer(t, "a database server runs on this machine (%s): serve would trace it, and this test needs none running", strings.Join(running, ", "))
 		}
 	}
 	tr, url := startServe(t, "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s")
@@ -593,7 +595,7 @@ func skipIfOthers(t *testing.T, tr *serveRun, fams map[string]*dto.MetricFamily,
 		}
 	}
 	if len(others) > 0 {
-		t.Skipf("another database server started on this machine meanwhile (%s): this test needs none but its own; serve said:\n%s",
+		needNoOtherServer(t, "another database server started on this machine meanwhile (%s): this test needs none but its own; serve said:\n%s",
 			strings.Join(others, "; "), tr.stderr.String())
 	}
 }
@@ -907,4 +909,14 @@ func TestMariaDBOnFUSEStorage(t *testing.T) {
 	if !strings.Contains(string(out), "arises in the userspace storage engine bindfs[") {
 		t.Errorf("compare does not name the FUSE engine under the MariaDB")
 	}
+}
+
+// needNoOtherServer stops a test that needs no database server but its
+// own: skipped on a developer's machine, failed under CI.
+func needNoOtherServer(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
 }
