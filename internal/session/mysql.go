@@ -2,21 +2,19 @@ package session
 
 import (
 	"debug/elf"
-	"maps"
-	"slices"
-	"strings"
-
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/elfvar"
-	"github.com/dbiolat/dbiolat/internal/procfs"
-
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/procfs"
 	"github.com/dbiolat/dbiolat/internal/sqlnorm"
 )
 
