@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
@@ -217,34 +218,38 @@ func (s *Server) start(settings []string) error {
 		args = append(args, "--skip-networking")
 	}
 	args = append(args, settings...)
-	// Whatever mariadbd prints before it opens its error log (a bad
-	// option) goes to the same file, so the log tail shows it.
+	// Not tied to ctx: the server outlives Start.
+	return s.run(ctx, s.command(context.Background(), "mariadbd", args...))
+}
+
+// run starts mariadbd as cmd says and waits until it answers on its
+// socket. Whatever mariadbd prints before it opens its error log (a bad
+// option) goes to the same file, so the log tail shows it.
+func (s *Server) run(ctx context.Context, cmd *exec.Cmd) error {
 	out, err := os.OpenFile(s.box.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("mysandbox: %w", err)
 	}
 	defer out.Close()
-	// Not tied to ctx: the server outlives Start.
-	s.cmd = s.command(context.Background(), "mariadbd", args...)
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	fmt.Fprintf(s.box.Log, "mysandbox: %s %s\n", s.cmd.Path, strings.Join(args, " "))
-	if err := s.cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = out, out
+	fmt.Fprintf(s.box.Log, "mysandbox: %s %s\n", cmd.Path, strings.Join(cmd.Args[1:], " "))
+	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("mysandbox: starting mariadbd: %w", err)
 	}
-	s.exited = make(chan struct{})
+	exited := make(chan struct{})
+	s.cmd, s.exited, s.waitErr = cmd, exited, nil
 	go func() {
-		s.waitErr = s.cmd.Wait()
-		close(s.exited)
+		s.waitErr = cmd.Wait()
+		close(exited)
 	}()
-
-	ping, cancelPing := context.WithTimeout(ctx, 60*time.Second)
+	ping, cancelPing := context.WithTimeout(ctx, time.Minute)
 	defer cancelPing()
 	for {
 		select {
-		case <-s.exited:
+		case <-exited:
 			return fmt.Errorf("mysandbox: mariadbd exited before it answered: %v", s.waitErr)
 		case <-ping.Done():
-			return errors.New("mysandbox: mariadbd did not answer on its socket within 60 seconds")
+			return errors.New("mysandbox: mariadbd did not answer on its socket within a minute")
 		case <-time.After(100 * time.Millisecond):
 		}
 		if _, err := os.Stat(s.Socket); err != nil {
@@ -271,21 +276,34 @@ func (s *Server) Stop() error {
 			return []error{fmt.Errorf("mysandbox: mariadbd had exited before Stop: %v", s.waitErr)}
 		default:
 		}
-		var errs []error
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := cmdrun.Run(s.command(ctx, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.box.Log, "mysandbox"); err != nil {
-			errs = append(errs, err)
+		if err := s.halt(context.Background(), false); err != nil {
+			return []error{err}
 		}
-		select {
-		case <-s.exited:
-		case <-ctx.Done():
-			s.cmd.Process.Kill()
-			<-s.exited
-			errs = append(errs, errors.New("mysandbox: mariadbd did not shut down within a minute and was killed"))
-		}
-		return errs
+		return nil
 	})
+}
+
+// halt stops the running server, cleanly or with SIGKILL, and waits
+// until its process is gone (reaped).
+func (s *Server) halt(ctx context.Context, kill bool) error {
+	if kill {
+		if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("mysandbox: killing mariadbd: %w", err)
+		}
+		<-s.exited // SIGKILL cannot be caught: it goes
+		return nil
+	}
+	shut, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := cmdrun.Run(s.command(shut, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.box.Log, "mysandbox")
+	select {
+	case <-s.exited:
+		return nil
+	case <-shut.Done():
+		s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("mysandbox: mariadbd did not shut down within a minute and was killed (shutdown: %v)", err)
+	}
 }
 
 // PID returns mariadbd's process ID. The server is one process: its

@@ -6,11 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
-	"syscall"
-	"time"
-
-	"github.com/dbiolat/dbiolat/internal/cmdrun"
 )
 
 // Restart stops the server and starts it again on the same data
@@ -41,75 +36,11 @@ func (s *Server) Restart(ctx context.Context, kill bool) error {
 			return err
 		}
 	}
-	path, args := s.cmd.Path, s.cmd.Args[1:]
-	out, err := os.OpenFile(s.box.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("mysandbox: %w", err)
-	}
-	defer out.Close()
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(s.cmd.Path, s.cmd.Args[1:]...) // the very command line it ran with
 	cmd.Dir, cmd.Env = s.cmd.Dir, s.cmd.Env
-	cmd.Stdout, cmd.Stderr = out, out
-	fmt.Fprintf(s.box.Log, "mysandbox: restarting: %s %s\n", path, strings.Join(args, " "))
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("mysandbox: starting mariadbd again: %w", err)
-	}
-	exited := make(chan struct{})
-	s.cmd, s.exited, s.waitErr = cmd, exited, nil
-	go func() {
-		err := cmd.Wait()
-		s.waitErr = err
-		close(exited)
-	}()
-	if err := s.waitAnswering(ctx); err != nil {
+	if err := s.run(ctx, cmd); err != nil {
 		return s.box.StartFailed(err)
 	}
 	fmt.Fprintf(s.box.Log, "mysandbox: mariadbd pid %d restarted as pid %d\n", old, s.PID())
 	return nil
-}
-
-// halt stops the running server, cleanly or with SIGKILL, and waits
-// until its process is gone (reaped).
-func (s *Server) halt(ctx context.Context, kill bool) error {
-	if kill {
-		if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return fmt.Errorf("mysandbox: killing mariadbd: %w", err)
-		}
-		<-s.exited // SIGKILL cannot be caught: it goes
-		return nil
-	}
-	shut, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	_, err := cmdrun.Run(s.command(shut, "mariadb-admin", append(s.ClientArgs(), "shutdown")...), s.box.Log, "mysandbox")
-	select {
-	case <-s.exited:
-		return nil
-	case <-shut.Done():
-		s.cmd.Process.Kill()
-		<-s.exited
-		return fmt.Errorf("mysandbox: mariadbd did not shut down in time and was killed (shutdown: %v)", err)
-	}
-}
-
-// waitAnswering waits until the server answers on its socket, for at
-// most a minute.
-func (s *Server) waitAnswering(ctx context.Context) error {
-	ping, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	exited := s.exited
-	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("mysandbox: mariadbd exited before it answered: %v", s.waitErr)
-		case <-ping.Done():
-			return errors.New("mysandbox: mariadbd did not answer on its socket within a minute")
-		case <-time.After(100 * time.Millisecond):
-		}
-		if _, err := os.Stat(s.Socket); err != nil {
-			continue
-		}
-		if _, err := cmdrun.Run(s.command(ping, "mariadb-admin", append(s.ClientArgs(), "ping")...), nil, "mysandbox"); err == nil {
-			return nil
-		}
-	}
 }
