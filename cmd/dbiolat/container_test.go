@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -275,24 +276,41 @@ func TestContainerInNamespaces(t *testing.T) {
 	}
 }
 
-// A MariaDB in a pod as CRI-O and the kubelet make one (its own pid,
-// mount and cgroup namespaces, its data directory seen only inside): found
-// by its PID, its records and serve's series name its container, its pod
-// and its data directory as it sees it.
-func TestMariaDBInPod(t *testing.T) {
+// myPod is a MariaDB in a pod as CRI-O and the kubelet make one (its own
+// pid, mount and cgroup namespaces, its data directory seen only inside),
+// under an init of the container's (a shell, as tini or dumb-init would
+// be) that starts the server again whenever it exits, until the pod
+// stops: the server restarts in the same namespaces, on the same data
+// directory.
+type myPod struct {
+	name, uid, id string
+	host          string // the pod's files, seen from the host: its socket
+	sock          string
+	init          int // the container's pid 1, as the host sees it
+	server        int // mariadbd's pid, as the host sees it
+}
+
+// myPodDataDir is the pod's data directory, as the official image has it.
+const myPodDataDir = "/var/lib/mysql"
+
+// startMyPod starts a MariaDB pod in namespace "prod"; it stops at the
+// end of the test.
+func startMyPod(t *testing.T, name, uid, id string) *myPod {
+	t.Helper()
 	testenv.NeedRoot(t)
-	const name, uid, id, dataDir = "my-0", "9e8d7c6b-5a49-4387-a6b5-c4d3e2f1a0b9", "3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a", "/var/lib/mysql"
 	if _, err := exec.LookPath("mariadbd"); err != nil {
-		t.Fatalf("MariaDB is not installed (scripts/install-deps installs it): %v", err)
+		if _, err := os.Stat("/usr/sbin/mariadbd"); err != nil {
+			t.Fatalf("MariaDB is not installed (scripts/install-deps installs it): %v", err)
+		}
 	}
-	host := reachableTempDir(t, "mypod-")
+	p := &myPod{name: name, uid: uid, id: id, host: reachableTempDir(t, "mypod-")}
+	p.sock = filepath.Join(p.host, "mysqld.sock")
 	if out, err := exec.Command("mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db",
-		"--datadir="+host+"/data").CombinedOutput(); err != nil {
+		"--datadir="+p.host+"/data").CombinedOutput(); err != nil {
 		t.Fatalf("making the pod's data directory: %v\n%s", err, out)
 	}
 	cg := podCgroup(t, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"+strings.ReplaceAll(uid, "-", "_")+
 		".slice/crio-"+id+".scope")
-	sock := filepath.Join(host, "mysqld.sock")
 	cmd := exec.Command("sh", "-ec", fmt.Sprintf(`echo $$ > %[1]s/cgroup.procs
 		mkdir -p %[3]s
 		exec unshare --pid --fork --mount --cgroup --propagation private sh -ec '
@@ -303,36 +321,94 @@ func TestMariaDBInPod(t *testing.T) {
 			printf prod > /run/secrets/kubernetes.io/serviceaccount/namespace
 			echo %[4]s > %[2]s/hostname
 			mount --bind %[2]s/hostname /etc/hostname
-			exec mariadbd --no-defaults --user=root --datadir=%[3]s --socket=%[5]s --skip-networking \
-				--pid-file=%[3]s/mariadbd.pid --log-error=%[3]s/error.log'`,
-		cg, host, dataDir, name, sock))
+			while [ ! -e %[2]s/stop ]; do
+				mariadbd --no-defaults --user=root --datadir=%[3]s --socket=%[5]s --skip-networking \
+					--pid-file=%[3]s/mariadbd.pid --log-error=%[3]s/error.log || true
+				sleep 0.2
+			done'`,
+		cg, p.host, myPodDataDir, name, p.sock))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	server := 0
 	t.Cleanup(func() {
-		if server != 0 {
-			syscall.Kill(server, syscall.SIGTERM) // pid 1 goes, its namespaces with it
+		os.WriteFile(filepath.Join(p.host, "stop"), nil, 0o644)
+		if p.server != 0 {
+			syscall.Kill(p.server, syscall.SIGTERM) // a clean shutdown; the init ends, its namespaces with it
 		}
-		cmd.Wait()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			syscall.Kill(p.init, syscall.SIGKILL)
+			<-done
+		}
 		if t.Failed() {
-			t.Logf("the pod's output:\n%s", out.String())
+			t.Logf("pod %s's output:\n%s", name, out.String())
 		}
 	})
-	client := func(sql string) (string, error) {
-		b, err := exec.Command("mariadb", "--no-defaults", "--protocol=socket", "--socket="+sock, "--user=root", "-N", "-e", sql).CombinedOutput()
-		return strings.TrimSpace(string(b)), err
-	}
-	waitFor(t, "the pod's MariaDB to take connections", func() bool {
-		if server == 0 {
-			children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
-			server, _ = strconv.Atoi(strings.TrimSpace(string(children)))
+	waitFor(t, "the pod's init to start", func() bool {
+		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		p.init, _ = strconv.Atoi(strings.TrimSpace(string(children)))
+		return p.init != 0
+	})
+	p.waitServer(t, 0)
+	return p
+}
+
+// waitServer waits for a server other than pid old to take connections,
+// and makes it the pod's server.
+func (p *myPod) waitServer(t *testing.T, old int) {
+	t.Helper()
+	waitFor(t, "the MariaDB of pod "+p.name+" to take connections", func() bool {
+		p.server = 0
+		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.init, p.init))
+		for _, f := range strings.Fields(string(children)) {
+			pid, _ := strconv.Atoi(f)
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); pid != old && filepath.Base(exe) == "mariadbd" {
+				p.server = pid
+			}
 		}
-		_, err := client("SELECT 1")
+		if p.server == 0 {
+			return false
+		}
+		_, err := p.sql("SELECT 1")
 		return err == nil
 	})
+}
+
+// sql runs a script on the pod's server through one mariadb client.
+func (p *myPod) sql(script string) (string, error) {
+	cmd := exec.Command("mariadb", "--no-defaults", "--protocol=socket", "--socket="+p.sock, "--user=root", "--batch", "--skip-column-names")
+	cmd.Stdin = strings.NewReader(script)
+	b, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(b)), err
+}
+
+// killAndStart kills the pod's server with SIGKILL; its init starts it
+// again, in the same namespaces, on the same data directory.
+func (p *myPod) killAndStart(t *testing.T) {
+	t.Helper()
+	old := p.server
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.waitServer(t, old)
+}
+
+// label is the pod's server name (model.ServerName).
+func (p *myPod) label() string { return "prod/" + p.name + ":" + myPodDataDir }
+
+// A MariaDB in a pod as CRI-O and the kubelet make one (its own pid,
+// mount and cgroup namespaces, its data directory seen only inside): found
+// by its PID, its records and serve's series name its container, its pod
+// and its data directory as it sees it.
+func TestMariaDBInPod(t *testing.T) {
+	const name, uid, id, dataDir = "my-0", "9e8d7c6b-5a49-4387-a6b5-c4d3e2f1a0b9", "3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a", myPodDataDir
+	p := startMyPod(t, name, uid, id)
+	client, server := p.sql, p.server
 	want := container.Info{Runtime: "cri-o", ID: id, PodUID: uid, QoS: "besteffort", Namespace: "prod", Pod: name}
 
 	// The data directory as the pod's server sees it (the host's own
@@ -352,7 +428,7 @@ func TestMariaDBInPod(t *testing.T) {
 
 	s := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", strconv.Itoa(server))
 	url := servingRe.FindStringSubmatch(s.stderr.String())[1]
-	label := "prod/" + name + ":" + dataDir
+	label := p.label()
 	var fams map[string]*dto.MetricFamily
 	waitFor(t, "serve to count the pod's queries", func() bool {
 		if _, err := client("SELECT COUNT(*) FROM mysql.user"); err != nil {

@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 )
 
 func TestDoctorChecksEverything(t *testing.T) {
@@ -35,7 +33,7 @@ func TestDoctorChecksEverything(t *testing.T) {
 			t.Errorf("the USDT check does not count the query probes: %q", ch.Info)
 		}
 	}
-	if st := doctorStorage(t, c); !strings.Contains(st, "mounted at /") {
+	if st := doctorStorage(t, c.PostmasterPID()); !strings.Contains(st, "mounted at /") {
 		t.Errorf("doctor does not say what the data directory is on: %q", st)
 	}
 	for _, want := range []string{"privileges", "kernel BTF", "tracefs", "load and attach", "find PostgreSQL", "USDT probes", "storage under"} {
@@ -49,11 +47,11 @@ func TestDoctorChecksEverything(t *testing.T) {
 	}
 }
 
-// doctorStorage returns what doctor says lies under the instance's data
-// directory.
-func doctorStorage(t *testing.T, c *pgsandbox.Cluster) string {
+// doctorStorage returns what doctor says lies under the data directory of
+// the server process pid belongs to.
+func doctorStorage(t *testing.T, pid int) string {
 	t.Helper()
-	out, err := exec.Command(binary, "doctor", "--json", "--pid", fmt.Sprint(c.PostmasterPID())).CombinedOutput()
+	out, err := exec.Command(binary, "doctor", "--json", "--pid", fmt.Sprint(pid)).CombinedOutput()
 	var report struct{ Checks []doctorCheck }
 	if err != nil || json.Unmarshal(out, &report) != nil {
 		t.Fatalf("doctor: %v\n%s", err, out)

@@ -9,8 +9,6 @@ package main
 // for PostgreSQL holds for MariaDB.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -608,131 +606,6 @@ func atoi(s string) int {
 	return n
 }
 
-// myPod is a MariaDB in a pod as CRI-O and the kubelet make one (its own
-// pid, mount and cgroup namespaces, its data directory seen only inside),
-// under an init of the container's (a shell, as tini or dumb-init would
-// be) that starts the server again whenever it exits, until the pod
-// stops: the server restarts in the same namespaces, on the same data
-// directory.
-type myPod struct {
-	name, uid, id string
-	host          string // the pod's files, seen from the host: its socket
-	sock          string
-	init          int // the container's pid 1, as the host sees it
-	server        int // mariadbd's pid, as the host sees it
-}
-
-// myPodDataDir is the pod's data directory, as the official image has it.
-const myPodDataDir = "/var/lib/mysql"
-
-// startMyPod starts a MariaDB pod in namespace "prod"; it stops at the
-// end of the test.
-func startMyPod(t *testing.T, name, uid, id string) *myPod {
-	t.Helper()
-	testenv.NeedRoot(t)
-	if _, err := exec.LookPath("mariadbd"); err != nil {
-		if _, err := os.Stat("/usr/sbin/mariadbd"); err != nil {
-			t.Fatalf("MariaDB is not installed (scripts/install-deps installs it): %v", err)
-		}
-	}
-	p := &myPod{name: name, uid: uid, id: id, host: reachableTempDir(t, "mypod-")}
-	p.sock = filepath.Join(p.host, "mysqld.sock")
-	if out, err := exec.Command("mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db",
-		"--datadir="+p.host+"/data").CombinedOutput(); err != nil {
-		t.Fatalf("making the pod's data directory: %v\n%s", err, out)
-	}
-	cg := podCgroup(t, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"+strings.ReplaceAll(uid, "-", "_")+
-		".slice/crio-"+id+".scope")
-	cmd := exec.Command("sh", "-ec", fmt.Sprintf(`echo $$ > %[1]s/cgroup.procs
-		mkdir -p %[3]s
-		exec unshare --pid --fork --mount --cgroup --propagation private sh -ec '
-			mount -t tmpfs -o mode=755 data %[3]s
-			cp -a %[2]s/data/. %[3]s
-			mount -t tmpfs tmpfs /run
-			mkdir -p /run/secrets/kubernetes.io/serviceaccount
-			printf prod > /run/secrets/kubernetes.io/serviceaccount/namespace
-			echo %[4]s > %[2]s/hostname
-			mount --bind %[2]s/hostname /etc/hostname
-			while [ ! -e %[2]s/stop ]; do
-				mariadbd --no-defaults --user=root --datadir=%[3]s --socket=%[5]s --skip-networking \
-					--pid-file=%[3]s/mariadbd.pid --log-error=%[3]s/error.log || true
-				sleep 0.2
-			done'`,
-		cg, p.host, myPodDataDir, name, p.sock))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		os.WriteFile(filepath.Join(p.host, "stop"), nil, 0o644)
-		if p.server != 0 {
-			syscall.Kill(p.server, syscall.SIGTERM) // a clean shutdown; the init ends, its namespaces with it
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			syscall.Kill(p.init, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("pod %s's output:\n%s", name, out.String())
-		}
-	})
-	waitFor(t, "the pod's init to start", func() bool {
-		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
-		p.init, _ = strconv.Atoi(strings.TrimSpace(string(children)))
-		return p.init != 0
-	})
-	p.waitServer(t, 0)
-	return p
-}
-
-// waitServer waits for a server other than pid old to take connections,
-// and makes it the pod's server.
-func (p *myPod) waitServer(t *testing.T, old int) {
-	t.Helper()
-	waitFor(t, "the MariaDB of pod "+p.name+" to take connections", func() bool {
-		p.server = 0
-		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.init, p.init))
-		for _, f := range strings.Fields(string(children)) {
-			pid, _ := strconv.Atoi(f)
-			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); pid != old && filepath.Base(exe) == "mariadbd" {
-				p.server = pid
-			}
-		}
-		if p.server == 0 {
-			return false
-		}
-		_, err := p.sql("SELECT 1")
-		return err == nil
-	})
-}
-
-// sql runs a script on the pod's server through one mariadb client.
-func (p *myPod) sql(script string) (string, error) {
-	cmd := exec.Command("mariadb", "--no-defaults", "--protocol=socket", "--socket="+p.sock, "--user=root", "--batch", "--skip-column-names")
-	cmd.Stdin = strings.NewReader(script)
-	b, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(b)), err
-}
-
-// killAndStart kills the pod's server with SIGKILL; its init starts it
-// again, in the same namespaces, on the same data directory.
-func (p *myPod) killAndStart(t *testing.T) {
-	t.Helper()
-	old := p.server
-	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	p.waitServer(t, old)
-}
-
-// label is the pod's server name (model.ServerName).
-func (p *myPod) label() string { return "prod/" + p.name + ":" + myPodDataDir }
-
 // A MariaDB in a pod killed with SIGKILL and started again by the
 // container's init, in the same pid and mount namespaces: slowlog --pid
 // follows it to its new pid, by its name (pod and data directory as the
@@ -775,23 +648,6 @@ func TestMariaDBInPodFollowedAcrossRestart(t *testing.T) {
 	}
 	t.Logf("pod %s: mariadbd %d -> %d (init %d); while looking: %d of %d seen; after: %d of %d seen",
 		name, old, p.server, p.init, len(matching(qs, "SELECT 'while looking'")), looking, seen, after)
-}
-
-// doctorStorageOf is what doctor says lies under a server's data directory.
-func doctorStorageOf(t *testing.T, pid int) string {
-	t.Helper()
-	out, err := exec.Command(binary, "doctor", "--json", "--pid", strconv.Itoa(pid)).CombinedOutput()
-	var report struct{ Checks []doctorCheck }
-	if err != nil || json.Unmarshal(out, &report) != nil {
-		t.Fatalf("doctor: %v\n%s", err, out)
-	}
-	for _, ch := range report.Checks {
-		if strings.HasPrefix(ch.Check, "storage under the data directory") {
-			return ch.Info
-		}
-	}
-	t.Fatalf("doctor has no storage check:\n%s", out)
-	return ""
 }
 
 // myBigTable is TestMySQLColdScan's table: 400,000 rows of 255 bytes
@@ -844,7 +700,7 @@ func TestMariaDBOnFUSEStorage(t *testing.T) {
 		t.Fatalf("the MariaDB's data directory %s is not under the mount %s", b.DataDir, mnt)
 	}
 	mySQL(t, b, myBigTable)
-	if st := doctorStorageOf(t, b.PID()); !strings.Contains(st, "bindfs[") {
+	if st := doctorStorage(t, b.PID()); !strings.Contains(st, "bindfs[") {
 		t.Errorf("doctor does not name the FUSE engine under the MariaDB: %q", st)
 	}
 	engines, err := storage.Under(mnt)

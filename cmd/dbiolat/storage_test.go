@@ -104,7 +104,7 @@ func TestFUSEEngineWorkIsTheQuerys(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Stop() })
 	makeBigTable(t, c)
-	if st := doctorStorage(t, c); !strings.Contains(st, "bindfs[") {
+	if st := doctorStorage(t, c.PostmasterPID()); !strings.Contains(st, "bindfs[") {
 		t.Errorf("doctor does not name the FUSE engine: %q", st)
 	}
 
@@ -280,7 +280,7 @@ func TestCompareNamesTheFUSEEngine(t *testing.T) {
 func TestCompareNamesTheLoopDevice(t *testing.T) {
 	mnt, file := loopMount(t)
 	out := comparePlainWith(t, mnt, func(b *pgsandbox.Cluster) {
-		if st := doctorStorage(t, b); !strings.Contains(st, "a loop device over "+file) {
+		if st := doctorStorage(t, b.PostmasterPID()); !strings.Contains(st, "a loop device over "+file) {
 			t.Errorf("doctor does not name the loop device's file: %q", st)
 		}
 	})
