@@ -35,8 +35,9 @@ func TestCatalogIsConsistent(t *testing.T) {
 	}
 }
 
-// The README's tables of counters, histograms and boxes are the catalog's.
-func TestReadmeTablesAreTheCatalog(t *testing.T) {
+// The JSON reference's tables of counters, histograms and boxes
+// (docs/json.md) are the catalog's.
+func TestDocTablesAreTheCatalog(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| counter | kind | what a count of it is |\n|---|---|---|\n")
 	for _, c := range Counters {
@@ -46,7 +47,7 @@ func TestReadmeTablesAreTheCatalog(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Name, kind, c.Text)
 	}
-	testenv.ReadmeSection(t, "catalog:drops", b.String())
+	testenv.DocSection(t, "docs/json.md", "catalog:drops", b.String())
 
 	b.Reset()
 	b.WriteString("| histogram | unit | what | where its numbers come from |\n|---|---|---|---|\n")
@@ -57,7 +58,7 @@ func TestReadmeTablesAreTheCatalog(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", h.Name, unit, h.Title, h.Source)
 	}
-	testenv.ReadmeSection(t, "catalog:hists", b.String())
+	testenv.DocSection(t, "docs/json.md", "catalog:hists", b.String())
 
 	b.Reset()
 	b.WriteString("| field | in the slow log | what |\n|---|---|---|\n")
@@ -68,5 +69,5 @@ func TestReadmeTablesAreTheCatalog(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", x.Name, x.Short, what)
 	}
-	testenv.ReadmeSection(t, "catalog:boxes", b.String())
+	testenv.DocSection(t, "docs/json.md", "catalog:boxes", b.String())
 }

@@ -73,9 +73,9 @@ func TestHooksFromSections(t *testing.T) {
 	}
 }
 
-// The README lists the syscalls --fs times: those of the programs'
+// docs/numbers.md lists the syscalls --fs times: those of the programs'
 // sections, so the list cannot drift from the code.
-func TestReadmeListsTheTracedSyscalls(t *testing.T) {
+func TestDocListsTheTracedSyscalls(t *testing.T) {
 	hs, err := Hooks(FS)
 	if err != nil {
 		t.Fatal(err)
@@ -88,5 +88,5 @@ func TestReadmeListsTheTracedSyscalls(t *testing.T) {
 	}
 	slices.Sort(calls)
 	calls = slices.Compact(calls) // read: the file system's, and the storage engine's /dev/fuse
-	testenv.ReadmeSection(t, "syscalls", "`"+strings.Join(calls, "`, `")+"`\n")
+	testenv.DocSection(t, "docs/numbers.md", "syscalls", "`"+strings.Join(calls, "`, `")+"`\n")
 }

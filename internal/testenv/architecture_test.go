@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -13,8 +12,7 @@ import (
 // every file of the kernel side and of the session (the seam between
 // probes and engines), and no file that is gone.
 func TestArchitectureNamesEveryFile(t *testing.T) {
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..")
+	root := Root()
 	b, err := os.ReadFile(filepath.Join(root, "ARCHITECTURE.md"))
 	if err != nil {
 		t.Fatal(err)

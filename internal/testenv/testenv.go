@@ -8,7 +8,7 @@ import (
 )
 
 // MemoryBudget is the most dbiolat's own process may hold at its peak
-// (README, "Overhead"): the tests that flood it check it.
+// (docs/overhead.md): the tests that flood it check it.
 const MemoryBudget = 150 << 20
 
 // NeedRoot skips a test or benchmark that needs BPF when not run as root,
