@@ -210,7 +210,7 @@ func traced(r *record.Recording, family, layer string) bool {
 func waitPlot(event string, h *hist.Hist) plot {
 	def := model.Histogram{Name: "wait-" + event, Unit: hist.Time}
 	return plot{Name: htmlID.ReplaceAllString(def.Name, "_"), Title: "sleeps of queries on wait event " + event,
-		Source: "Each sleep of a backend in a query while it published this wait event (read from its memory at each switch-out), timed by sched_switch.",
+		Source: "Each sleep of a query's process or thread under this wait, timed by sched_switch: PostgreSQL's wait event, which the backend published (read from its memory at the switch-out); MySQL's and MariaDB's thd_wait_begin type.",
 		Chart:  HistChart(def.Name, h, hist.Time), Stats: fmt.Sprintf("total %s, ", dur(h.Sum)) + histStats(def, "", h)}
 }
 
