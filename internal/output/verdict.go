@@ -28,7 +28,8 @@ type Step struct {
 	// Share of the change the chain follows ((B − A) / its B − A): the
 	// queries' change, or when they took about as long, the change of the
 	// box that moved most (the query step's note says so); 0 for the page
-	// cache's miss ratio.
+	// cache's miss ratio. Above 1 when the step moved by more than the
+	// whole, others having moved the other way (ShareText says it so).
 	Share float64 `json:"share"`
 	Note  string  `json:"note,omitempty"` // what this step concludes
 }
