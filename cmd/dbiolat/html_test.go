@@ -351,6 +351,11 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 		}
 	}
 	t.Logf("chain: %q", steps)
+	for _, m := range regexp.MustCompile(`([0-9]+)% of `).FindAllStringSubmatch(cmp.Verdict, -1) {
+		if n, _ := strconv.Atoi(m[1]); n > 100 {
+			t.Errorf("the verdict gives a share beyond the whole: %q", cmp.Verdict)
+		}
+	}
 	if !strings.Contains(dom, `not a percentage above 100% but "more than all"`) {
 		t.Error("the comparison does not explain its shares")
 	}
@@ -417,6 +422,7 @@ func checkReportCounts(t *testing.T, dom string, r *record.Recording) {
 	// The cold scan sleeps on its reads (PostgreSQL's IO/DataFileRead):
 	// there is a wait event, each with its plot and the recording's count.
 	waits := output.ByTotal(r.Summary.WaitHists)
+	t.Logf("traced %v: %d queries seen, %d recorded; wait events %q", r.Summary.Traced, r.Summary.Queries, held, waits)
 	if len(waits) == 0 {
 		t.Error("the recording has no wait-event histogram, though its cold scan slept on its reads")
 	}

@@ -235,7 +235,7 @@ func shareOf(part, whole float64, of string) string {
 	if part/whole < 0 {
 		return "while the whole moved the other way"
 	}
-	if part/whole > 1+minShare {
+	if math.Round(100*part/whole) > 100 { // as the chain's table says it (ShareText)
 		return "more than the whole of " + of
 	}
 	return fmt.Sprintf("%.0f%% of %s", 100*part/whole, of)
