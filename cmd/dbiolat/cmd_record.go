@@ -77,13 +77,17 @@ func runRecord(ctx context.Context, o recordOptions) error {
 // histograms and drops, which it also returns.
 func recordTrace(ctx context.Context, o recordOptions, open func(*session.Session) (*record.Writer, error)) (*model.Summary, error) {
 	var w *record.Writer
+	var written uint64 // the summary's "reported": the queries the recording holds
 	t := tracer{opts: o.targetOptions, families: probe.Default, interval: o.Interval, keepPrivileges: o.keepPrivileges,
 		emit: probe.Emit{MinQuery: o.MinQuery, MinFS: -1},
 		onStart: func(s *session.Session) (err error) {
 			w, err = open(s)
 			return err
 		},
-		onQuery:   func(q *model.Query) error { return w.Query(q) },
+		onQuery: func(q *model.Query) error {
+			written += uint64(q.Statements)
+			return w.Query(q)
+		},
 		onProcess: func(p *model.Process) error { w.Process(p); return nil },
 		onTick: func(s *session.Session) error {
 			iv, err := s.Interval()
@@ -101,7 +105,7 @@ func recordTrace(ctx context.Context, o recordOptions, open func(*session.Sessio
 	if iv, ierr := s.Interval(); ierr == nil { // the part since the last tick
 		w.Interval(iv)
 	}
-	sum, serr := s.Summary(0, true)
+	sum, serr := s.Summary(written, true)
 	if serr != nil {
 		return nil, cmp.Or(err, serr)
 	}

@@ -58,7 +58,8 @@ func report(r *record.Recording, top int) error {
 		output.FioTable(w, r.Fio)
 	}
 
-	output.FingerprintTable(w, output.ByFingerprint(r.Queries), top)
+	fps := output.ByFingerprint(r.Queries)
+	output.FingerprintTable(w, fps, top)
 	if err := r.Err(); err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func report(r *record.Recording, top int) error {
 		if err := output.WaitHists(w, r.Summary.WaitHists); err != nil {
 			return err
 		}
-		output.Summary(w, r.Summary)
+		output.Summary(w, output.Recorded(r.Summary, fps))
 	}
 	return nil
 }

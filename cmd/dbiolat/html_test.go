@@ -26,6 +26,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/record"
 )
 
 // needChromium returns the browser, or skips when it is missing, unless
@@ -160,10 +161,14 @@ func checkPage(t *testing.T, browser, file string, plots []string) (dom string) 
 }
 
 // recordWorkload records pgbench transactions and a cold scan (so there
-// are block reads) into file.
-func recordWorkload(t *testing.T, c *pgsandbox.Cluster, file string, transactions int) {
+// are block reads) into file, with file system calls traced if fs.
+func recordWorkload(t *testing.T, c *pgsandbox.Cluster, file string, transactions int, fs bool) {
 	t.Helper()
-	tr := startTrace(t, "record", "--fs", "-o", file, "--interval", "0.5s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	args := []string{"record", "-o", file, "--interval", "0.5s", "--pid", fmt.Sprint(c.PostmasterPID())}
+	if fs {
+		args = append(args, "--fs")
+	}
+	tr := startTrace(t, args...)
 	if _, err := c.Pgbench(context.Background(), "postgres", "-n", "-c", "2", "-t", fmt.Sprint(transactions)); err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +191,8 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	psql(t, c, "CREATE TABLE cold AS SELECT g AS id, repeat('c', 300) AS pad FROM generate_series(1, 100000) g; CHECKPOINT")
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "first.dbiolat"), filepath.Join(dir, "second.dbiolat")
-	recordWorkload(t, c, a, 100)
-	recordWorkload(t, c, b, 50)
+	recordWorkload(t, c, a, 100, true)
+	recordWorkload(t, c, b, 50, true)
 	ra, rb := openRecording(t, a), openRecording(t, b)
 	if ra.Summary == nil || ra.Summary.Hists["blk_read"] == nil || ra.Summary.Hists["blk_read"].Count == 0 {
 		t.Fatalf("the recording has no block reads: the cold scan was not cold")
@@ -201,14 +206,10 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	if out, err := exec.Command(binary, "report", a, "--html", reportHTML).CombinedOutput(); err != nil {
 		t.Fatalf("report --html: %v\n%s", err, out)
 	}
-	var want []string
-	for _, def := range model.Histograms {
-		if h := ra.Summary.Hists[def.Name]; h != nil && h.Count > 0 {
-			want = append(want, "hist-"+def.Name)
-		}
-	}
+	want := histPlots(ra)
 	want = append(want, "rate-fs-ops", "rate-fs-bytes", "rate-blk-ops", "rate-blk-bytes", "waterfall")
 	dom := checkPage(t, browser, reportHTML, want)
+	checkReportCounts(t, dom, ra)
 	fps := rows(dom, "fp")
 	if n := len(output.ByFingerprint(ra.Queries)); len(fps) != min(10, n) {
 		t.Errorf("%d fingerprint rows, want %d", len(fps), min(10, n))
@@ -229,6 +230,36 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	for color, least := range map[string]int{htmlreport.ColorHist: 5000, htmlreport.ColorRead: 500, model.Boxes[0].Color: 2000} {
 		if px[color] < least {
 			t.Errorf("the report's screenshot has %d pixels of %s, want at least %d: a plot was not drawn", px[color], color, least)
+		}
+	}
+
+	// A recording without --fs: its file system is said not traced, and
+	// no empty plot stands for it.
+	noFS := filepath.Join(dir, "nofs.dbiolat")
+	recordWorkload(t, c, noFS, 20, false)
+	rn := openRecording(t, noFS)
+	if rn.Summary == nil || slices.Contains(rn.Summary.Traced, "fs") {
+		t.Fatalf("a recording without --fs says it traced: %+v", rn.Summary)
+	}
+	noFSHTML := filepath.Join(dir, "nofs.html")
+	if out, err := exec.Command(binary, "report", noFS, "--html", noFSHTML).CombinedOutput(); err != nil {
+		t.Fatalf("report --html: %v\n%s", err, out)
+	}
+	want = histPlots(rn)
+	want = append(want, "rate-blk-ops", "rate-blk-bytes", "waterfall")
+	for _, p := range want {
+		if strings.HasPrefix(p, "hist-fs_") {
+			t.Errorf("a recording without --fs has a file system histogram: %s", p)
+		}
+	}
+	dom = checkPage(t, browser, noFSHTML, want)
+	checkReportCounts(t, dom, rn)
+	if n := strings.Count(dom, `<p class="not-traced">File system calls were not traced (the recording was made without --fs)`); n != 2 {
+		t.Errorf("the report without --fs says %d times that file system calls were not traced, want 2 (histograms, rates)", n)
+	}
+	for _, r := range slices.Concat(rows(dom, "slow"), rows(dom, "fp")) {
+		if !strings.Contains(r, "not traced") {
+			t.Errorf("without --fs, a row gives file system figures:\n%s", r)
 		}
 	}
 
@@ -296,16 +327,37 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	// The recordings share fingerprints, so the verdict has a chain: its
 	// steps, one row each, with their figures.
 	micros := regexp.MustCompile(`([0-9])us\b`) // the page writes µs
+	cell := regexp.MustCompile(`<td[^>]*>([^<]*)</td>`)
 	steps := rows(dom, "step")
 	if len(cmp.Chain) == 0 || len(steps) != len(cmp.Chain) {
 		t.Errorf("%d chain rows for a chain of %d steps (want at least one: the recordings share %d fingerprints)", len(steps), len(cmp.Chain), cmp.Common)
 	}
 	for i, s := range cmp.Chain[:min(len(steps), len(cmp.Chain))] {
-		a, b, _ := s.Figures()
-		a, b = micros.ReplaceAllString(a, "${1}µs"), micros.ReplaceAllString(b, "${1}µs")
-		if !strings.Contains(steps[i], s.What) || !strings.Contains(steps[i], a) || !strings.Contains(steps[i], b) {
-			t.Errorf("chain row %d: want %s, %s and %s:\n%s", i, s.What, a, b, steps[i])
+		a, b, change, share := s.Figures()
+		a, b, change = micros.ReplaceAllString(a, "${1}µs"), micros.ReplaceAllString(b, "${1}µs"), micros.ReplaceAllString(change, "${1}µs")
+		cells := cell.FindAllStringSubmatch(steps[i], -1)
+		if len(cells) != 8 || cells[0][1] != s.What || cells[2][1] != a || cells[3][1] != b || cells[4][1] != change || cells[6][1] != share {
+			t.Errorf("chain row %d: want %s, %s, %s, %s and share %q:\n%s", i, s.What, a, b, change, share, steps[i])
+			continue
 		}
+		// A share is a part of the whole: a step that moved by more (others
+		// moved the other way) says so in words, and the page says why.
+		if p, ok := strings.CutSuffix(share, "%"); ok {
+			if n, err := strconv.Atoi(p); err != nil || n > 100 || n < -100 {
+				t.Errorf("chain row %d: share %q beyond the whole:\n%s", i, share, steps[i])
+			}
+		} else if share != "" && share != "more than all" && share != "against, more than all" {
+			t.Errorf("chain row %d: share %q", i, share)
+		}
+	}
+	t.Logf("chain: %q", steps)
+	for _, m := range regexp.MustCompile(`([0-9]+)% of `).FindAllStringSubmatch(cmp.Verdict, -1) {
+		if n, _ := strconv.Atoi(m[1]); n > 100 {
+			t.Errorf("the verdict gives a share beyond the whole: %q", cmp.Verdict)
+		}
+	}
+	if !strings.Contains(dom, `not a percentage above 100% but "more than all"`) {
+		t.Error("the comparison does not explain its shares")
 	}
 	verdict := micros.ReplaceAllString(cmp.Verdict, "${1}µs")
 	for _, s := range []string{"A: first.dbiolat", "B: second.dbiolat", verdict} {
@@ -332,6 +384,54 @@ func TestHTMLReportAndCompareInChromium(t *testing.T) {
 	}
 	if least := 4000 * len(cmp.Queries); boxPx < least {
 		t.Errorf("the comparison's screenshot has %d pixels of the boxes' colors, want at least %d: the bars of %d fingerprints were not drawn", boxPx, least, len(cmp.Queries))
+	}
+}
+
+// histPlots are the histogram plots a report of r draws: the catalog's
+// that have samples, then the wait events', the most time first.
+func histPlots(r *record.Recording) []string {
+	var want []string
+	for _, def := range model.Histograms {
+		if h := r.Summary.Hists[def.Name]; h != nil && h.Count > 0 {
+			want = append(want, "hist-"+def.Name)
+		}
+	}
+	for _, event := range output.ByTotal(r.Summary.WaitHists) {
+		want = append(want, "wait-"+event)
+	}
+	return want
+}
+
+// checkReportCounts checks a report's header and wait-event plots against
+// its recording: the queries the trace saw and the ones the recording
+// holds, each wait event's sleeps.
+func checkReportCounts(t *testing.T, dom string, r *record.Recording) {
+	t.Helper()
+	held := output.Calls(output.ByFingerprint(r.Queries))
+	// record counts what it writes: the summary's "reported" is what the
+	// file holds, and no more than the queries the trace saw.
+	if r.Summary.Reported != uint64(held) || uint64(held) > r.Summary.Queries || held == 0 {
+		t.Errorf("the recording holds %d queries, its summary says %d reported of %d seen", held, r.Summary.Reported, r.Summary.Queries)
+	}
+	if s := fmt.Sprintf("%d queries, %d reported", r.Summary.Queries, held); !strings.Contains(dom, s) {
+		t.Errorf("the report's header does not say %q", s)
+	}
+	if s := fmt.Sprintf("%d queries recorded", held); !strings.Contains(dom, s) {
+		t.Errorf("the report does not say %q", s)
+	}
+	// The cold scan sleeps on its reads (PostgreSQL's IO/DataFileRead):
+	// there is a wait event, each with its plot and the recording's count.
+	waits := output.ByTotal(r.Summary.WaitHists)
+	t.Logf("traced %v: %d queries seen, %d recorded; wait events %q", r.Summary.Traced, r.Summary.Queries, held, waits)
+	if len(waits) == 0 {
+		t.Error("the recording has no wait-event histogram, though its cold scan slept on its reads")
+	}
+	for _, event := range waits {
+		_, fig, _ := strings.Cut(dom, "<h3>sleeps of queries on wait event "+event+"</h3>")
+		fig, _, _ = strings.Cut(fig, "</figure>")
+		if s := fmt.Sprintf("count %d, mean", r.Summary.WaitHists[event].Count); !strings.Contains(fig, s) {
+			t.Errorf("the plot of wait event %s does not say %q:\n%s", event, s, fig)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,13 +46,15 @@ func histPlot(def model.Histogram, h *hist.Hist) plot {
 		Stats: histStats(def, "", h)}
 }
 
-// histStats are a histogram's figures, after tag ("A: ") if given.
+// histStats are a histogram's figures, after tag ("A: ") if given, in
+// the page's µs.
 func histStats(def model.Histogram, tag string, h *hist.Hist) string {
 	if h == nil || h.Count == 0 {
 		return tag + "none"
 	}
 	format := output.Format(def.Unit)
-	return fmt.Sprintf("%scount %d, mean %s, p50 %s, p99 %s", tag, h.Count, format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99)))
+	return microsIn.ReplaceAllString(fmt.Sprintf("%scount %d, mean %s, p50 %s, p99 %s", tag, h.Count,
+		format(uint64(h.Mean())), format(h.Quantile(0.5)), format(h.Quantile(0.99))), "${1}µs")
 }
 
 type rateRow struct {
@@ -93,6 +96,8 @@ type reportPage struct {
 	Interrupted  bool
 	Summary      string
 	Hists        []plot
+	Waits        []plot   // sleeps of queries by wait event
+	NotTraced    []string // the layers the recording did not trace, a sentence each
 	Rates        []plot
 	RateRows     []rateRow
 	Queries      int
@@ -114,25 +119,40 @@ type Options struct {
 // Report writes the HTML report of a recording; name is its file name.
 func Report(w io.Writer, r *record.Recording, name string, o Options) error {
 	p := reportPage{File: filepath.Base(name), Meta: where(r), Interrupted: r.Summary == nil, Boxes: model.Boxes}
+	fps := output.ByFingerprint(r.Queries)
+	p.Queries, p.Fingerprints = output.Calls(fps), len(fps)
 	if r.Summary != nil {
 		var b strings.Builder
-		output.Summary(&b, r.Summary)
+		output.Summary(&b, output.Recorded(r.Summary, fps))
 		p.Summary = strings.TrimSpace(b.String())
 		for _, def := range model.Histograms {
 			if h := r.Summary.Hists[def.Name]; h != nil && h.Count > 0 {
 				p.Hists = append(p.Hists, histPlot(def, h))
 			}
 		}
+		for _, event := range output.ByTotal(r.Summary.WaitHists) {
+			p.Waits = append(p.Waits, waitPlot(event, r.Summary.WaitHists[event]))
+		}
 	} else if n := len(r.Intervals); n > 0 {
 		p.Summary = "counters as of the last interval: " + output.DropsText(r.Intervals[n-1].Drops)
 	}
-	p.Rates, p.RateRows = rates(r.Intervals)
+	fs, blk := traced(r, "fs", "fs"), traced(r, "block", "blk")
+	if !fs {
+		p.NotTraced = append(p.NotTraced, "File system calls were not traced (the recording was made without --fs): "+
+			"it has no file system rates or histograms, and the queries' file system times are not known.")
+	}
+	if !blk {
+		p.NotTraced = append(p.NotTraced, "Block requests were not traced: the recording has no block device rates or histograms.")
+	}
+	p.Rates, p.RateRows = rates(r.Intervals, fs, blk)
 
-	fps := output.ByFingerprint(r.Queries)
-	p.Queries, p.Fingerprints = output.Calls(fps), len(fps)
 	for _, f := range fps[:min(o.Top, len(fps))] {
-		p.FPs = append(p.FPs, fpRow{FingerprintStats: f, Mean: dur(f.MeanNs()), Total: dur(f.TotalNs), CPU: dur(f.CPUNs),
-			FS: dur(f.FSNs), IOWait: dur(f.IOWaitNs), Share: fmt.Sprintf("%.0f%%", 100*f.IOShare())})
+		row := fpRow{FingerprintStats: f, Mean: dur(f.MeanNs()), Total: dur(f.TotalNs), CPU: dur(f.CPUNs),
+			FS: dur(f.FSNs), IOWait: dur(f.IOWaitNs), Share: fmt.Sprintf("%.0f%%", 100*f.IOShare())}
+		if !fs {
+			row.FS = "not traced"
+		}
+		p.FPs = append(p.FPs, row)
 	}
 	if slow := output.Slowest(r.Queries, o.Slowest); len(slow) > 0 {
 		c := WaterfallChart(slow)
@@ -143,6 +163,12 @@ func Report(w io.Writer, r *record.Recording, name string, o Options) error {
 				Who: output.Who(q),
 				FS:  fmt.Sprintf("%s in %d calls (%s), %d missed the page cache", dur(q.FSNs()), q.FSCount(), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes), q.FSReadMissCount),
 				Blk: fmt.Sprintf("%s busy, %d requests (%s)", dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes))}
+			if !fs {
+				row.FS = "not traced"
+			}
+			if !blk {
+				row.Blk = "not traced"
+			}
 			for _, v := range boxValues(q) {
 				row.Boxes = append(row.Boxes, dur(v))
 			}
@@ -162,6 +188,35 @@ func Report(w io.Writer, r *record.Recording, name string, o Options) error {
 	}
 	return execute(w, "report", p)
 }
+
+// traced says whether a recording traced a probe family (model.Summary's
+// Traced). An interrupted recording has no summary to say it: a layer
+// counts as traced when its intervals have rows of it ("fs", "blk"), as do
+// recordings made before summaries listed their families.
+func traced(r *record.Recording, family, layer string) bool {
+	if r.Summary != nil && len(r.Summary.Traced) > 0 {
+		return slices.Contains(r.Summary.Traced, family)
+	}
+	for _, iv := range r.Intervals {
+		if slices.ContainsFunc(iv.Rates, func(x model.Rate) bool { return x.Layer == layer }) {
+			return true
+		}
+	}
+	return r.Summary != nil // an old complete recording: as before, drawn
+}
+
+// waitPlot is the histogram of the sleeps of queries on one wait event,
+// with the figures the terminal prints for it (output.WaitHists).
+func waitPlot(event string, h *hist.Hist) plot {
+	def := model.Histogram{Name: "wait-" + event, Unit: hist.Time}
+	return plot{Name: htmlID.ReplaceAllString(def.Name, "_"), Title: "sleeps of queries on wait event " + event,
+		Source: "Each sleep of a query's process or thread under this wait, timed by sched_switch: PostgreSQL's wait event, which the backend published (read from its memory at the switch-out); MySQL's and MariaDB's thd_wait_begin type.",
+		Chart:  HistChart(def.Name, h, hist.Time), Stats: fmt.Sprintf("total %s, ", dur(h.Sum)) + histStats(def, "", h)}
+}
+
+// htmlID is what an element's id may not hold (a wait event's name may
+// have spaces: "LWLock/extension tranche 75").
+var htmlID = regexp.MustCompile(`[^A-Za-z0-9_/.-]`)
 
 // execute renders into memory first: a failed template leaves no half file.
 func execute(w io.Writer, name string, data any) error {
@@ -209,8 +264,9 @@ func duration(r *record.Recording) string {
 func isOurs(r *model.Rate) bool { return r.Role != "kernel" && r.Role != "other process" }
 
 // rates draws the per-interval rates and sums them per layer, role and
-// device over the whole recording.
-func rates(ivs []model.Interval) ([]plot, []rateRow) {
+// device over the whole recording. Only the layers traced are drawn: an
+// untraced one would be an empty plot, which reads as "no I/O".
+func rates(ivs []model.Interval, fs, blk bool) ([]plot, []rateRow) {
 	if len(ivs) == 0 {
 		return nil, nil
 	}
@@ -257,21 +313,24 @@ func rates(ivs []model.Interval) ([]plot, []rateRow) {
 		}
 	}
 	others := "kernel threads and other processes"
-	plots := []plot{
-		{Name: "fs-ops", Title: "file system operations per second",
+	var plots []plot
+	if fs {
+		plots = append(plots, plot{Name: "fs-ops", Title: "file system operations per second",
 			Source: "read, write and sync syscalls of the traced PostgreSQL processes per interval, from the syscall tracepoints",
 			Chart:  RateChart("rate-fs-ops", "ops/s", ivs, []Series{{"read", ColorRead, false, fsR}, {"write", ColorWrite, false, fsW}, {"sync", ColorSync, false, fsS}})},
-		{Name: "fs-bytes", Title: "file system throughput",
-			Source: "bytes read and written by those syscalls, in MiB per second (reads served by the page cache included)",
-			Chart:  RateChart("rate-fs-bytes", "MiB/s", ivs, []Series{{"read", ColorRead, false, fsRB}, {"write", ColorWrite, false, fsWB}})},
-		{Name: "blk-ops", Title: "block requests per second",
+			plot{Name: "fs-bytes", Title: "file system throughput",
+				Source: "bytes read and written by those syscalls, in MiB per second (reads served by the page cache included)",
+				Chart:  RateChart("rate-fs-bytes", "MiB/s", ivs, []Series{{"read", ColorRead, false, fsRB}, {"write", ColorWrite, false, fsWB}})})
+	}
+	if blk {
+		plots = append(plots, plot{Name: "blk-ops", Title: "block requests per second",
 			Source: "requests completed per interval (block_io_start to block_io_done): those PostgreSQL's processes submitted, and, dashed, all others (" + others + ", on every device)",
 			Chart: RateChart("rate-blk-ops", "requests/s", ivs, []Series{{"read", ColorRead, false, bR}, {"write", ColorWrite, false, bW},
 				{"flush/discard", ColorSync, false, bO}, {"not PostgreSQL", ColorOthers, true, bX}})},
-		{Name: "blk-bytes", Title: "block throughput",
-			Source: "bytes of those requests, in MiB per second; dashed: " + others,
-			Chart: RateChart("rate-blk-bytes", "MiB/s", ivs, []Series{{"read", ColorRead, false, bRB}, {"write", ColorWrite, false, bWB},
-				{"not PostgreSQL", ColorOthers, true, bXB}})},
+			plot{Name: "blk-bytes", Title: "block throughput",
+				Source: "bytes of those requests, in MiB per second; dashed: " + others,
+				Chart: RateChart("rate-blk-bytes", "MiB/s", ivs, []Series{{"read", ColorRead, false, bRB}, {"write", ColorWrite, false, bWB},
+					{"not PostgreSQL", ColorOthers, true, bXB}})})
 	}
 	keys := make([]key, 0, len(sums))
 	for k := range sums {
@@ -343,18 +402,18 @@ type deltaRow struct {
 // stepRow is one step of the verdict's chain, formatted as compare's
 // terminal output formats it (output.Step.Figures).
 type stepRow struct {
-	What, Layer, A, B, Ratio, Share, Note string
+	What, Layer, A, B, Change, Ratio, Share, Note string
 }
 
 func chainRows(steps []output.Step) []stepRow {
 	var rows []stepRow
 	for _, s := range steps {
-		a, b, share := s.Figures()
+		a, b, change, share := s.Figures()
 		ratio := "–" // no ratio to nothing
 		if s.A > 0 {
 			ratio = fmt.Sprintf("%.2f×", s.Ratio)
 		}
-		rows = append(rows, stepRow{What: s.What, Layer: s.Layer, A: micro(a), B: micro(b), Ratio: ratio, Share: share,
+		rows = append(rows, stepRow{What: s.What, Layer: s.Layer, A: micro(a), B: micro(b), Change: micro(change), Ratio: ratio, Share: share,
 			Note: microsIn.ReplaceAllString(s.Note, "${1}µs")})
 	}
 	return rows

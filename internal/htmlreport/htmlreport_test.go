@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +53,15 @@ func sample(scale uint64) *record.Recording {
 				{Layer: "blk", Role: "client backend", Device: "vda", ReadOps: float64(10 * i), ReadBytes: 1 << 20, AvgNs: 2e5},
 				{Layer: "blk", Role: "kernel", Device: "vda", WriteOps: 5, WriteBytes: 1 << 19, AvgNs: 1e6}}})
 	}
-	r.Summary = &model.Summary{Type: "summary", Seconds: 1.5, Instances: []int{42}, Queries: 30, Hists: model.Hists{
-		"query":         histOf(scale*1e6, scale*2e6, scale*3e6),
-		"fs_read":       histOf(scale*2e3, scale*3e3, scale*3e3, scale*4e3, scale*70e3, scale*150e3),
-		"blk_read":      histOf(scale*100e3, scale*200e3),
-		"blk_read_size": histOf(8192, 131072),
-		"lock":          {}, // empty: not drawn
-	}}
+	r.Summary = &model.Summary{Type: "summary", Seconds: 1.5, Instances: []int{42}, Queries: 31, Traced: []string{"wire", "fs", "block", "sched"},
+		WaitHists: model.Hists{"Lock/transactionid": histOf(scale*2e4, scale*3e4), "LWLock/extension tranche 75": histOf(5e3), "IO/DataFileRead": {}},
+		Hists: model.Hists{
+			"query":         histOf(scale*1e6, scale*2e6, scale*3e6),
+			"fs_read":       histOf(scale*2e3, scale*3e3, scale*3e3, scale*4e3, scale*70e3, scale*150e3),
+			"blk_read":      histOf(scale*100e3, scale*200e3),
+			"blk_read_size": histOf(8192, 131072),
+			"lock":          {}, // empty: not drawn
+		}}
 	r.Fio = []model.FioJob{{Type: "fio", Name: "randread", RW: "randread", Engine: "psync", BlockSize: 8192, IODepth: 1, Seconds: 5,
 		Read:  model.FioSide{Ops: 1000, IOPS: 200, BWBytes: 1638400, ClatMeanNs: 150e3, ClatP50Ns: 140e3, ClatP99Ns: 400e3},
 		Hists: model.Hists{"blk_read": histOf(140e3, 150e3), "fs_read": histOf(152e3, 154e3)}}}
@@ -137,6 +140,7 @@ func TestReport(t *testing.T) {
 	html := render(t, func(w io.Writer) error { return Report(w, r, "/tmp/run.dbiolat", Options{Top: 10, Slowest: 5}) })
 	p := parse(t, html)
 	want := []string{"hist-query", "hist-fs_read", "hist-blk_read", "hist-blk_read_size",
+		"wait-Lock/transactionid", "wait-LWLock/extension tranche 75", // the most time first; an empty one not drawn
 		"rate-fs-ops", "rate-fs-bytes", "rate-blk-ops", "rate-blk-bytes", "waterfall"}
 	if !slices.Equal(p.plots, want) {
 		t.Errorf("plots %q, want %q", p.plots, want)
@@ -157,8 +161,12 @@ func TestReport(t *testing.T) {
 	if n := len(p.rows["rate"]); n != 3 {
 		t.Errorf("%d rate rows, want 3 (fs, blk backend, blk kernel)", n)
 	}
+	// The summary saw 31 queries; the recording holds 30, and its summary
+	// (as recordings before record counted them) says 0 were reported.
 	for _, s := range []string{"6.18.0", "/dev/vda1", "ext4", "rw,relatime", "8.0GiB", "nothing dropped", "fio's own JSON output",
-		"block_io_start", "sys_enter_", "query__start", "count 6, mean", "2µs–4µs", "8KiB–16KiB", "1.5s"} {
+		"block_io_start", "sys_enter_", "query__start", "count 6, mean", "2µs–4µs", "8KiB–16KiB", "1.5s",
+		"31 queries, 30 reported", "30 queries recorded",
+		"sleeps of queries on wait event Lock/transactionid", "total 50µs, count 2, mean 25µs", "count 1, mean 5µs"} {
 		if !strings.Contains(p.text, s) {
 			t.Errorf("the page does not say %q", s)
 		}
@@ -169,12 +177,46 @@ func TestReport(t *testing.T) {
 	if strings.Contains(p.text, "interrupted") {
 		t.Error("a complete recording is called interrupted")
 	}
+	if strings.Contains(p.text, "not traced") {
+		t.Error("a layer traced is said not traced")
+	}
+	if !strings.Contains(html, `id="plot-wait-LWLock/extension_tranche_75"`) {
+		t.Error("a wait event's plot has no id an element may have")
+	}
+
+	// Without --fs: the file system's plots are not drawn, the page says
+	// why, and so do the queries' file system figures.
+	r.Summary.Traced = []string{"wire", "block", "sched"}
+	p = parse(t, render(t, func(w io.Writer) error { return Report(w, r, "x", Options{Top: 10, Slowest: 5}) }))
+	noFS := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return strings.HasPrefix(s, "rate-fs-") })
+	if !slices.Equal(p.plots, noFS) {
+		t.Errorf("without --fs: plots %q, want %q", p.plots, noFS)
+	}
+	if n := strings.Count(p.text, "File system calls were not traced (the recording was made without --fs)"); n != 2 {
+		t.Errorf("without --fs: the page says %d times that file system calls were not traced, want 2 (histograms, rates)", n)
+	}
+	for _, class := range []string{"slow", "fp"} {
+		for _, row := range p.rows[class] {
+			if !strings.Contains(row, "not traced") {
+				t.Errorf("without --fs, a %s row gives file system figures: %q", class, row)
+			}
+		}
+	}
+	r.Summary.Traced = []string{"wire", "fs", "block", "sched"}
 
 	// Interrupted: no summary, so no histograms, and the page says so.
 	r.Summary, r.Fio = nil, nil
 	p = parse(t, render(t, func(w io.Writer) error { return Report(w, r, "x", Options{Top: 1, Slowest: 1}) }))
-	if !slices.Equal(p.plots, want[4:]) || !strings.Contains(p.text, "was interrupted") || len(p.rows["fp"]) != 1 {
+	if !slices.Equal(p.plots, want[6:]) || !strings.Contains(p.text, "was interrupted") || len(p.rows["fp"]) != 1 {
 		t.Errorf("interrupted: plots %q, fingerprints %d", p.plots, len(p.rows["fp"]))
+	}
+	// Interrupted without --fs: no summary says so, the intervals do.
+	for i := range r.Intervals {
+		r.Intervals[i].Rates = slices.DeleteFunc(r.Intervals[i].Rates, func(x model.Rate) bool { return x.Layer == "fs" })
+	}
+	p = parse(t, render(t, func(w io.Writer) error { return Report(w, r, "x", Options{Top: 1, Slowest: 1}) }))
+	if !slices.Equal(p.plots, noFS[6:]) || !strings.Contains(p.text, "File system calls were not traced") {
+		t.Errorf("interrupted without --fs: plots %q", p.plots)
 	}
 }
 
@@ -231,7 +273,7 @@ func TestCompare(t *testing.T) {
 		t.Fatalf("%d chain rows for %d steps", len(steps), len(c.Chain))
 	}
 	for i, s := range c.Chain {
-		a, b, _ := s.Figures()
+		a, b, _, _ := s.Figures()
 		if !strings.Contains(steps[i], s.What) || !strings.Contains(steps[i], micro(a)) || !strings.Contains(steps[i], micro(b)) {
 			t.Errorf("step %d is %q: want %s, %s and %s", i, steps[i], s.What, a, b)
 		}
@@ -305,11 +347,14 @@ func TestChainRows(t *testing.T) {
 	rows := chainRows([]output.Step{
 		{Name: "query_ns", Layer: "query", What: "query time", A: 1e6, B: 3e6, Ratio: 3, Share: 1, Note: "2 fingerprints in both; 30 queries in B"},
 		{Name: "io_wait_ns", Layer: "waterfall", What: "I/O wait", A: 0, B: 1.5e3, Share: 0.00075},
+		// A box that grew by three times the queries' change (another fell).
+		{Name: "blk_ns", Layer: "block device", What: "block requests in flight", A: 1e6, B: 7.02e6, Ratio: 7.02, Share: 3.01},
 		{Name: "fs_read_miss_ratio", Layer: "page cache", What: "reads that missed", A: 0.25, B: 0.5, Ratio: 2, Note: "4.0 → 4.0 reads per query"},
 	})
 	want := []stepRow{
-		{What: "query time", Layer: "query", A: "1ms", B: "3ms", Ratio: "3.00×", Share: "100%", Note: "2 fingerprints in both; 30 queries in B"},
-		{What: "I/O wait", Layer: "waterfall", A: "0ns", B: "1.5µs", Ratio: "–", Share: "0%"},
+		{What: "query time", Layer: "query", A: "1ms", B: "3ms", Change: "+2ms", Ratio: "3.00×", Share: "100%", Note: "2 fingerprints in both; 30 queries in B"},
+		{What: "I/O wait", Layer: "waterfall", A: "0ns", B: "1.5µs", Change: "+1.5µs", Ratio: "–", Share: "0%"},
+		{What: "block requests in flight", Layer: "block device", A: "1ms", B: "7.02ms", Change: "+6.02ms", Ratio: "7.02×", Share: "more than all"},
 		{What: "reads that missed", Layer: "page cache", A: "25.0%", B: "50.0%", Ratio: "2.00×", Note: "4.0 → 4.0 reads per query"},
 	}
 	if !slices.Equal(rows, want) {
@@ -368,5 +413,43 @@ func TestBoxBars(t *testing.T) {
 		if r.X+r.W > boxBarsLabelW+boxBarsW+1e-9 {
 			t.Errorf("%+v overflows the bar's width", r)
 		}
+	}
+}
+
+// A box that grew by more than the queries did (another box fell) has no
+// share above 100% in the chain's table: it says so in words, beside its
+// change in time per query.
+func TestCompareSharesWithinTheWhole(t *testing.T) {
+	a, b := sample(1), sample(1)
+	var qs []model.Query
+	for q := range b.Queries {
+		q.IOWaitNs += 3e6 // +3ms asleep for I/O
+		q.CPUNs -= 5e5    // -0.5ms on CPU
+		q.QueryNs += 25e5 // so +2.5ms in all: I/O wait is 120% of it
+		qs = append(qs, q)
+	}
+	b.Queries = slices.Values(qs)
+	c := output.Compare(a.Summary.Hists, b.Summary.Hists)
+	c.Queries, c.Common = output.QueryDeltas(a.Queries, b.Queries, 10)
+	c.Chain, c.Verdict = output.Chain(a.Queries, b.Queries, a.Meta, b.Meta)
+	p := parse(t, render(t, func(w io.Writer) error {
+		return Compare(w, c, Side{Name: "a", Rec: a}, Side{Name: "b", Rec: b})
+	}))
+	steps := p.rows["step"]
+	if len(steps) != len(c.Chain) || !slices.ContainsFunc(steps, func(r string) bool {
+		return strings.HasPrefix(r, "I/O wait") && strings.Contains(r, "+3ms") && strings.HasSuffix(r, "more than all")
+	}) {
+		t.Errorf("chain rows %q: want I/O wait's, +3ms per query, more than all of the change", steps)
+	}
+	share := regexp.MustCompile(`×(-?[0-9]+)%`) // the share follows the ratio
+	for _, r := range steps {
+		if m := share.FindStringSubmatch(r); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n > 100 || n < -100 {
+				t.Errorf("a share beyond the whole: %q", r)
+			}
+		}
+	}
+	if !strings.Contains(p.text, `not a percentage above 100% but "more than all"`) {
+		t.Error("the page does not explain the shares")
 	}
 }

@@ -76,7 +76,7 @@ var Histograms = []Histogram{
 	{"runq", hist.Time, false, "run-queue waits of queries (runnable, waiting for a CPU)",
 		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and the time the kernel queued it (sched_info.last_queued)."},
 	{"lock", hist.Time, false, "lock waits of queries (asleep on a lock or LWLock)",
-		"Each sleep of a backend in a query between the USDT probes lock__wait__start/done (heavyweight locks) or lwlock__wait__start/done (LWLocks), timed by sched_switch."},
+		"Each sleep of a backend in a query on a lock, timed by sched_switch: in PostgreSQL, one under a wait event of the Lock or LWLock class (read from the backend's memory at the switch-out; without one, inside the lock__wait or lwlock__wait USDT probes where the server has them); in MySQL and MariaDB, one inside thd_wait_begin/end for a row, table, metadata, global or user lock."},
 	{"fs_read", hist.Time, true, "file system read latency (read and pread syscalls)",
 		"Time of read, readv, pread64, preadv and preadv2 syscalls on regular files and block devices by the traced processes, from the syscalls:sys_enter_/sys_exit_ tracepoints (--fs): the time track_io_timing measures around the same calls."},
 	{"fs_read_hit", hist.Time, true, "file system reads served by the page cache",

@@ -250,7 +250,7 @@ type Summary struct {
 	Seconds   float64  `json:"seconds"`
 	Instances []int    `json:"instances"` // the servers traced: PostgreSQL's postmasters', MySQL servers' PIDs
 	Queries   uint64   `json:"queries"`   // queries seen
-	Reported  uint64   `json:"reported"`  // queries printed (slowlog)
+	Reported  uint64   `json:"reported"`  // queries printed (slowlog), or kept (record)
 	Traced    []string `json:"traced"`    // probe families on: wire or usdt (query boundaries), fs, block, sched, buffers
 	Hists     Hists    `json:"hists,omitempty"`
 	WaitHists Hists    `json:"wait_hists,omitempty"` // as Interval's

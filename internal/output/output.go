@@ -196,7 +196,7 @@ func Hists(w io.Writer, hs model.Hists) error {
 // WaitHists prints the sleeps of queries by wait event, the events with
 // the most time first.
 func WaitHists(w io.Writer, hs model.Hists) error {
-	for _, name := range byTotal(hs) {
+	for _, name := range ByTotal(hs) {
 		h := hs[name]
 		fmt.Fprintf(w, "\nsleeps of queries on wait event %s: count %d, total %s, mean %s, p50 %s, p99 %s\n", name, h.Count,
 			dur(h.Sum), dur(uint64(h.Mean())), dur(h.Quantile(0.5)), dur(h.Quantile(0.99)))
@@ -207,8 +207,8 @@ func WaitHists(w io.Writer, hs model.Hists) error {
 	return nil
 }
 
-// byTotal lists histograms' names, the most total time first.
-func byTotal(hs model.Hists) []string {
+// ByTotal lists histograms' names, the most total time first.
+func ByTotal(hs model.Hists) []string {
 	names := make([]string, 0, len(hs))
 	for name, h := range hs {
 		if h != nil && h.Count > 0 {

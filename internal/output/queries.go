@@ -74,6 +74,18 @@ func Calls(fps []FingerprintStats) int {
 	return n
 }
 
+// Recorded is a recording's summary with the queries the recording holds
+// (fps, its fingerprints) as the ones reported: the summary counts the
+// queries the trace saw, and "reported", for slowlog the queries printed,
+// is for a recording the ones it kept. The count is taken from the file,
+// not from the summary: recordings made before record counted what it
+// wrote say 0 there.
+func Recorded(s *model.Summary, fps []FingerprintStats) *model.Summary {
+	c := *s
+	c.Reported = uint64(Calls(fps))
+	return &c
+}
+
 // FingerprintTable prints the fingerprints of a recording with the most
 // total time (at most top of them).
 func FingerprintTable(w io.Writer, fps []FingerprintStats, top int) {

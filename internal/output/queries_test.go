@@ -98,18 +98,23 @@ func TestFormatChange(t *testing.T) {
 	}
 }
 
-// A step's figures: times per query and a share, or, for the page
-// cache's miss ratio, percentages and no share.
+// A step's figures: times per query, their change and a share, or, for
+// the page cache's miss ratio, percentages and no change nor share. A
+// share beyond the whole is said in words, never above 100%.
 func TestStepFigures(t *testing.T) {
 	for _, c := range []struct {
-		s           Step
-		a, b, share string
+		s                   Step
+		a, b, change, share string
 	}{
-		{Step{Layer: "waterfall", A: 1500, B: 2.5e6, Share: 0.854}, "1.5us", "2.5ms", "85%"},
-		{Step{Layer: "page cache", A: 0.25, B: 0.9}, "25.0%", "90.0%", ""},
+		{Step{Layer: "waterfall", A: 1500, B: 2.5e6, Share: 0.854}, "1.5us", "2.5ms", "+2.5ms", "85%"},
+		{Step{Layer: "waterfall", A: 2e6, B: 1e6, Share: -0.001}, "2ms", "1ms", "-1ms", "0%"},
+		{Step{Layer: "waterfall", A: 1e6, B: 31e6, Share: 3.01}, "1ms", "31ms", "+30ms", "more than all"},
+		{Step{Layer: "waterfall", A: 31e6, B: 1e6, Share: -3.01}, "31ms", "1ms", "-30ms", "against, more than all"},
+		{Step{Layer: "block device", A: 1e6, B: 2e6, Share: 1.004}, "1ms", "2ms", "+1ms", "100%"},
+		{Step{Layer: "page cache", A: 0.25, B: 0.9}, "25.0%", "90.0%", "", ""},
 	} {
-		if a, b, share := c.s.Figures(); a != c.a || b != c.b || share != c.share {
-			t.Errorf("%+v: %q %q %q, want %q %q %q", c.s, a, b, share, c.a, c.b, c.share)
+		if a, b, change, share := c.s.Figures(); a != c.a || b != c.b || change != c.change || share != c.share {
+			t.Errorf("%+v: %q %q %q %q, want %q %q %q %q", c.s, a, b, change, share, c.a, c.b, c.change, c.share)
 		}
 	}
 }

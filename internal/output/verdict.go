@@ -28,7 +28,8 @@ type Step struct {
 	// Share of the change the chain follows ((B − A) / its B − A): the
 	// queries' change, or when they took about as long, the change of the
 	// box that moved most (the query step's note says so); 0 for the page
-	// cache's miss ratio.
+	// cache's miss ratio. Above 1 when the step moved by more than the
+	// whole, others having moved the other way (ShareText says it so).
 	Share float64 `json:"share"`
 	Note  string  `json:"note,omitempty"` // what this step concludes
 }
@@ -234,7 +235,7 @@ func shareOf(part, whole float64, of string) string {
 	if part/whole < 0 {
 		return "while the whole moved the other way"
 	}
-	if part/whole > 1+minShare {
+	if math.Round(100*part/whole) > 100 { // as the chain's table says it (ShareText)
 		return "more than the whole of " + of
 	}
 	return fmt.Sprintf("%.0f%% of %s", 100*part/whole, of)
@@ -380,14 +381,30 @@ func (c *chain) missRatio() {
 }
 
 // Figures formats a step's numbers for a table: A and B per query (a
-// time, or for the page cache's miss ratio a percentage) and the step's
-// share of the queries' change ("" for the ratio: it is not a time, so
-// it has no share of one).
-func (s *Step) Figures() (a, b, share string) {
+// time, or for the page cache's miss ratio a percentage), B − A per query
+// and the step's share of the change the chain follows ("" for the ratio:
+// it is not a time, so it has no change in time nor a share of one).
+func (s *Step) Figures() (a, b, change, share string) {
 	if s.Layer == "page cache" {
-		return fmt.Sprintf("%.1f%%", 100*s.A), fmt.Sprintf("%.1f%%", 100*s.B), ""
+		return fmt.Sprintf("%.1f%%", 100*s.A), fmt.Sprintf("%.1f%%", 100*s.B), "", ""
 	}
-	return dur(uint64(s.A)), dur(uint64(s.B)), fmt.Sprintf("%.0f%%", 100*s.Share)
+	return dur(uint64(s.A)), dur(uint64(s.B)), FormatChange(int64(s.B - s.A)), ShareText(s.Share)
+}
+
+// ShareText writes a step's share of the change as a percentage within
+// ±100%. A step can move by more than the whole (a box grew by 30 ms
+// while the queries grew by 10 ms, because another box fell by 20 ms):
+// its share, 300%, would read as a mistake, so it is said in words, and
+// its time per query (B − A) is what to read.
+func ShareText(share float64) string {
+	switch p := math.Round(100 * share); {
+	case p > 100:
+		return "more than all"
+	case p < -100:
+		return "against, more than all"
+	default:
+		return fmt.Sprintf("%.0f%%", p+0) // +0: no "-0%"
+	}
 }
 
 // PrintChain prints the steps of a verdict, one line each.
@@ -396,9 +413,9 @@ func PrintChain(w io.Writer, steps []Step) {
 		return
 	}
 	fmt.Fprintf(w, "\nhow: per query, A's means weighted by B's queries of each fingerprint\n")
-	fmt.Fprintf(w, "%-13s %-42s %10s %10s %8s %7s\n", "layer", "what", "A", "B", "B/A", "share")
+	fmt.Fprintf(w, "%-13s %-42s %10s %10s %10s %8s %13s\n", "layer", "what", "A", "B", "B-A", "B/A", "share")
 	for _, s := range steps {
-		a, b, share := s.Figures()
-		fmt.Fprintf(w, "%-13s %-42.42s %10s %10s %7.2fx %7s  %s\n", s.Layer, s.What, a, b, s.Ratio, share, s.Note)
+		a, b, change, share := s.Figures()
+		fmt.Fprintf(w, "%-13s %-42.42s %10s %10s %10s %7.2fx %13s  %s\n", s.Layer, s.What, a, b, change, s.Ratio, share, s.Note)
 	}
 }

@@ -166,3 +166,23 @@ func TestChainNeedsCommonQueries(t *testing.T) {
 		t.Errorf("%v %q", steps, verdict)
 	}
 }
+
+// The verdict's sentence and the chain's table say a part beyond the
+// whole alike: never a percentage above 100%.
+func TestShareOfNeverAboveTheWhole(t *testing.T) {
+	for _, c := range []struct {
+		part, whole float64
+		want        string
+	}{
+		{72, 100, "72% of the change"}, {100.4, 100, "100% of the change"}, {102, 100, "more than the whole of the change"},
+		{301, 100, "more than the whole of the change"}, {-20, 100, "while the whole moved the other way"},
+		{100, 1, "while the whole hardly moved"},
+	} {
+		if got := shareOf(c.part, c.whole, "the change"); got != c.want {
+			t.Errorf("shareOf(%v, %v) = %q, want %q", c.part, c.whole, got, c.want)
+		}
+		if table := ShareText(c.part / c.whole); c.part > 0 && c.whole > 1 && strings.Contains(table, "more than") != strings.Contains(c.want, "more than") {
+			t.Errorf("shareOf(%v, %v) = %q, but the table says %q", c.part, c.whole, c.want, table)
+		}
+	}
+}
