@@ -12,22 +12,21 @@ import (
 )
 
 // LWLock tranches past a version's built-in ones belong to extensions, and
-// their names are not in any table: pg_stat_activity asks its own process
-// (GetLWTrancheName in lwlock.c), which knows the names registered in it.
-// Extensions that ask for their locks at the server's start
-// (RequestNamedLWLockTranche: pg_stat_statements, pg_prewarm, ...) have
-// them registered in the postmaster, so in every backend it forks, and the
-// postmaster keeps them in shared memory, in an array of
+// their names are in no table: pg_stat_activity names them from the
+// process it runs in (GetLWTrancheName in lwlock.c), by the names
+// registered there. An extension that asks for its locks at the server's
+// start (RequestNamedLWLockTranche, as pg_stat_statements does) has its
+// tranche registered in the postmaster, so in every backend it forks,
+// from an array the postmaster keeps in shared memory,
 //
 //	typedef struct NamedLWLockTranche { int trancheId; char *trancheName; } NamedLWLockTranche;
 //
-// that two exported variables describe, in 15 to 18 alike (lwlock.h): the
+// which two exported variables describe, in 15 to 18 alike (lwlock.h): the
 // array, NamedLWLockTrancheArray, and its length, NamedLWLockTrancheRequests.
-// They are read from the postmaster's memory, as pg_stat_activity would
-// read them, without connecting to the server. A tranche an extension
-// registers later in one backend only (LWLockNewTrancheId) is in that
-// backend's private memory, and stays "extension", as pg_stat_activity
-// shows it to any other backend.
+// They are read from the postmaster's memory, without connecting to the
+// server. A tranche an extension registers later in some backends only
+// (LWLockNewTrancheId, LWLockRegisterTranche) is in their private memory:
+// it stays "extension", as pg_stat_activity shows it to other backends.
 const (
 	trancheArrayVariable = "NamedLWLockTrancheArray"
 	trancheCountVariable = "NamedLWLockTrancheRequests"
