@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -62,6 +65,45 @@ func TestUserPapercuts(t *testing.T) {
 	}
 	if !strings.Contains(hists, "wait event Timeout/PgSleep: count 1,") || ones == 0 {
 		t.Errorf("no wait histogram of one sleep (pg_sleep's):\n%s", hists)
+	}
+}
+
+// pg_stat_statements' LWLock, contended: backends that store statements
+// it has not seen take it exclusively, backends reading its view hold it
+// shared. Its waits are named as pg_stat_activity names them
+// (LWLock/pg_stat_statements), not by the tranche's number, which is
+// the first after the built-in ones.
+func TestExtensionTrancheNamed(t *testing.T) {
+	c := startPG(t, map[string]string{"shared_preload_libraries": "pg_stat_statements",
+		"pg_stat_statements.max": "100", "pg_stat_statements.track": "all"})
+	psql(t, c, "CREATE EXTENSION pg_stat_statements")
+	// Statements of new shapes (a select list of any length up to 400)
+	// each want a new entry, evicting others from the 100 kept.
+	store := filepath.Join(c.SocketDir(), "store.sql")
+	read := filepath.Join(c.SocketDir(), "read.sql")
+	for file, sql := range map[string]string{
+		store: "DO $$ BEGIN FOR i IN 1..50 LOOP EXECUTE 'SELECT ' || repeat('1,', (random() * 400)::int) || '1'; END LOOP; END $$;\n",
+		read:  "SELECT count(*) FROM pg_stat_statements;\n",
+	} {
+		if err := os.WriteFile(file, []byte(sql), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist := startTrace(t, "hist", "--pid", fmt.Sprint(c.PostmasterPID()))
+	if _, err := c.Pgbench(context.Background(), "postgres", "-n", "-c", "4", "-T", "5", "-f", store, "-f", read); err != nil {
+		t.Fatal(err)
+	}
+	out := hist.stopText(t)
+	for _, m := range waitHistLine.FindAllStringSubmatch(out, -1) {
+		if strings.HasPrefix(m[1], "LWLock/") {
+			t.Logf("%s", m[0])
+		}
+	}
+	if strings.Contains(out, "LWLock/extension") {
+		t.Errorf("an extension's LWLock is not named:\n%s", out)
+	}
+	if !strings.Contains(out, "wait event LWLock/pg_stat_statements: count ") {
+		t.Errorf("no sleeps on pg_stat_statements' LWLock:\n%s", out)
 	}
 }
 

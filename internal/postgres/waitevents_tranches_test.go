@@ -64,6 +64,7 @@ func TestReadTranches(t *testing.T) {
 						if preload != "" {
 							want[uint16(len(waitEventTables[in.Version][waitClassLWLock]))] = preload
 						}
+						t.Logf("PostgreSQL %d with %q preloaded: tranches %v", in.Version, preload, got)
 						if fmt.Sprint(got) != fmt.Sprint(want) {
 							t.Errorf("PostgreSQL %d with %q preloaded: tranches %v, want %v", in.Version, preload, got, want)
 						}
