@@ -23,7 +23,8 @@ var dur = hist.FormatDuration
 // "query 538ms (cpu 21ms, io wait 509ms), fs 509ms (83 I/O, 3.1MiB, 80 waited
 // 505ms), blk 490ms (80 req, 3.0MiB) : SELECT …". Boxes that are zero are
 // left out, except CPU, and so are fs and blk when the query made no such
-// call or request. It appends to a caller's buffer without fmt: a busy
+// call or request. The other-wait box names the wait event that holds most
+// of it: "other wait 91.2ms (IPC/CheckpointDone)". It appends to a caller's buffer without fmt: a busy
 // database can ask for tens of thousands a second.
 func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = q.TS.AppendFormat(b, "15:04:05.000")
