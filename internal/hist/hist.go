@@ -110,9 +110,11 @@ func (h *Hist) Mean() float64 {
 // Quantile estimates the q-quantile (q in [0,1], clamped) of the recorded
 // values: it finds the slot holding rank q*Count and interpolates linearly
 // inside that slot's [lo, hi), i.e. it assumes values are spread evenly
-// within a slot. The result is always inside the slot, so the estimate is
-// never off by more than the slot's width. It returns 0 for an empty
-// histogram.
+// within a slot, then clamps the estimate to Range. The result is always
+// inside the slot, so the estimate is never off by more than the slot's
+// width, and never outside what was recorded as far as the histogram can
+// tell: one sleep of 91.1 ms has p50 and p99 of 91.1 ms, not 101 and
+// 134 ms. It returns 0 for an empty histogram.
 func (h *Hist) Quantile(q float64) uint64 {
 	if h.Count == 0 {
 		return 0
@@ -123,6 +125,7 @@ func (h *Hist) Quantile(q float64) uint64 {
 	if q > 1 {
 		q = 1
 	}
+	lo, hi := h.Range()
 	rank := q * float64(h.Count)
 	var cum float64
 	last := 0
@@ -133,13 +136,13 @@ func (h *Hist) Quantile(q float64) uint64 {
 		last = i
 		c := float64(n)
 		if cum+c >= rank {
-			return interpolate(i, (rank-cum)/c)
+			return min(max(interpolate(i, (rank-cum)/c), lo), hi)
 		}
 		cum += c
 	}
 	// Only reachable through float rounding with q close to 1 (or if the
 	// caller broke the Count invariant): answer with the top of the data.
-	return interpolate(last, 1)
+	return min(max(interpolate(last, 1), lo), hi)
 }
 
 // interpolate returns the value a fraction f of the way through slot i,
@@ -156,17 +159,84 @@ func interpolate(i int, f float64) uint64 {
 	return lo + off
 }
 
-// Max returns the upper bound (exclusive, as from SlotRange) of the highest
-// non-empty slot: every recorded value is below it. It is 0 for an empty
-// histogram.
-func (h *Hist) Max() uint64 {
-	for i := Slots - 1; i >= 0; i-- {
-		if h.Buckets[i] != 0 {
-			_, hi := SlotRange(i)
-			return hi
-		}
+// Range returns the narrowest bounds, inclusive, that surely hold the
+// smallest and the largest recorded value (both 0 for an empty
+// histogram). Kernel histograms carry only counts per slot and the exact
+// Sum, so that is all it reads, and it is exact as far as they go:
+//
+//   - every value lies in its slot, so the smallest is at least the
+//     lowest slot's bottom and the largest at most the highest slot's top;
+//   - the largest is Sum less all the others, and each other value is at
+//     least its slot's bottom, so the largest is at most Sum less those
+//     bottoms; likewise the smallest is at least Sum less the other
+//     values' tops.
+//
+// With one value both bounds are that value (Sum); with many they narrow
+// only as far as the sum proves. A histogram read while the kernel wrote
+// it may have a Sum that disagrees with its slots: then the slots alone
+// bound it.
+func (h *Hist) Range() (lo, hi uint64) {
+	if h.Count == 0 {
+		return 0, 0
 	}
-	return 0
+	first, last := -1, 0
+	var bottoms, tops uint64 // every value's slot bottom, summed; its slot top, summed
+	overflow := false        // of tops (bottoms do not pass Sum, which is a uint64, unless Sum disagrees)
+	for i, n := range h.Buckets {
+		if n == 0 {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+		b, t := slotBounds(i)
+		bottoms = addSat(bottoms, mulSat(b, n))
+		tops = addSat(tops, mulSat(t, n))
+		overflow = overflow || tops == math.MaxUint64
+	}
+	firstBottom, firstTop := slotBounds(first)
+	lastBottom, lastTop := slotBounds(last)
+	lo, hi = firstBottom, lastTop
+	// Each bound is taken only if it lies in its slot, as it must when Sum
+	// agrees with the slots.
+	if others := bottoms - lastBottom; h.Sum >= others && h.Sum-others >= lastBottom {
+		hi = min(hi, h.Sum-others)
+	}
+	if others := tops - firstTop; !overflow && h.Sum > others && h.Sum-others <= firstTop {
+		lo = max(lo, h.Sum-others)
+	}
+	if lo > hi {
+		return firstBottom, lastTop
+	}
+	return lo, hi
+}
+
+// slotBounds is SlotRange with an inclusive top: the smallest and largest
+// value slot i holds.
+func slotBounds(i int) (lo, top uint64) {
+	lo, hi := SlotRange(i)
+	if i == Slots-1 {
+		return lo, hi // slot 63 holds math.MaxUint64 itself
+	}
+	return lo, hi - 1
+}
+
+// addSat and mulSat saturate at math.MaxUint64 instead of wrapping.
+func addSat(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	if carry != 0 {
+		return math.MaxUint64
+	}
+	return s
+}
+
+func mulSat(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	return lo
 }
 
 // jsonHist is the wire form: only non-empty buckets, each with its explicit

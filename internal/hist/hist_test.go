@@ -71,7 +71,7 @@ func inSlot(t *testing.T, name string, v uint64, slot int) {
 
 func TestQuantile(t *testing.T) {
 	var empty Hist
-	if empty.Quantile(0.5) != 0 || empty.Max() != 0 || empty.Mean() != 0 {
+	if empty.Quantile(0.5) != 0 || empty.Mean() != 0 {
 		t.Error("empty histogram must give 0")
 	}
 
@@ -98,8 +98,8 @@ func TestQuantile(t *testing.T) {
 	if one.Quantile(-1) != one.Quantile(0) || one.Quantile(2) != one.Quantile(1) || one.Quantile(math.NaN()) != one.Quantile(0) {
 		t.Error("q outside [0,1] must clamp")
 	}
-	if one.Max() != 2048 {
-		t.Errorf("Max = %d, want 2048", one.Max())
+	if lo, hi := one.Range(); lo != 1024 || hi != 2047 {
+		t.Errorf("Range = [%d, %d], want the slot's [1024, 2047]: a sum of 1000 values says nothing narrower", lo, hi)
 	}
 
 	// Two modes: 900 fast (~1us) and 100 slow (~1ms).
@@ -120,6 +120,103 @@ func TestQuantile(t *testing.T) {
 	top.Add(math.MaxUint64)
 	inSlot(t, "top p100", top.Quantile(1), 63)
 	inSlot(t, "top p0", top.Quantile(0), 63)
+}
+
+// A single sleep of 91.1 ms once printed "mean 91.1ms, p50 101ms, p99
+// 134ms": quantiles of the slot, not of what was recorded. With one value,
+// its count and sum say exactly what it was, however the histogram was
+// filled (Add in Go, or slots and sum read from a kernel map).
+func TestQuantileOneValue(t *testing.T) {
+	const v = 91_100_000
+	var added, kernel Hist
+	added.Add(v)
+	kernel.AddSlot(Slot(v), 1)
+	kernel.Sum = v
+	for name, h := range map[string]*Hist{"Add": &added, "AddSlot": &kernel} {
+		for _, q := range []float64{0, 0.5, 0.99, 1} {
+			if got := h.Quantile(q); got != v {
+				t.Errorf("%s: Quantile(%v) = %d, want the one value %d", name, q, got, v)
+			}
+		}
+		if lo, hi := h.Range(); lo != v || hi != v {
+			t.Errorf("%s: Range = [%d, %d], want [%d, %d]", name, lo, hi, v, v)
+		}
+	}
+	var zero Hist
+	zero.Add(0)
+	if lo, hi := zero.Range(); lo != 0 || hi != 0 || zero.Quantile(1) != 0 {
+		t.Errorf("one 0: Range = [%d, %d], p100 %d; want all 0", lo, hi, zero.Quantile(1))
+	}
+}
+
+// Range holds every recorded value (it is a bound, never an estimate) and
+// narrows to them as far as count and sum prove it; quantiles stay inside
+// it and in order.
+func TestRange(t *testing.T) {
+	sets := [][]uint64{
+		{70_000_000, 91_100_000},                    // two in one slot: the larger is at most sum - 2^26
+		{1500, 1_500_000},                           // two slots, one value each: both exact
+		{1500, 1600, 1_500_000},                     // the bottom slot's two are bounded, not exact
+		{3, 1 << 40, 1<<41 - 1, math.MaxUint64 / 4}, // far apart, large sums
+	}
+	for i := uint64(1); i < 300; i++ {
+		sets = append(sets, []uint64{i * i * 97 % 100_000, i * 7919 % 4096, i})
+	}
+	for _, vs := range sets {
+		var h Hist
+		minV, maxV := uint64(math.MaxUint64), uint64(0)
+		for _, v := range vs {
+			h.Add(v)
+			minV, maxV = min(minV, v), max(maxV, v)
+		}
+		lo, hi := h.Range()
+		if lo > minV || hi < maxV {
+			t.Fatalf("%v: Range = [%d, %d] does not hold [%d, %d]", vs, lo, hi, minV, maxV)
+		}
+		prev := lo
+		for _, q := range []float64{0, 0.25, 0.5, 0.75, 0.99, 1} {
+			v := h.Quantile(q)
+			if v < prev || v > hi {
+				t.Fatalf("%v: Quantile(%v) = %d, outside [%d, %d] or below the one before", vs, q, v, prev, hi)
+			}
+			prev = v
+		}
+	}
+	// Two values, one per slot: the larger is the sum less the smaller,
+	// which is at least 1024; the smaller's slot [1024, 2047] says more
+	// than the sum less the larger's top.
+	var two Hist
+	two.Add(1500)
+	two.Add(1_500_000)
+	if lo, hi := two.Range(); lo != 1024 || hi != 1500+1_500_000-1024 {
+		t.Errorf("two slots: Range = [%d, %d], want [1024, %d]", lo, hi, 1500+1_500_000-1024)
+	}
+	// Two in one slot: the sum less the other's least (2^26) bounds the larger.
+	var pair Hist
+	pair.Add(70_000_000)
+	pair.Add(91_100_000)
+	if _, hi := pair.Range(); hi != 70_000_000+91_100_000-1<<26 {
+		t.Errorf("pair: hi = %d, want %d", hi, 70_000_000+91_100_000-1<<26)
+	}
+}
+
+// A kernel histogram read while it was written may have slots the sum
+// does not cover (or a sum past what the slots hold): the slots alone
+// bound it then, and quantiles stay in their slots.
+func TestRangeSumDisagrees(t *testing.T) {
+	var h Hist
+	h.AddSlot(10, 3)
+	h.AddSlot(20, 1)
+	h.Sum = 1000 // less than the slots' bottoms (3*1024 + 2^20)
+	if lo, hi := h.Range(); lo != 1024 || hi != 1<<21-1 {
+		t.Errorf("sum too small: Range = [%d, %d], want the slots' [1024, %d]", lo, hi, 1<<21-1)
+	}
+	inSlot(t, "p99", h.Quantile(0.99), 20)
+	h.Sum = math.MaxUint64 // more than the slots' tops
+	if lo, hi := h.Range(); lo != 1024 || hi != 1<<21-1 {
+		t.Errorf("sum too large: Range = [%d, %d], want the slots' [1024, %d]", lo, hi, 1<<21-1)
+	}
+	inSlot(t, "p0", h.Quantile(0), 10)
 }
 
 func TestMergeAndMean(t *testing.T) {

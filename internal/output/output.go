@@ -23,7 +23,8 @@ var dur = hist.FormatDuration
 // "query 538ms (cpu 21ms, io wait 509ms), fs 509ms (83 I/O, 3.1MiB, 80 waited
 // 505ms), blk 490ms (80 req, 3.0MiB) : SELECT …". Boxes that are zero are
 // left out, except CPU, and so are fs and blk when the query made no such
-// call or request. It appends to a caller's buffer without fmt: a busy
+// call or request. The other-wait box names the wait event that holds most
+// of it: "other wait 91.2ms (IPC/CheckpointDone)". It appends to a caller's buffer without fmt: a busy
 // database can ask for tens of thousands a second.
 func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = q.TS.AppendFormat(b, "15:04:05.000")
@@ -53,6 +54,11 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 			sep = " ("
 		}
 		b = append(append(append(append(b, sep...), box.Short...), ' '), dur(ns)...)
+		if box.Of(q) == &q.OtherWaitNs && ns > 0 {
+			if event := dominantOtherWait(q); event != "" {
+				b = append(append(append(b, " ("...), event...), ')')
+			}
+		}
 	}
 	b = append(b, ')')
 	if q.FSCount() > 0 { // none, too, when file system calls are not traced (no --fs)
@@ -103,6 +109,33 @@ func ProcessLine(p *model.Process) string {
 		p.TS.Format("15:04:05.000"), p.Role, id, dur(p.ElapsedNs), dur(p.CPUNs), dur(p.CPUUserNs), dur(p.CPUSysNs),
 		dur(p.FSReadNs), p.FSReadCount, hist.FormatBytes(p.FSReadBytes), dur(p.FSWriteNs), p.FSWriteCount,
 		hist.FormatBytes(p.FSWriteBytes), dur(p.FSSyncNs), p.FSSyncCount)
+}
+
+// dominantOtherWait names the wait event that holds most of a query's
+// "other wait" box, more than half of it, or "" if none does: "other" says
+// only what the time was not, and the event (IPC/CheckpointDone,
+// Timeout/PgSleep, Client/Net) says what it was. The box holds the events
+// of every class but those the kernel charges to boxes of their own
+// (box_of_sleep in sched.bpf.c, thd_wait_box in lock.bpf.c): IO (and
+// PostgreSQL 18's asynchronous I/O wait, an IO event), Lock and LWLock.
+func dominantOtherWait(q *model.Query) string {
+	var top string
+	var topNs uint64
+	for name, ns := range q.Waits {
+		class, _, _ := strings.Cut(name, "/")
+		switch {
+		case class == "IO" || class == "Lock" || class == "LWLock":
+			continue
+		case name == model.OtherWaitEvents: // several events summed: no one name
+			continue
+		case ns > topNs || ns == topNs && name < top: // the same name every time
+			top, topNs = name, ns
+		}
+	}
+	if 2*topNs <= q.OtherWaitNs {
+		return ""
+	}
+	return top
 }
 
 // SlowLine is AppendSlowLine as a string.

@@ -48,6 +48,51 @@ func TestSlowLine(t *testing.T) {
 	}
 }
 
+// A CHECKPOINT's line once said "other wait 91.2ms" though its wait event
+// was known: the box names the event that holds most of it, and only such
+// an event (not an I/O or lock event, which have boxes of their own, nor
+// one that holds only part of the box).
+func TestSlowLineNamesOtherWait(t *testing.T) {
+	q := &model.Query{Statements: 1, PID: 7, Role: "client backend", Query: "CHECKPOINT",
+		QueryNs: 93e6, CPUNs: 1.5e6, IOWaitNs: 0.3e6, OtherWaitNs: 91.2e6,
+		Waits: map[string]uint64{"IPC/CheckpointDone": 91.1e6, "IO/DataFileRead": 0.3e6, "IPC/CheckpointStart": 0.1e6}}
+	if got := SlowLine(q); !strings.Contains(got, "(cpu 1.5ms, io wait 300us, other wait 91.2ms (IPC/CheckpointDone)) : CHECKPOINT") {
+		t.Errorf("the other box does not name its event: %q", got)
+	}
+	// An I/O event larger than the box is not the box's.
+	q.Waits = map[string]uint64{"IO/DataFileRead": 200e6, "Client/ClientRead": 10e6}
+	if got := SlowLine(q); !strings.Contains(got, "other wait 91.2ms) :") {
+		t.Errorf("an event outside the box named it: %q", got)
+	}
+	// An event that holds half the box or less does not say what it was;
+	// nor does the sum of the events a query did not keep by name.
+	for _, waits := range []map[string]uint64{{"Timeout/PgSleep": 45.6e6}, {model.OtherWaitEvents: 91e6}, nil} {
+		q.Waits = waits
+		if got := SlowLine(q); !strings.Contains(got, "other wait 91.2ms) :") {
+			t.Errorf("waits %v named the box: %q", waits, got)
+		}
+	}
+	// MySQL's waits are named alike.
+	q.Waits = map[string]uint64{"Lock/RowLock": 300e6, "Timeout/Sleep": 91e6}
+	if got := SlowLine(q); !strings.Contains(got, "other wait 91.2ms (Timeout/Sleep))") {
+		t.Errorf("MySQL's sleep: %q", got)
+	}
+}
+
+// One wait of 91.1 ms prints its own value as every quantile, not its
+// slot's (the histogram from the kernel carries its slot and sum).
+func TestWaitHistsOneSleep(t *testing.T) {
+	h := &hist.Hist{Sum: 91_100_000}
+	h.AddSlot(hist.Slot(91_100_000), 1)
+	var b strings.Builder
+	if err := WaitHists(&b, model.Hists{"IPC/CheckpointDone": h}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "IPC/CheckpointDone: count 1, total 91.1ms, mean 91.1ms, p50 91.1ms, p99 91.1ms"; !strings.Contains(b.String(), want) {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
 func TestDropsText(t *testing.T) {
 	if got := DropsText(model.Drops{}); got != "nothing dropped" {
 		t.Errorf("no drops: %q", got)

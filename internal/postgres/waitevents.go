@@ -59,8 +59,16 @@ func (w WaitEvent) Class() string {
 // Name returns wait_event_type and wait_event joined by "/" as a server of
 // the given major version (15, 16, ...) shows them in pg_stat_activity,
 // e.g. "IO/DataFileRead" or "Lock/transactionid". It returns "" for 0 and
-// "Class/unknown (0x…)" for a code or version the tables do not know.
-func (w WaitEvent) Name(version int) string {
+// "Class/unknown (0x…)" for a code or version the tables do not know. An
+// extension's LWLock tranche, which only its server can name, is
+// "LWLock/extension (tranche 75)": NameOn names it.
+func (w WaitEvent) Name(version int) string { return w.NameOn(version, nil) }
+
+// NameOn is Name as a given server shows it: an extension's LWLock tranche
+// by the name the extension gave it ("LWLock/pg_stat_statements"), when
+// the server's tranches tell it. They are asked for only then (reading
+// them costs; nil: not known).
+func (w WaitEvent) NameOn(version int, tranches func() Tranches) string {
 	if w == 0 {
 		return ""
 	}
@@ -76,9 +84,15 @@ func (w WaitEvent) Name(version int) string {
 			return class + "/" + names[id]
 		}
 		// Tranche ids after the built-in ones are handed out to extensions
-		// at run time, in the order they ask.
+		// at run time, in the order they ask: pg_stat_activity shows the
+		// name the extension registered, or "extension".
 		if w.class() == waitClassLWLock && id >= uint32(len(names)) && id <= 0xFFFF {
-			return fmt.Sprintf("%s/extension tranche %d", class, id)
+			if tranches != nil {
+				if name := tranches()[uint16(id)]; name != "" {
+					return class + "/" + name
+				}
+			}
+			return fmt.Sprintf("%s/extension (tranche %d)", class, id)
 		}
 	}
 	return fmt.Sprintf("%s/unknown (0x%08x)", class, uint32(w))

@@ -84,15 +84,15 @@ func TestWaitEventName(t *testing.T) {
 		// The last built-in tranche, then the first extension tranche (the
 		// server shows "extension" or the name the extension registered). [set]
 		{15, 0x0100004A, "LWLock/PgStatsData"},
-		{15, 0x0100004B, "LWLock/extension tranche 75"},
+		{15, 0x0100004B, "LWLock/extension (tranche 75)"},
 		{16, 0x0100004C, "LWLock/LogicalRepLauncherHash"},
-		{16, 0x0100004D, "LWLock/extension tranche 77"},
+		{16, 0x0100004D, "LWLock/extension (tranche 77)"},
 		{17, 0x0100005B, "LWLock/ParallelVacuumDSA"},
-		{17, 0x0100005C, "LWLock/extension tranche 92"},
-		{17, 0x0100005D, "LWLock/extension tranche 93"},
+		{17, 0x0100005C, "LWLock/extension (tranche 92)"},
+		{17, 0x0100005D, "LWLock/extension (tranche 93)"},
 		{18, 0x0100005D, "LWLock/ParallelVacuumDSA"},
 		{18, 0x0100005E, "LWLock/AioUringCompletion"},
-		{18, 0x0100005F, "LWLock/extension tranche 95"},
+		{18, 0x0100005F, "LWLock/extension (tranche 95)"},
 
 		// Client/ClientRead: an idle backend. [psa]
 		{15, 0x06000000, "Client/ClientRead"},

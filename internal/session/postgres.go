@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -27,7 +28,7 @@ var postgresEngine = engine{
 		ins, err := postgres.Discover()
 		out := make([]server, len(ins))
 		for i, in := range ins {
-			out[i] = &pgServer{in}
+			out[i] = newPgServer(in)
 		}
 		return out, err
 	},
@@ -40,13 +41,25 @@ var postgresEngine = engine{
 }
 
 // pgServer is a PostgreSQL server traced.
-type pgServer struct{ postgres.Instance }
+type pgServer struct {
+	postgres.Instance
+	// tranches names its extensions' LWLock tranches, read from it the
+	// first time a wait on one is named (nil: none known).
+	tranches func() postgres.Tranches
+}
+
+func newPgServer(in postgres.Instance) *pgServer {
+	return &pgServer{Instance: in, tranches: sync.OnceValue(func() postgres.Tranches {
+		t, _ := postgres.ReadTranches(in) // unread, a tranche is named by its id
+		return t
+	})}
+}
 
 func pgServerOf(in postgres.Instance, err error) (server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pgServer{in}, nil
+	return newPgServer(in), nil
 }
 
 func (p *pgServer) engine() *engine { return &postgresEngine }
@@ -59,7 +72,9 @@ func (p *pgServer) unit(unit uint32) (pid, tid int) { return int(unit), 0 }
 
 func (p *pgServer) tick(*Session, time.Time) {}
 
-func (p *pgServer) waitName(event uint32) string { return postgres.WaitEvent(event).Name(p.Version) }
+func (p *pgServer) waitName(event uint32) string {
+	return postgres.WaitEvent(event).NameOn(p.Version, p.tranches)
+}
 
 // role reads a process's title. A postmaster's child shows the
 // postmaster's title until it sets its own: it is read again next time.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,28 @@ func (s *Session) waits(t *traced, e *probe.QueryEvent) map[string]uint64 {
 		out[name] += w.Ns
 	}
 	return out
+}
+
+// waitHistName names a wait histogram's event. The kernel keeps them by
+// server version and event, not by server, so a name only a server knows
+// (a PostgreSQL extension's LWLock tranche) is taken from the traced
+// servers of that version that know one, if they agree.
+func (s *Session) waitHistName(version int, event uint32) string {
+	generic := waitName(version, event)
+	name := ""
+	for _, t := range s.servers {
+		if t.about().Version != strconv.Itoa(version) {
+			continue
+		}
+		switch n := t.waitName(event); {
+		case n == generic: // it knows no better: not one of its, or not named
+		case name != "" && n != name: // two servers, two extensions: no one name
+			return generic
+		default:
+			name = n
+		}
+	}
+	return cmp.Or(name, generic)
 }
 
 // describe caches what a process or thread is, as its server tells; one

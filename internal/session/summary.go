@@ -66,7 +66,7 @@ func (s *Session) WaitHists() (model.Hists, error) {
 	out := model.Hists{}
 	for k, v := range kh {
 		h := toHist(v)
-		name := waitName(int(k.Version), k.Event)
+		name := s.waitHistName(int(k.Version), k.Event)
 		if prev := out[name]; prev != nil {
 			prev.Merge(h)
 		} else {
