@@ -419,7 +419,7 @@ const psDataFileIO = `SELECT COUNT_STAR, SUM_TIMER_WAIT DIV 1000 FROM performanc
  AND THREAD_ID = (SELECT THREAD_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID())`
 
 // greggLine is a MySQL scan's line in the slow-query log, with its fs I/O count.
-var greggLine = regexp.MustCompile(`(?m)^\S+ pid \d+ root@scan query \S+ \(cpu [^)]*\), fs \S+ \((\d+) I/O, [^)]*\)(, blk \S+ \(\d+ req, [^)]*\))? : SELECT SUM\(LENGTH\(pad\)\) FROM big$`)
+var greggLine = regexp.MustCompile(`(?m)^\S+ pid \d+ root@scan query \S+ \(cpu (?:[^()]|\([^()]*\))*\), fs \S+ \((\d+) I/O, [^)]*\)(, blk \S+ \(\d+ req, [^)]*\))? : SELECT SUM\(LENGTH\(pad\)\) FROM big$`)
 
 // A cold full scan of a table several times the buffer pool: its file
 // system reads are the ones performance_schema counts for its thread's
