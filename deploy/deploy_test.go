@@ -18,7 +18,8 @@ import (
 
 // The DaemonSet is valid Kubernetes (every field known to the API's own
 // types, every value of its type) and asks exactly the privileges
-// TestLeastPrivilege established, with limits and a liveness probe.
+// TestLeastPrivilege established, and the file reading discovery needs
+// (TestContainerImage), with limits and a liveness probe.
 func TestDaemonSet(t *testing.T) {
 	ds, err := Manifest()
 	if err != nil {
@@ -42,7 +43,7 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	}
 	c := spec.Containers[0]
 	sc := c.SecurityContext
-	want := []corev1.Capability{"BPF", "PERFMON", "SYS_PTRACE"}
+	want := []corev1.Capability{"BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH"}
 	if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
 		!slices.Equal(sc.Capabilities.Add, want) || sc.Privileged != nil && *sc.Privileged {
 		t.Errorf("capabilities: %+v, want all dropped but %v", sc, want)

@@ -59,6 +59,7 @@ func TestContainerImage(t *testing.T) {
 	// are not traced.
 	psql(t, pg, "SELECT pg_stat_statements_reset()")
 	com0 := comCounters(t, my)
+	t.Logf("PostgreSQL pid %d (%s), MariaDB pid %d (%s)", pg.PostmasterPID(), pg.DataDir(), my.PID(), my.DataDir)
 
 	name := fmt.Sprintf("dbiolat-test-%d", os.Getpid())
 	t.Cleanup(func() { podman("rm", "--force", "--ignore", name).Run() })
@@ -131,19 +132,19 @@ func TestContainerImage(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
 		t.Errorf("/healthz with two servers traced: %d %q", resp.StatusCode, body)
 	}
-	// The total holds every server serve traced: exactly ours on a
-	// machine where no other runs (CI's).
+	// The total holds every server serve traced: exactly ours where no
+	// other runs (under CI, where another is a leak of another test).
 	var others []string
 	for _, m := range fams["dbiolat_server_info"].GetMetric() {
 		if servers[labelOf(m, "server")] == "" {
 			others = append(others, labelOf(m, "kind")+" "+labelOf(m, "data_dir"))
 		}
 	}
-	if len(others) > 0 {
-		needNoOtherServer(t, "serve in the container traced other servers too (%s): dbiolat_queries_total counts theirs", strings.Join(others, ", "))
-	}
-	if q1-q0 != pgRan+float64(myRan) {
-		t.Errorf("dbiolat_queries_total +%.0f, the servers ran %.0f + %d", q1-q0, pgRan, myRan)
+	switch {
+	case len(others) > 0 && os.Getenv("CI") != "true":
+		t.Logf("serve traced other servers too (%s): dbiolat_queries_total counts theirs, checked per server only", strings.Join(others, ", "))
+	case q1-q0 != pgRan+float64(myRan):
+		t.Errorf("dbiolat_queries_total +%.0f, the servers ran %.0f + %d (other servers traced: %v)", q1-q0, pgRan, myRan, others)
 	}
 	tr.stopText(t) // Ctrl-C to podman, which passes it on: serve exits 0
 }
