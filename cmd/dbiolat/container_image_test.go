@@ -199,7 +199,8 @@ func buildImage(t *testing.T) string {
 	}
 	os.WriteFile(filepath.Join(dir, "stray"), []byte("not for the image"), 0o644) // .containerignore keeps it out
 	image := fmt.Sprintf("localhost/dbiolat-test-%d:latest", os.Getpid())
-	build := podman("build", "--file", filepath.Join(root, "Containerfile"), "--build-arg", "VERSION=test", "--tag", image, dir)
+	// --layers=false: no intermediate image is kept, to be left behind.
+	build := podman("build", "--layers=false", "--file", filepath.Join(root, "Containerfile"), "--build-arg", "VERSION=test", "--tag", image, dir)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("podman build: %v\n%s", err, out)
 	}
