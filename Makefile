@@ -31,6 +31,19 @@ PROMETHEUS3 = github.com/prometheus/prometheus/cmd/prometheus@v0.316.0
 build:
 	$(GO) build -o dbiolat ./cmd/dbiolat
 
+# The container image (Containerfile): make build's static binary alone,
+# FROM scratch. Named as Kubernetes names the manifest's `dbiolat:latest`
+# (podman would say localhost/dbiolat:latest, which a node's containerd
+# does not match when the image is loaded into it: deploy/README.md).
+# CONTAINER=docker builds it the same way.
+CONTAINER ?= podman
+IMAGE ?= docker.io/library/dbiolat:latest
+.PHONY: image
+image: build
+	$(CONTAINER) build -t $(IMAGE) \
+	  --build-arg VERSION=$$(git describe --always --dirty 2>/dev/null || echo dev) \
+	  --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) .
+
 # Regenerate the BPF objects and their Go bindings (needs clang).
 generate:
 	$(GO) generate ./internal/probe/
