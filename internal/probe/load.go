@@ -86,8 +86,10 @@ func Open(f Families, emit Emit) (*Tracer, error) { return Load(f, 0, emit) }
 // a storage engine found). Until then they cost nothing, not even the
 // verifier's time (MySQL's protocol programs: about a second).
 func Load(f, dormant Families, emit Emit) (*Tracer, error) {
+	// RemoveMemlock's first bpf() call is the first this process makes:
+	// refused, it is most often a container's seccomp profile.
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("lifting the memlock limit: %w", err)
+		return nil, fmt.Errorf("the kernel refuses BPF to this process (%v): it needs CAP_BPF and CAP_PERFMON and, in a container, a seccomp profile that allows bpf() (the runtime's default does not: see deploy/README.md)", err)
 	}
 	spec, err := spec()
 	if err != nil {

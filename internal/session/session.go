@@ -111,6 +111,12 @@ func Open(cfg Config) (*Session, error) {
 	}
 	for _, sv := range found {
 		t, err := s.attach(sv)
+		if err != nil && discovering && !runs(sv) {
+			// Found, then gone before it was attached (a pod restarting
+			// as the node's serve starts): follow finds it when it is back.
+			s.warn(fmt.Sprintf("%s pid %d exited as it was attached: tracing it when it is back", sv.about().Kind, sv.about().PID))
+			continue
+		}
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -118,6 +124,12 @@ func Open(cfg Config) (*Session, error) {
 		s.current = append(s.current, t)
 	}
 	return s, nil
+}
+
+// runs says a server's main process still runs.
+func runs(sv server) bool {
+	st, ok := procfs.StartOf(sv.about().PID)
+	return ok && !st.Zombie
 }
 
 // attach traces a server from now on: its engine's protocol, its
