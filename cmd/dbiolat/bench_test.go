@@ -227,7 +227,7 @@ func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
 		// device: dbiolat's p99 block request stays in a lower log2
 		// bucket. A neighbour slows the device's requests, not by a
 		// slice: with one or two dd writing beside it, B's block p99 was
-		// 1 to 7 ms here, fio's 61 to 88 ms. (The means are no such
+		// 1 to 12 ms here, fio's 49 to 88 ms. (The means are no such
 		// invariant: a neighbour's minute moves the device's mean by as
 		// much as the throttle's 2 ms; once 35 µs -> 2,090 µs, during
 		// package installs.)
