@@ -122,7 +122,11 @@ func neighbour(t *testing.T, dir string) {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			exec.CommandContext(ctx, "dd", "if=/dev/zero", "of="+file, "bs=1M", "count=64", "oflag=direct").Run()
+			out, err := exec.CommandContext(ctx, "dd", "if=/dev/zero", "of="+file, "bs=1M", "count=64", "oflag=direct").CombinedOutput()
+			if err != nil && ctx.Err() == nil { // not a neighbour: a loop that fails at once
+				t.Errorf("the neighbour's dd: %v: %s", err, out)
+				return
+			}
 		}
 	}()
 	t.Cleanup(func() {
