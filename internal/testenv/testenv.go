@@ -29,7 +29,8 @@ func NeedRoot(tb testing.TB) {
 // only the quick tests run (go test -short: make unit), whoever runs them
 // and whatever CI says: -short asks for the tests that need neither. Every
 // test that needs root calls it through NeedRoot; the few that start a
-// server without root (the sandboxes' own) call it themselves.
+// server without root (the sandboxes' own, internal/mysql's) call it
+// themselves.
 func NotShort(tb testing.TB) {
 	tb.Helper()
 	if testing.Short() {
