@@ -5,12 +5,12 @@ GO ?= go
 # thread once attached (the Go runtime cannot with cgo).
 export CGO_ENABLED = 0
 
-.PHONY: demo test deps build generate check-generated unit fuzz bench-overhead
+.PHONY: demo test deps build generate check-generated check-gofmt unit fuzz bench-overhead
 
 demo: deps
 	$(GO) run ./cmd/dbiolat demo
 
-test: deps .tools/prometheus3 check-generated
+test: deps .tools/prometheus3 check-generated check-gofmt
 	$(GO) vet ./...
 	# -p 1: the tests share one kernel and page cache (drop_caches, block I/O by
 	# other processes); packages must not run at the same time.
@@ -58,9 +58,16 @@ check-generated:
 	  cmp -s $$tmp/$$(basename $$f) $$f || { echo "$$f is stale: run make generate and commit it"; rm -rf $$tmp; exit 1; }; \
 	done; rm -rf $$tmp
 
-# Tests that need neither root nor PostgreSQL.
+# Every Go file gofmt'ed: the ones that are not are listed. The go tool's
+# packages, so .tools (and whatever it holds) is not walked.
+check-gofmt:
+	@files=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
+	if [ -n "$$files" ]; then echo "not gofmt'ed (run gofmt -w on them):"; echo "$$files"; exit 1; fi
+
+# The tests that need neither root nor a database server, in every package:
+# -short skips the others (testenv.NotShort), as root too.
 unit:
-	$(GO) test -count=1 ./internal/hist/ ./internal/sqlnorm/ ./internal/usdt/ ./internal/postgres/ ./internal/output/ ./internal/htmlreport/ ./internal/model/ ./internal/top/
+	$(GO) test -short -count=1 ./...
 
 # Bounded fuzzing of the parsers that read foreign input. Minimizing a new
 # input may take a minute by default, during which nothing is fuzzed (the

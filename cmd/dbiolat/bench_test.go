@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,6 +112,30 @@ func TestBenchKeepsFioAndAgreesWithIt(t *testing.T) {
 	}
 }
 
+// neighbour writes to dir's disk until the test ends, as another tenant of
+// a shared disk does: dd's 1 MiB direct writes, 64 MiB at a time, over and
+// over, in the test's own cgroup (no throttle's).
+func neighbour(t *testing.T, dir string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	file := filepath.Join(dir, "neighbour.dat")
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			out, err := exec.CommandContext(ctx, "dd", "if=/dev/zero", "of="+file, "bs=1M", "count=64", "oflag=direct").CombinedOutput()
+			if err != nil && ctx.Err() == nil { // not a neighbour: a loop that fails at once
+				t.Errorf("the neighbour's dd: %v: %s", err, out)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		os.Remove(file)
+	})
+}
+
 // checkFioFigures reads fio's output kept in the recording on its own and
 // checks the figures dbiolat shows are the same numbers.
 func checkFioFigures(t *testing.T, j *model.FioJob) {
@@ -140,18 +167,20 @@ func checkFioFigures(t *testing.T, j *model.FioJob) {
 }
 
 // Two storage setups: the same disk, then the same disk behind a cgroup v1
-// blkio limit of 500 IOPS (each direction). The limit holds bios before
-// they become requests: fio's runs go no faster than the limit, the time
-// they gain is added above the block device, and compare places the
-// difference there, for fio and for PostgreSQL's reads alike. Only what
-// the throttle guarantees is asserted: the disk's own speed that minute
-// is logged.
+// blkio limit of 500 IOPS (each direction), both beside a neighbour that
+// writes to the disk throughout, as users run bench on shared disks. The
+// limit holds bios before they become requests: fio's runs go no faster
+// than the limit, the time they gain is added above the block device, and
+// compare places the difference there, for fio and for PostgreSQL's I/O
+// alike. Only what the throttle guarantees is asserted: the disk's own
+// speed that minute, the neighbour's doing, is logged.
 func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
 	dir := benchDir(t)
-	_, fa := runBenchIn(t, dir, "")
+	neighbour(t, dir)
+	ra, fa := runBenchIn(t, dir, "")
 	const iops = 500
 	group := blkioGroup(t, dir, map[string]int{"read_iops_device": iops, "write_iops_device": iops})
-	_, fb := runBenchIn(t, dir, group)
+	rb, fb := runBenchIn(t, dir, group)
 
 	out, err := exec.Command(binary, "compare", fa, fb).CombinedOutput()
 	t.Logf("%s", out)
@@ -166,30 +195,55 @@ func TestBenchThrottledComparesAboveTheDevice(t *testing.T) {
 	if err := json.Unmarshal(js, &c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Fio) != 4 {
+	if len(c.Fio) != 4 || len(ra.Fio) != 4 || len(rb.Fio) != 4 {
 		t.Fatalf("compare has %d fio runs side by side, want 4", len(c.Fio))
 	}
+	const slot = 1e9 / iops
 	for _, d := range c.Fio {
-		t.Logf("%s: %.0f -> %.0f IOPS; clat %.0fµs -> %.0fµs (%.2fx); block %.0fµs -> %.0fµs (%.2fx)", d.Name, d.IOPSA, d.IOPSB,
-			d.ClatMeanA/1e3, d.ClatMeanB/1e3, d.ClatRatio, d.BlkMeanA/1e3, d.BlkMeanB/1e3, d.BlkRatio)
+		k := slices.IndexFunc(rb.Fio, func(j model.FioJob) bool { return j.Name == d.Name })
+		b := output.CheckFio(&rb.Fio[k])
+		if b.Blk == nil {
+			t.Fatalf("%s: no block requests of fio's in B", d.Name)
+		}
+		p50, p99, blkP99 := b.Side.ClatP50Ns, b.Side.ClatP99Ns, b.Blk.Quantile(0.99)
+		t.Logf("%s: %.0f -> %.0f IOPS; clat %.0fµs -> %.0fµs (%.2fx; B's p50 %dµs, p99 %dµs); block %.0fµs -> %.0fµs (%.2fx; B's p99 %dµs)",
+			d.Name, d.IOPSA, d.IOPSB, d.ClatMeanA/1e3, d.ClatMeanB/1e3, d.ClatRatio, p50/1e3, p99/1e3, d.BlkMeanA/1e3, d.BlkMeanB/1e3, d.BlkRatio, blkP99/1e3)
 		// What the throttle guarantees, whatever the disk does that
 		// minute: no more than its rate (the 1.2: it accounts in slices of
 		// 100 ms, and fio's rate includes its first, full slice)...
 		if d.IOPSB > iops*1.2 {
 			t.Errorf("%s: %.0f IOPS under a %d IOPS limit", d.Name, d.IOPSB, iops)
 		}
-		// ...so at queue depth 1 no operation is shorter than its slot
-		// (0.8: the same slices).
-		if slot := 1e9 / iops; d.Name != "randread-qd16" && d.ClatMeanB < 0.8*slot {
+		if d.Name == "randread-qd16" {
+			continue
+		}
+		// ...so at queue depth 1 no operation is shorter than its slot, in
+		// the mean (0.8: the same slices).
+		if d.ClatMeanB < 0.8*slot {
 			t.Errorf("%s: clat mean %.2fms under a %d IOPS limit, want at least about %.2fms", d.Name, d.ClatMeanB/1e6, iops, slot/1e6)
 		}
-		// The throttle holds bios above the device: the block layer takes
-		// less than half of the time added to the operations. A disk that
-		// has a bad minute moves its own latency too (once 12x here, from
-		// 55 µs), not by the milliseconds the throttle adds; only a device
-		// slower than the throttle itself (2 ms a request) would fail this.
-		if added, blk := d.ClatMeanB-d.ClatMeanA, d.BlkMeanB-d.BlkMeanA; d.BlkMeanB == 0 || blk > added/2 {
-			t.Errorf("%s: the block layer added %.0fµs of the %.0fµs the operations gained, under a throttle that holds bios above it", d.Name, blk/1e3, added/1e3)
+		// Where it holds them: it lets a slice's worth through at once (50
+		// operations in 100 ms) and holds the next until the slice ends.
+		// So when fio's median operation took less than half a slot, the
+		// device was faster than the limit, the throttle held one
+		// operation in 50 for most of a slice (tens of ms), and those
+		// holds are fio's slowest 2% (its p99). They are above the block
+		// device: dbiolat's p99 block request stays in a lower log2
+		// bucket. A neighbour slows the device's requests, not by a
+		// slice: with one or two dd writing beside it, B's block p99 was
+		// 1 to 12 ms here, fio's 49 to 88 ms. (The means are no such
+		// invariant: a neighbour's minute moves the device's mean by as
+		// much as the throttle's 2 ms; once 35 µs -> 2,090 µs, during
+		// package installs.)
+		if float64(p50) >= slot/2 {
+			// The device itself took half a slot or more (the neighbour):
+			// the limit was barely reached, the throttle held little, and
+			// the block time is the device's, as the fio table shows.
+			t.Logf("%s: fio's median operation took %dµs, half the throttle's slot or more: the device, slowed by its neighbour, was about as slow as the limit, so the block time is real", d.Name, p50/1e3)
+			continue
+		}
+		if hist.Slot(blkP99) >= hist.Slot(p99) {
+			t.Errorf("%s: the throttle's holds (fio's p99 %dµs) are in the block device's time (its p99 %dµs)", d.Name, p99/1e3, blkP99/1e3)
 		}
 	}
 

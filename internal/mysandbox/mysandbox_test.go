@@ -10,12 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 // startForTest starts a server, skipping the test when MariaDB is not
 // installed (failing instead when CI=true), and stops it at cleanup.
 func startForTest(t *testing.T, opts Options) *Server {
 	t.Helper()
+	testenv.NotShort(t)
 	if opts.Log == nil && testing.Verbose() {
 		opts.Log = testLogWriter{t}
 	}
@@ -145,6 +148,7 @@ func TestSettingsAndPort(t *testing.T) {
 // A server that cannot start says why, from its log, and leaves nothing
 // behind; the sandbox's own options are refused.
 func TestStartError(t *testing.T) {
+	testenv.NotShort(t)
 	t.Parallel()
 	dir := t.TempDir()
 	_, err := Start(Options{Dir: dir, Settings: map[string]string{"innodb_buffer_pool_size": "2M"}})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/procfs"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 func TestOption(t *testing.T) {
@@ -146,6 +147,7 @@ type server struct {
 // of 127.0.0.1; the test's cleanup stops it.
 func startMariaDB(t *testing.T) server {
 	t.Helper()
+	testenv.NotShort(t)
 	find := func(name string) string {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

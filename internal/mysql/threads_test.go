@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/procfs"
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 // The roles ThreadRole reads from the threads' stacks are the ones the
@@ -19,6 +20,7 @@ import (
 // for every thread it lists; the one it does not list, InnoDB's io_uring
 // reaper, is told by its system call.
 func TestThreadRolesMatchPerformanceSchema(t *testing.T) {
+	testenv.NotShort(t)
 	s, err := mysandbox.Start(mysandbox.Options{})
 	if errors.Is(err, mysandbox.ErrNotInstalled) && os.Getenv("CI") != "true" {
 		t.Skip(err)

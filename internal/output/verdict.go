@@ -211,12 +211,18 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	if isIOWait(*lead) {
 		return c.steps, head + c.io(*lead, leadD, envA, envB)
 	}
-	// The lead is not I/O; but an I/O wait may have moved the other way
-	// by a tenth of the queries' time (a storage engine taking over the
-	// copying the backend did on CPU, then waited for): followed too.
+	// The lead is not I/O; but an I/O wait may have moved by a tenth of
+	// the queries' time too, followed then: the other way (a storage engine
+	// taking over the copying the backend did on CPU, then waited for), or
+	// with it (commits on a throttled disk: one backend waits in the fsync,
+	// the others for it, on WAL's LWLock and the rows it holds).
 	for _, q := range boxes {
-		if x, y := m.get(q); isIOWait(q) && (y-x)*c.delta < 0 && math.Abs(y-x) >= alike*a {
-			return c.steps, head + fmt.Sprintf(": not in the I/O stack; but %s moved the other way, %s per query", c.what(q), FormatChange(int64(y-x))) +
+		if x, y := m.get(q); isIOWait(q) && math.Abs(y-x) >= alike*a {
+			way := "with it"
+			if (y-x)*c.delta < 0 {
+				way = "the other way"
+			}
+			return c.steps, head + fmt.Sprintf(": not in the I/O stack; but %s moved %s, %s per query", c.what(q), way, FormatChange(int64(y-x))) +
 				c.io(q, y-x, envA, envB)
 		}
 	}

@@ -10,12 +10,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
 // startForTest starts a cluster, skipping the test when PostgreSQL is not
 // installed (failing instead when CI=true), and stops it at cleanup.
 func startForTest(t *testing.T, opts Options) *Cluster {
 	t.Helper()
+	testenv.NotShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if opts.Log == nil && testing.Verbose() {
@@ -135,6 +138,7 @@ func testCluster(t *testing.T, version string) {
 }
 
 func TestStartFailureCleansUp(t *testing.T) {
+	testenv.NotShort(t)
 	if _, err := findBinDir(""); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)

