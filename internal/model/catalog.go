@@ -47,6 +47,7 @@ var Counters = []Counter{
 	{"blk_merges", false, true, "bios merged into queued requests"},
 	{"waterfall_recovered", false, true, "switch-ins of a query not seen, split by the kernel's arrival stamp"},
 	{"waterfall_missed", false, true, "context switches of a query not seen (the time since shows as unaccounted)"},
+	{"runq_unknown", false, true, "wakes of a query whose run-queue wait the kernel's clock did not measure (charged to the sleep before it, not in the run-queue histogram)"},
 	{"wire_tls", false, true, "TLS connections read in plaintext at OpenSSL"},
 	{"wire_grouped", false, true, "statements timed together with others in one record (a pipeline's whose replies went out in one send, a multi-statement command's)"},
 	{"aio_unseen", false, true, "reads I/O workers performed whose staging was not seen (not charged to a query)"},

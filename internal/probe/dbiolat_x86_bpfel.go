@@ -336,7 +336,8 @@ const (
 	dbiolatStatIdSTAT_UNIT_HISTS_FULL     dbiolatStatId = 26
 	dbiolatStatIdSTAT_WIRE_GROUPED        dbiolatStatId = 27
 	dbiolatStatIdSTAT_WIRE_UNWALKED       dbiolatStatId = 28
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 29
+	dbiolatStatIdSTAT_RUNQ_UNKNOWN        dbiolatStatId = 29
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 30
 )
 
 type dbiolatTaskLocal struct {
