@@ -75,7 +75,7 @@ var Histograms = []Histogram{
 	{"query", hist.Time, false, "query latency",
 		"Each finished query, from the first message its backend read to the ReadyForQuery it sent (or, with --usdt, from the USDT probe postgresql:query__start to query__done): every query seen, recorded or not."},
 	{"runq", hist.Time, false, "run-queue waits of queries (runnable, waiting for a CPU)",
-		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and the time the kernel queued it (sched_info.last_queued)."},
+		"Each time a backend in a query was runnable but waited for a CPU (preempted, or woken and not yet running), from tp_btf/sched_switch and the time the kernel queued it (sched_info.last_queued), in the run queue's clock. A wake whose wait that clock did not measure (it skips its update when the wake preempts the CPU's task) is left out and counted in the drops' runq_unknown."},
 	{"lock", hist.Time, false, "lock waits of queries (asleep on a lock or LWLock)",
 		"Each sleep of a backend in a query between the USDT probes lock__wait__start/done (heavyweight locks) or lwlock__wait__start/done (LWLocks), timed by sched_switch."},
 	{"fs_read", hist.Time, true, "file system read latency (read and pread syscalls)",
