@@ -93,8 +93,9 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 		for _, panel := range d.Panels {
 			for _, target := range panel.Targets {
 				expr := dashboardVar.ReplaceAllString(target.Expr, ".*") // the variables ($job, $server) at "All"
-				// The kernel first counts our programs' run time 30 s in
-				// (session.sampleAt): until then the ratio is absent, not 0.
+				// The kernel's first count of our programs' run time ends a
+				// duty period after 2 s in (session.sampleFirst): until
+				// then the ratio is absent, not 0.
 				if r := p.query(t, expr); len(r) == 0 && expr != "dbiolat_bpf_cpu_ratio" {
 					t.Errorf("%s: panel %q: %s returns no data", p.name, panel.Title, expr)
 				}

@@ -336,7 +336,8 @@ const (
 	dbiolatStatIdSTAT_UNIT_HISTS_FULL     dbiolatStatId = 26
 	dbiolatStatIdSTAT_WIRE_GROUPED        dbiolatStatId = 27
 	dbiolatStatIdSTAT_WIRE_UNWALKED       dbiolatStatId = 28
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 29
+	dbiolatStatIdSTAT_RUNQ_UNKNOWN        dbiolatStatId = 29
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 30
 )
 
 type dbiolatTaskLocal struct {
@@ -610,6 +611,7 @@ const (
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 	dbiolatVarMysqlFence            = "mysql_fence"
 	dbiolatVarResyncNs              = "resync_ns"
+	dbiolatVarRqfFlushSeq           = "rqf_flush_seq"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
 	dbiolatVarTracedUntilNs         = "traced_until_ns"
 	dbiolatVarUnusedBox             = "unused_box"
@@ -773,6 +775,7 @@ type dbiolatVariableSpecs struct {
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
+	RqfFlushSeq       *ebpf.VariableSpec `ebpf:"rqf_flush_seq"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.VariableSpec `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
@@ -870,6 +873,7 @@ type dbiolatVariables struct {
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
 	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
+	RqfFlushSeq       *ebpf.Variable `ebpf:"rqf_flush_seq"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.Variable `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`

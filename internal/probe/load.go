@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 )
 
 // Tracer owns the loaded objects and every link; Close undoes all of it.
@@ -110,6 +111,7 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 		"emit_min_query_ns": threshold(emit.MinQuery),
 		"emit_min_fs_ns":    threshold(emit.MinFS),
 		"emit_if_io":        map[bool]uint8{false: 0, true: 1}[emit.IfIO],
+		"rqf_flush_seq":     flushSeqFlag(),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
@@ -187,6 +189,51 @@ func (t *Tracer) load(spec *ebpf.CollectionSpec, f Families, core bool, shared m
 		}
 	}
 	return coll, nil
+}
+
+// flushSeqFlag is the kernel's RQF_FLUSH_SEQ, the mark of a block request
+// in a flush sequence (block.bpf.c). Linux 6.11 turned the request flags'
+// macros (this one bit 4) into an enum, named rqf_flags in most builds but
+// anonymous in some, where CO-RE cannot find it: hence a knob, and a walk
+// of every type (a quarter second) only for those. 0: not found.
+func flushSeqFlag() uint32 {
+	const name = "__RQF_FLUSH_SEQ"
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0
+	}
+	bit := func(e *btf.Enum) (uint32, bool) {
+		for _, v := range e.Values {
+			if v.Name == name {
+				return 1 << v.Value, true
+			}
+		}
+		return 0, false
+	}
+	var named *btf.Enum
+	if spec.TypeByName("rqf_flags", &named) == nil {
+		f, _ := bit(named)
+		return f
+	}
+	var u unix.Utsname
+	var major, minor int
+	if unix.Uname(&u) == nil {
+		fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	}
+	if major < 6 || major == 6 && minor < 11 {
+		return 1 << 4
+	}
+	for typ, err := range spec.All() {
+		if err != nil {
+			return 0
+		}
+		if e, ok := typ.(*btf.Enum); ok && e.Name == "" {
+			if f, ok := bit(e); ok {
+				return f
+			}
+		}
+	}
+	return 0
 }
 
 // kernelHas says whether the kernel's BTF describes a type (a tracepoint's

@@ -27,9 +27,10 @@ type Config struct {
 	Families probe.Families
 	Emit     probe.Emit   // which queries become records
 	Warn     func(string) // non-fatal problems; nil = discard
-	// CostWindow is how long, each minute, the kernel counts our
-	// programs' run time (the cost line, dbiolat_bpf_cpu_ratio); 0: a
-	// second. Duty cycles count a whole period, paused time included.
+	// CostWindow is how long each window in which the kernel counts our
+	// programs' run time lasts (the cost line, dbiolat_bpf_cpu_ratio;
+	// sampleCost): 0, a second. Duty cycles count a whole period, paused
+	// time included.
 	CostWindow time.Duration
 	// Wait: with no server running and none named, trace nothing until
 	// one starts (serve, top), rather than fail.
@@ -244,16 +245,6 @@ func (s *Session) warn(msg string) {
 // forgetAfter is how long the role of an exited process is kept: longer
 // than any reporting interval reads it.
 const forgetAfter = time.Minute
-
-// The kernel counts our programs' run time for one second in every
-// minute, half a minute in: enough for the cost line, at a small fraction
-// of what counting all the time would cost. Not at the start: counting
-// slows every program run, and a short trace is often one measurement.
-const (
-	sampleEvery  = time.Minute
-	sampleAt     = 30 * time.Second
-	sampleLength = time.Second
-)
 
 // Server names the first server traced and its data directory: what a
 // recording says it traced.

@@ -157,10 +157,27 @@ func peakRSS() uint64 {
 	return 0
 }
 
+// The kernel counts our programs' run time in windows (a second, or
+// Config.CostWindow): one soon after attaching, so that a short trace (a
+// demo, a test, a quick look) has a cost line too, then one in every
+// minute, half a minute in. Counting slows every program run (two clock
+// reads, about what most of our programs take on a VM), so it is off
+// otherwise: two windows in a trace's first minute, one in each after.
+// The first waits out the attach's own first seconds.
+const (
+	sampleFirst  = 2 * time.Second
+	sampleEvery  = time.Minute
+	sampleAt     = 30 * time.Second
+	sampleLength = time.Second
+)
+
 // sampleCost opens and closes the counting windows; Poll calls it.
 func (s *Session) sampleCost() {
-	in := s.Elapsed() % sampleEvery
-	s.tracer.SampleStats(in >= sampleAt && in < sampleAt+cmp.Or(s.cfg.CostWindow, sampleLength))
+	length := cmp.Or(s.cfg.CostWindow, sampleLength)
+	elapsed := s.Elapsed()
+	in := elapsed % sampleEvery
+	first := elapsed >= sampleFirst && elapsed < sampleFirst+length
+	s.tracer.SampleStats(first || in >= sampleAt && in < sampleAt+length)
 }
 
 // counters reads the drop counters and the number of queries so far.

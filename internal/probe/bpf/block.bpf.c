@@ -23,6 +23,9 @@
 #define REQ_OP_MASK 0xff
 #define PF_KTHREAD 0x00200000
 
+/* RQF_FLUSH_SEQ, set from the kernel's BTF by Go (flushSeqFlag); 0: unknown. */
+const volatile __u32 rqf_flush_seq = 0;
+
 /* A block request from io_start to io_done. */
 struct inflight {
 	__u64 start_ns;
@@ -169,15 +172,31 @@ static __always_inline void blk_query_done(struct inflight *in, __u32 op, __u64 
 		__sync_fetch_and_add(&ts->acct.blk_busy_ns, now - ts->blk_busy_since);
 }
 
+/*
+ * A request in a flush sequence is not done at this io_done: it is the
+ * flush machinery's own request (one per device flush, shared by the
+ * flushes waiting for it), which never passes io_start, or the data step
+ * of a write with a flush before or after it, which passes io_done again,
+ * as itself, once its sequence ends. The requests that asked for the
+ * flush are timed whole, from their io_start to that last io_done.
+ */
+static __always_inline bool blk_in_flush_sequence(struct request *rq)
+{
+	return rq->rq_flags & rqf_flush_seq;
+}
+
 SEC("tp_btf/block_io_done")
 int BPF_PROG(blk_done, struct request *rq)
 {
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), ns, queue_ns = 0, device_ns;
-	struct inflight *in = bpf_map_lookup_elem(&inflight, &key);
+	struct inflight *in;
 	struct blk_key bk = {};
 	struct blk_io *b;
 	__u32 op;
 
+	if (blk_in_flush_sequence(rq))
+		return 0;
+	in = bpf_map_lookup_elem(&inflight, &key);
 	if (!in || crossed_pause(in->start_ns, now)) { /* not seen whole */
 		stat_inc(STAT_BLK_UNSEEN);
 		if (in)

@@ -104,7 +104,8 @@ enum stat_id {
 	STAT_WIRE_GROUPED = 27,    /* not a loss: statements timed together with others in one record (a pipeline's
 				    * whose replies were sent together, a multi-statement command's) */
 	STAT_WIRE_UNWALKED = 28,   /* a reply whose messages could not be walked: its statements counted as one */
-	STAT_IDS = 29,
+	STAT_RUNQ_UNKNOWN = 29,    /* not a loss: a query's wake whose run-queue wait the kernel's clock did not measure */
+	STAT_IDS = 30,
 };
 
 /*
