@@ -10,7 +10,7 @@ import "github.com/dbiolat/dbiolat/internal/hist"
 // (enum stat_id, hist_id and box): STAT_RINGBUF_FULL is the counter
 // "ringbuf_full", HIST_FS_READ the histogram "fs_read", BOX_IO_WAIT the
 // box "io_wait_ns". A test checks the two agree, and another that the
-// README's tables are these lists.
+// docs/json.md's tables are these lists (TestDocTablesAreTheCatalog).
 
 // Counter is one count of something that did not go as planned.
 type Counter struct {

@@ -1,5 +1,5 @@
 // Package model holds the user-facing records every output reads. Their
-// JSON field names are a documented interface (README, "JSON output"):
+// JSON field names are a documented interface (docs/json.md):
 // add fields, never rename them.
 package model
 

@@ -234,7 +234,7 @@ func (t *Tracer) MapEntries() (map[string]int, error) {
 
 // MapBytes is the kernel memory our maps hold (all preallocated, so it
 // does not grow while tracing), as the kernel accounts it. Task-local
-// storage is left out: it grows with the traced threads (README).
+// storage is left out: it grows with the traced threads (docs/overhead.md).
 func (t *Tracer) MapBytes() uint64 {
 	var sum uint64
 	for _, m := range byName[*ebpf.Map](&t.objs.dbiolatMaps) {

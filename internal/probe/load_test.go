@@ -82,7 +82,7 @@ func (t *Tracer) linked() int {
 
 // The kernel memory the maps take is fixed at load (every map preallocated
 // and sized), but for the histograms per unit, which grow to a bound as
-// processes do I/O: the two stay within the budget the README states.
+// processes do I/O: the two stay within the budget docs/overhead.md states.
 func TestMapMemoryBudget(t *testing.T) {
 	testenv.NeedRoot(t)
 	const budget = 44 << 20

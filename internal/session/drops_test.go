@@ -47,7 +47,7 @@ func TestDeliveredPlusDroppedIsSent(t *testing.T) {
 			}
 		})
 	}
-	// The memory budget the README states, after 140,000 records.
+	// The memory budget docs/overhead.md states, after 140,000 records.
 	if rss := peakRSS(); rss > testenv.MemoryBudget {
 		t.Errorf("peak RSS %d MiB, over the budget of %d MiB", rss>>20, testenv.MemoryBudget>>20)
 	}
