@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,9 +32,9 @@ type benchOptions struct {
 
 func runBenchCmd(ctx context.Context, args []string) error {
 	var o benchOptions
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := newFlagSet("bench")
 	fs.StringVar(&o.Dir, "dir", "", "a directory on the storage to measure (required)")
-	fs.StringVar(&o.Output, "o", "", "the recording file to create (required)")
+	fs.StringVarP(&o.Output, "output", "o", "", "the recording file to create (required)")
 	fs.IntVar(&o.FioSizeMB, "fio-size", 1024, "size of fio's test file in MiB")
 	fs.IntVar(&o.FioSeconds, "fio-seconds", 15, "seconds per fio job")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the database to run on the storage: postgres (pgbench) or mariadb (sysbench)")

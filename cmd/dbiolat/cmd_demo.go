@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -24,7 +23,7 @@ type demoOptions struct {
 
 func runDemoCmd(ctx context.Context, args []string) error {
 	var o demoOptions
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := newFlagSet("demo")
 	fs.StringVar(&o.Dir, "dir", "", "where to create the throwaway server (default: the temp directory)")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the server to show it on: postgres (PostgreSQL 15) or mariadb (MariaDB, driven by sysbench)")
 	fs.IntVar(&o.Scale, "scale", 8, "data size: 8 gives a 120 MB table, several times the server's buffers")

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -26,9 +25,9 @@ type recordOptions struct {
 
 func runRecordCmd(ctx context.Context, args []string) error {
 	var o recordOptions
-	fs := flag.NewFlagSet("record", flag.ContinueOnError)
+	fs := newFlagSet("record")
 	o.AddFlags(fs)
-	fs.StringVar(&o.Output, "o", "", "the recording file to create (required)")
+	fs.StringVarP(&o.Output, "output", "o", "", "the recording file to create (required)")
 	fs.DurationVar(&o.Interval, "interval", time.Second, "how often to record rates")
 	fs.DurationVar(&o.MinQuery, "min-query", 0, "record queries at least this long (0: every query)")
 	pos, err := parseArgs(fs, args)

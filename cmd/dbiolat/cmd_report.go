@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,7 @@ import (
 )
 
 func runReportCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs := newFlagSet("report")
 	top := fs.Int("top", 10, "show the N query fingerprints with the most total time")
 	htmlOut := fs.String("html", "", "write the report as one self-contained HTML file (mode 0600) instead")
 	slowest := fs.Int("slowest", 10, "with --html: the waterfall of the N slowest queries")

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -25,7 +24,7 @@ const plainWidth = 120
 
 func runTopCmd(ctx context.Context, args []string) error {
 	var o targetOptions
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
+	fs := newFlagSet("top")
 	o.AddFlags(fs)
 	interval := fs.Duration("interval", time.Second, "refresh every this long")
 	count := fs.Int("count", 0, "stop after this many intervals; default: until q, Ctrl-C or --duration")
