@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dbiolat/dbiolat/internal/fio"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -35,6 +37,8 @@ func runBenchCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("bench")
 	fs.StringVar(&o.Dir, "dir", "", "a directory on the storage to measure (required)")
 	fs.StringVarP(&o.Output, "output", "o", "", "the recording file to create (required)")
+	cobra.MarkFlagDirname(fs, "dir")
+	cobra.MarkFlagFilename(fs, "output")
 	fs.IntVar(&o.FioSizeMB, "fio-size", 1024, "size of fio's test file in MiB")
 	fs.IntVar(&o.FioSeconds, "fio-seconds", 15, "seconds per fio job")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the database to run on the storage: postgres (pgbench) or mariadb (sysbench)")

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dbiolat/dbiolat/internal/htmlreport"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/record"
@@ -17,6 +19,7 @@ func runCompareCmd(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print the comparison as one JSON object")
 	top := fs.Int("top", 10, "list the N query fingerprints in both recordings whose total time changed most")
 	htmlOut := fs.String("html", "", "write the comparison as one self-contained HTML file (mode 0600) instead")
+	cobra.MarkFlagFilename(fs, "html")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

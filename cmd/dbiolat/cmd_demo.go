@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -25,6 +27,7 @@ func runDemoCmd(ctx context.Context, args []string) error {
 	var o demoOptions
 	fs := newFlagSet("demo")
 	fs.StringVar(&o.Dir, "dir", "", "where to create the throwaway server (default: the temp directory)")
+	cobra.MarkFlagDirname(fs, "dir")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the server to show it on: postgres (PostgreSQL 15) or mariadb (MariaDB, driven by sysbench)")
 	fs.IntVar(&o.Scale, "scale", 8, "data size: 8 gives a 120 MB table, several times the server's buffers")
 	fs.IntVar(&o.Secs, "seconds", 5, "seconds per workload run")

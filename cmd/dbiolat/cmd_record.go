@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/record"
@@ -28,6 +30,7 @@ func runRecordCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("record")
 	o.AddFlags(fs)
 	fs.StringVarP(&o.Output, "output", "o", "", "the recording file to create (required)")
+	cobra.MarkFlagFilename(fs, "output")
 	fs.DurationVar(&o.Interval, "interval", time.Second, "how often to record rates")
 	fs.DurationVar(&o.MinQuery, "min-query", 0, "record queries at least this long (0: every query)")
 	pos, err := parseArgs(fs, args)

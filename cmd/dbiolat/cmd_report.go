@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dbiolat/dbiolat/internal/htmlreport"
 	"github.com/dbiolat/dbiolat/internal/output"
 	"github.com/dbiolat/dbiolat/internal/record"
@@ -18,6 +20,7 @@ func runReportCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("report")
 	top := fs.Int("top", 10, "show the N query fingerprints with the most total time")
 	htmlOut := fs.String("html", "", "write the report as one self-contained HTML file (mode 0600) instead")
+	cobra.MarkFlagFilename(fs, "html")
 	slowest := fs.Int("slowest", 10, "with --html: the waterfall of the N slowest queries")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

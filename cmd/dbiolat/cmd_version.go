@@ -33,7 +33,8 @@ func runVersionCmd(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q: version takes only options", pos[0])
 	}
-	v := buildVersion()
+	bi, _ := debug.ReadBuildInfo()
+	v := buildVersion(bi, kernelRelease())
 	if *asJSON {
 		return output.NewJSON(stdout).Write(v)
 	}
@@ -49,14 +50,13 @@ func runVersionCmd(ctx context.Context, args []string) error {
 	return nil
 }
 
-// buildVersion reads the version the Go toolchain stamped into the binary:
-// a tagged module version when installed with "go install …@v1.2.3", the
-// commit when built in a git checkout (unless -buildvcs=false), "devel"
-// otherwise.
-func buildVersion() versionInfo {
-	v := versionInfo{Version: "devel", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Kernel: kernelRelease()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+// buildVersion reads the version the Go toolchain stamped into the
+// binary (bi: nil if it stamped none): a tagged module version when
+// installed with "go install …@v1.2.3", the commit when built in a git
+// checkout (unless -buildvcs=false), "devel" otherwise.
+func buildVersion(bi *debug.BuildInfo, kernel string) versionInfo {
+	v := versionInfo{Version: "devel", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Kernel: kernel}
+	if bi == nil {
 		return v
 	}
 	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {

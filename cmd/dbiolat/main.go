@@ -104,13 +104,8 @@ func newRootCommand() *cobra.Command {
 				}
 				return err
 			},
-			// Flag names are cobra's to complete; the rest are files where
-			// the command takes them (recordings), else nothing.
-			ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-				if c.args == "FILE" || c.args == "A B" {
-					return nil, cobra.ShellCompDirectiveDefault
-				}
-				return nil, cobra.ShellCompDirectiveNoFileComp
+			ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				return completeArgs(cmd.Flags(), c.args != "" && !strings.HasPrefix(c.args, "["), args, toComplete)
 			},
 		}
 		cmd.Flags().AddFlagSet(flagsOf(c))
@@ -166,6 +161,37 @@ func printCommandHelp(cmd *cobra.Command) {
 		fmt.Fprintf(w, "\n%s:\n%s", h, groups[h].FlagUsagesWrapped(helpWidth))
 	}
 	fmt.Fprintf(w, "\n  -h, --help   show this help\n")
+}
+
+// completeArgs completes what cobra leaves to a command that parses its
+// own flags: a flag's value (files or directories where the definition
+// marks it with cobra.MarkFlagFilename or MarkFlagDirname, else nothing
+// to offer), and positional arguments: files when the command takes them
+// (recordings), else nothing. Flag names cobra completes itself.
+func completeArgs(fs *pflag.FlagSet, takesFiles bool, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if strings.HasPrefix(toComplete, "-") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "-") && !strings.Contains(args[n-1], "=") {
+		name := strings.TrimLeft(args[n-1], "-")
+		f := fs.Lookup(name)
+		if f == nil && len(name) == 1 {
+			f = fs.ShorthandLookup(name)
+		}
+		if f != nil && f.NoOptDefVal == "" { // a flag that takes a value: this is it
+			if _, ok := f.Annotations[cobra.BashCompSubdirsInDir]; ok {
+				return nil, cobra.ShellCompDirectiveFilterDirs
+			}
+			if _, ok := f.Annotations[cobra.BashCompFilenameExt]; ok {
+				return nil, cobra.ShellCompDirectiveDefault
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	if takesFiles {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // errUsage ends dbiolat run without a command or with an unknown one:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -63,6 +64,8 @@ func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Buffers, "buffers", false, "count PostgreSQL's shared-buffer hits and reads per query (a probe on every buffer access: costly)")
 	fs.BoolVar(&o.JSON, "json", false, "print JSON lines, one object per record or interval, and a final summary object")
 	fs.BoolVar(&o.RawSQL, "raw-sql", false, "show query text with its literals (default: literals replaced by $n)")
+	cobra.MarkFlagDirname(fs, "pgdata")
+	cobra.MarkFlagDirname(fs, "datadir")
 	group(fs, "Which server", "pid", "pgdata", "datadir")
 	group(fs, "Tracing", "duration", "fs", "usdt", "buffers")
 	group(fs, "Output", "json", "raw-sql")
