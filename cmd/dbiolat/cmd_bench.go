@@ -42,6 +42,7 @@ func runBenchCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&o.FioSizeMB, "fio-size", 1024, "size of fio's test file in MiB")
 	fs.IntVar(&o.FioSeconds, "fio-seconds", 15, "seconds per fio job")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the database to run on the storage: postgres (pgbench) or mariadb (sysbench)")
+	choices(fs, "engine", "postgres", "mariadb")
 	fs.IntVar(&o.Scale, "scale", 10, "data size: 15 MB each")
 	fs.IntVar(&o.Scans, "scans", 3, "cold-cache full scans")
 	fs.IntVar(&o.Seconds, "seconds", 15, "seconds per workload run")

@@ -29,6 +29,7 @@ func runDemoCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Dir, "dir", "", "where to create the throwaway server (default: the temp directory)")
 	cobra.MarkFlagDirname(fs, "dir")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the server to show it on: postgres (PostgreSQL 15) or mariadb (MariaDB, driven by sysbench)")
+	choices(fs, "engine", "postgres", "mariadb")
 	fs.IntVar(&o.Scale, "scale", 8, "data size: 8 gives a 120 MB table, several times the server's buffers")
 	fs.IntVar(&o.Secs, "seconds", 5, "seconds per workload run")
 	if _, err := parseArgs(fs, args); err != nil {

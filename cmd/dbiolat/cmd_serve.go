@@ -34,6 +34,7 @@ func runServeCmd(ctx context.Context, args []string) error {
 	top := fs.Int("top", 50, "give series of their own to at most N query fingerprints, the busiest by query time; the rest count as fingerprint=\"other\"")
 	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")
 	dutyFlag := fs.String("duty", defaultDuty, "trace ON of every PERIOD (ON/PERIOD), the hooks detached in between, counters scaled to the whole time; \"off\": trace all the time")
+	choices(fs, "duty", "off", defaultDuty)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

@@ -111,7 +111,8 @@ func isSubset(want, got []string) bool {
 
 // Where a recording file goes, the shell completes file names: cobra's
 // scripts do that themselves when dbiolat answers "default" (directive 0);
-// elsewhere nothing (4), or directories (16). Asked as the scripts ask.
+// elsewhere nothing (4), directories (16) or the values a flag takes.
+// Asked as the scripts ask.
 func TestCompletionOffersFilesWhereTheyGo(t *testing.T) {
 	for _, tc := range []struct {
 		line      []string
@@ -127,12 +128,20 @@ func TestCompletionOffersFilesWhereTheyGo(t *testing.T) {
 		{[]string{"slowlog", ""}, ":4"},
 		{[]string{"slowlog", "--pid", ""}, ":4"},
 		{[]string{"iops", ""}, ":4"},
+		{[]string{"top", "--sort", ""}, "total"},
+		{[]string{"demo", "--engine", ""}, "mariadb"},
 	} {
 		out, err := exec.Command(binary, append([]string{"__complete"}, tc.line...)...).Output()
 		if err != nil {
 			t.Fatalf("%q: %v", tc.line, err)
 		}
 		lines := strings.Fields(string(out))
+		if !strings.HasPrefix(tc.directive, ":") { // a value offered
+			if !slices.Contains(lines, tc.directive) || lines[len(lines)-1] != ":4" {
+				t.Errorf("dbiolat %s<TAB>: %q, want %s offered and no files", strings.Join(tc.line, " "), out, tc.directive)
+			}
+			continue
+		}
 		if len(lines) == 0 || lines[len(lines)-1] != tc.directive {
 			t.Errorf("dbiolat %s<TAB>: %q, want directive %s", strings.Join(tc.line, " "), out, tc.directive)
 		}

@@ -165,8 +165,8 @@ func printCommandHelp(cmd *cobra.Command) {
 
 // completeArgs completes what cobra leaves to a command that parses its
 // own flags: a flag's value (files or directories where the definition
-// marks it with cobra.MarkFlagFilename or MarkFlagDirname, else nothing
-// to offer), and positional arguments: files when the command takes them
+// marks it with cobra.MarkFlagFilename or MarkFlagDirname, the values
+// its choices list, else nothing to offer), and positional arguments: files when the command takes them
 // (recordings), else nothing. Flag names cobra completes itself.
 func completeArgs(fs *pflag.FlagSet, takesFiles bool, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if strings.HasPrefix(toComplete, "-") {
@@ -184,6 +184,9 @@ func completeArgs(fs *pflag.FlagSet, takesFiles bool, args []string, toComplete 
 			}
 			if _, ok := f.Annotations[cobra.BashCompFilenameExt]; ok {
 				return nil, cobra.ShellCompDirectiveDefault
+			}
+			if c, ok := f.Annotations[choicesAnnotation]; ok {
+				return c, cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -42,6 +42,16 @@ func group(fs *pflag.FlagSet, heading string, names ...string) {
 	}
 }
 
+// choicesAnnotation lists the values a flag takes, for completion.
+const choicesAnnotation = "dbiolat_choices"
+
+// choices says which values a flag takes: completion offers them.
+func choices(fs *pflag.FlagSet, name string, values ...string) {
+	if err := fs.SetAnnotation(name, choicesAnnotation, values); err != nil {
+		panic(err) // a misspelt name in our own definitions
+	}
+}
+
 // targetOptions are shared by every command that traces.
 type targetOptions struct {
 	PID      int
@@ -101,6 +111,7 @@ func (threshold) Type() string { return "duration" }
 func thresholdVar(fs *pflag.FlagSet, d *time.Duration, name, usage string) {
 	*d = -1
 	fs.Var(threshold{d}, name, usage)
+	choices(fs, name, "off")
 }
 
 // parseArgs parses flags placed before, between or after positional
