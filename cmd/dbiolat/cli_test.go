@@ -203,6 +203,7 @@ func TestCommandLineMistakes(t *testing.T) {
 		exit int
 	}{
 		{[]string{"frob"}, `unknown command "frob"`, 2},
+		{[]string{"help", "frob"}, `unknown command "frob"`, 2},
 		{[]string{"--frob"}, "unknown flag: --frob", 1},
 		{[]string{"iops", "--frobnicate"}, "flag provided but not defined: --frobnicate: run dbiolat iops --help", 1},
 		{[]string{"slowlog", "-x"}, "flag provided but not defined: -x", 1},

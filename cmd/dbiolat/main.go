@@ -34,7 +34,7 @@ var stdout = bufio.NewWriter(os.Stdout)
 // else before: asked for --help, run returns them (see flagsOf).
 type command struct {
 	name, summary string
-	args          string // the positional arguments, as usage shows them
+	args          string // the positional arguments, as usage shows them: recording files unless bracketed ("[interval [count]]")
 	run           func(ctx context.Context, args []string) error
 }
 
@@ -112,6 +112,27 @@ func newRootCommand() *cobra.Command {
 		root.AddCommand(cmd)
 	}
 	root.AddCommand(newCompletionCommand())
+	// "help COMMAND" is --help; an unknown topic is an unknown command.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "the list of commands, or a command's options",
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, _, err := root.Find(args)
+			if err != nil || (c == root && len(args) > 0) {
+				return fmt.Errorf("unknown command %q for %q", strings.Join(args, " "), "dbiolat")
+			}
+			return c.Help()
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			for _, c := range root.Commands() {
+				if c.IsAvailableCommand() && len(args) == 0 {
+					names = append(names, cobra.CompletionWithDesc(c.Name(), c.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	})
 	return root
 }
 
@@ -134,6 +155,9 @@ const helpWidth = 100
 func printCommandHelp(cmd *cobra.Command) {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "%s\n\nUsage:\n  dbiolat %s\n", cmd.Short, cmd.Use)
+	if cmd.Long != "" {
+		fmt.Fprintf(w, "\n%s\n", cmd.Long)
+	}
 	var headings []string
 	groups := map[string]*pflag.FlagSet{}
 	cmd.Flags().SortFlags = false
