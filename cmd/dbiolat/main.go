@@ -119,7 +119,7 @@ func newRootCommand() *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			c, _, err := root.Find(args)
 			if err != nil || (c == root && len(args) > 0) {
-				return fmt.Errorf("unknown command %q for %q", strings.Join(args, " "), "dbiolat")
+				return fmt.Errorf("unknown command %q", strings.Join(args, " "))
 			}
 			return c.Help()
 		},
@@ -248,8 +248,8 @@ func main() {
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	case strings.HasPrefix(err.Error(), "unknown command"):
-		// cobra's own sentence: `unknown command "frob" for "dbiolat"`
-		fmt.Fprintf(os.Stderr, "dbiolat: %v: run dbiolat --help for the list\n", err)
+		// cobra's own sentence, `unknown command "frob" for "dbiolat"`, shortened
+		fmt.Fprintf(os.Stderr, "dbiolat: %s: run dbiolat --help for the list\n", strings.TrimSuffix(err.Error(), ` for "dbiolat"`))
 		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.CommandPath(), err)
