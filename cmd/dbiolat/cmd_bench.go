@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dbiolat/dbiolat/internal/fio"
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -33,12 +34,15 @@ type benchOptions struct {
 
 func runBenchCmd(ctx context.Context, args []string) error {
 	var o benchOptions
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := newFlagSet("bench")
 	fs.StringVar(&o.Dir, "dir", "", "a directory on the storage to measure (required)")
-	fs.StringVar(&o.Output, "o", "", "the recording file to create (required)")
+	fs.StringVarP(&o.Output, "output", "o", "", "the recording file to create (required)")
+	cobra.MarkFlagDirname(fs, "dir")
+	cobra.MarkFlagFilename(fs, "output")
 	fs.IntVar(&o.FioSizeMB, "fio-size", 1024, "size of fio's test file in MiB")
 	fs.IntVar(&o.FioSeconds, "fio-seconds", 15, "seconds per fio job")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the database to run on the storage: postgres (pgbench) or mariadb (sysbench)")
+	choices(fs, "engine", "postgres", "mariadb")
 	fs.IntVar(&o.Scale, "scale", 10, "data size: 15 MB each")
 	fs.IntVar(&o.Scans, "scans", 3, "cold-cache full scans")
 	fs.IntVar(&o.Seconds, "seconds", 15, "seconds per workload run")

@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dbiolat/dbiolat/internal/htmlreport"
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -14,10 +15,11 @@ import (
 )
 
 func runCompareCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs := newFlagSet("compare")
 	asJSON := fs.Bool("json", false, "print the comparison as one JSON object")
 	top := fs.Int("top", 10, "list the N query fingerprints in both recordings whose total time changed most")
 	htmlOut := fs.String("html", "", "write the comparison as one self-contained HTML file (mode 0600) instead")
+	cobra.MarkFlagFilename(fs, "html")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

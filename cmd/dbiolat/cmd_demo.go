@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
@@ -24,9 +25,11 @@ type demoOptions struct {
 
 func runDemoCmd(ctx context.Context, args []string) error {
 	var o demoOptions
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := newFlagSet("demo")
 	fs.StringVar(&o.Dir, "dir", "", "where to create the throwaway server (default: the temp directory)")
+	cobra.MarkFlagDirname(fs, "dir")
 	fs.StringVar(&o.Engine, "engine", "postgres", "the server to show it on: postgres (PostgreSQL 15) or mariadb (MariaDB, driven by sysbench)")
+	choices(fs, "engine", "postgres", "mariadb")
 	fs.IntVar(&o.Scale, "scale", 8, "data size: 8 gives a 120 MB table, several times the server's buffers")
 	fs.IntVar(&o.Secs, "seconds", 5, "seconds per workload run")
 	if _, err := parseArgs(fs, args); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -13,7 +12,7 @@ import (
 
 func runDoctorCmd(ctx context.Context, args []string) error {
 	var o targetOptions
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs := newFlagSet("doctor")
 	fs.IntVar(&o.PID, "pid", 0, "check the PostgreSQL instance, or the MySQL or MariaDB server, this process belongs to")
 	fs.StringVar(&o.PGData, "pgdata", "", "check the server (PostgreSQL, MySQL or MariaDB) serving this data directory")
 	fs.StringVar(&o.PGData, "datadir", "", "the same as --pgdata (mysqld's name for it)")

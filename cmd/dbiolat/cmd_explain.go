@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"time"
@@ -20,10 +19,10 @@ type explainOptions struct {
 
 func runExplainCmd(ctx context.Context, args []string) error {
 	var o explainOptions
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs := newFlagSet("explain")
 	o.AddFlags(fs)
 	fs.IntVar(&o.Top, "top", 5, "show the N slowest queries")
-	fs.DurationVar(&o.MinQuery, "min-query", time.Millisecond, "consider only queries at least this long (keeps a busy database cheap)")
+	fs.DurationVar(&o.MinQuery, "min-query", time.Millisecond, "consider only queries at least this long, which keeps tracing a busy database cheap")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

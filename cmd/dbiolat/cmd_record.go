@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
@@ -26,9 +27,10 @@ type recordOptions struct {
 
 func runRecordCmd(ctx context.Context, args []string) error {
 	var o recordOptions
-	fs := flag.NewFlagSet("record", flag.ContinueOnError)
+	fs := newFlagSet("record")
 	o.AddFlags(fs)
-	fs.StringVar(&o.Output, "o", "", "the recording file to create (required)")
+	fs.StringVarP(&o.Output, "output", "o", "", "the recording file to create (required)")
+	cobra.MarkFlagFilename(fs, "output")
 	fs.DurationVar(&o.Interval, "interval", time.Second, "how often to record rates")
 	fs.DurationVar(&o.MinQuery, "min-query", 0, "record queries at least this long (0: every query)")
 	pos, err := parseArgs(fs, args)

@@ -5,10 +5,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dbiolat/dbiolat/internal/htmlreport"
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -16,9 +17,10 @@ import (
 )
 
 func runReportCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs := newFlagSet("report")
 	top := fs.Int("top", 10, "show the N query fingerprints with the most total time")
 	htmlOut := fs.String("html", "", "write the report as one self-contained HTML file (mode 0600) instead")
+	cobra.MarkFlagFilename(fs, "html")
 	slowest := fs.Int("slowest", 10, "with --html: the waterfall of the N slowest queries")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -29,12 +28,13 @@ const defaultListen = "127.0.0.1:9479"
 
 func runServeCmd(ctx context.Context, args []string) error {
 	var o targetOptions
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlagSet("serve")
 	o.AddFlags(fs)
-	listen := fs.String("listen", defaultListen, "the address to serve /metrics on (host:port; port 0 picks one); default: the loopback only")
+	listen := fs.String("listen", defaultListen, "the address to serve /metrics on, host:port (port 0 picks one); the default is on the loopback only")
 	top := fs.Int("top", 50, "give series of their own to at most N query fingerprints, the busiest by query time; the rest count as fingerprint=\"other\"")
 	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")
 	dutyFlag := fs.String("duty", defaultDuty, "trace ON of every PERIOD (ON/PERIOD), the hooks detached in between, counters scaled to the whole time; \"off\": trace all the time")
+	choices(fs, "duty", "off", defaultDuty)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

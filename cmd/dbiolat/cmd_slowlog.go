@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/output"
@@ -17,10 +18,10 @@ type slowlogOptions struct {
 	MinIO    time.Duration
 }
 
-func (o *slowlogOptions) AddFlags(fs *flag.FlagSet) {
+func (o *slowlogOptions) AddFlags(fs *pflag.FlagSet) {
 	o.targetOptions.AddFlags(fs)
-	fs.DurationVar(&o.MinQuery, "min-query", -1, "report queries that took at least this long (0 = every query)")
-	fs.DurationVar(&o.MinIO, "min-io", -1, "report queries whose file system time reached this")
+	thresholdVar(fs, &o.MinQuery, "min-query", "report queries that took at least this long (0: every query); with neither --min-query nor --min-io, every query that did I/O")
+	thresholdVar(fs, &o.MinIO, "min-io", "report queries whose file system time reached this")
 }
 
 // emit says which queries to report: those reaching any threshold given;
@@ -31,7 +32,7 @@ func (o *slowlogOptions) emit() probe.Emit {
 
 func runSlowlogCmd(ctx context.Context, args []string) error {
 	var o slowlogOptions
-	fs := flag.NewFlagSet("slowlog", flag.ContinueOnError)
+	fs := newFlagSet("slowlog")
 	o.AddFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {

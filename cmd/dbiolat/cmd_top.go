@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -25,11 +24,12 @@ const plainWidth = 120
 
 func runTopCmd(ctx context.Context, args []string) error {
 	var o targetOptions
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
+	fs := newFlagSet("top")
 	o.AddFlags(fs)
 	interval := fs.Duration("interval", time.Second, "refresh every this long")
 	count := fs.Int("count", 0, "stop after this many intervals; default: until q, Ctrl-C or --duration")
 	sortBy := fs.String("sort", "total", "sort the tables by this column: "+strings.Join(top.ColumnNames(), ", "))
+	choices(fs, "sort", top.ColumnNames()...)
 	var filter top.Filter
 	fs.StringVar(&filter.Database, "database", "", "show only the queries run on this database")
 	fs.StringVar(&filter.User, "user", "", "show only the queries run by this user")
