@@ -125,6 +125,9 @@ func servers(pid int, dir string) ([]server, error) {
 		}
 		return all, nil
 	}
+	if _, ok := procfs.StartOf(pid); pid != 0 && !ok {
+		return nil, fmt.Errorf("no process has PID %d: check the PID (pgrep -a 'postgres|mysqld|mariadbd' lists the database servers)", pid)
+	}
 	var first error
 	for _, e := range engines {
 		var sv server
