@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What do PostgreSQL's protocol messages hold? The message walker of
- * pgwire.bpf.c: whether a simple Query holds a second statement; the
- * statements a reply ends and the Executes a request holds, socket call by
- * socket call.
+ * What do PostgreSQL's protocol messages hold? The message walkers of
+ * pgwire.bpf.c: what a round trip's request does (pgwire_walk), whether a
+ * simple Query holds a second statement, the statements a reply ends and
+ * the Executes a request holds, socket call by socket call.
  */
 #ifndef PGWIRE_BPF_H
 #define PGWIRE_BPF_H
@@ -214,6 +214,87 @@ __noinline int msg_walk(struct msg_carry *c, struct msg_walk *walk, __u64 buf, _
 out:
 	*walk = w;
 	return ok;
+}
+
+#define WIRE_MAX_MSGS 16 /* messages walked per round trip */
+
+/*
+ * Walks the round trip's messages from w->text_off: notes whether it runs
+ * a query, whether it may run several (then its replies are walked),
+ * whether it prepares a named statement or binds a named portal, and where
+ * the next round trip starts when the client sent several at once. A Sync,
+ * a simple Query or a FunctionCall is the last message of a round trip.
+ * A global function: the verifier checks it once, not in every caller.
+ */
+__noinline int pgwire_walk(struct capture *t, struct wire *w)
+{
+	__u32 off, len, i;
+
+	if (!t || !w)
+		return 0;
+	off = w->text_off;
+	w->next_off = 0;
+	for (i = 0; i < WIRE_MAX_MSGS; i++) {
+		if (off + 5 > t->len) {
+			w->flags |= WIRE_OPEN;
+			break;
+		}
+		len = be32_at(t->buf, off + 1);
+		if (len < 4 || len > (1U << 30)) { /* not a message: count it as a query */
+			w->flags |= WIRE_EXEC;
+			return 0;
+		}
+		switch (t->buf[off & TEXT_MASK]) {
+		case 'Q':
+			if (off + 1 + len > t->len ||
+			    query_has_more(t, off + 5, off + 1 + len))
+				w->flags |= WIRE_WALK;
+			/* fallthrough */
+		case 'F':
+			w->flags |= WIRE_EXEC;
+			/* fallthrough */
+		case 'S':
+			off += 1 + len;
+			if (off < t->len)
+				w->next_off = off;
+			goto out;
+		case 'E': /* a second Execute: the replies tell how many ran (a flag, not a
+			   * count: each count would be a path of its own to the verifier) */
+			if (w->flags & WIRE_EXEC)
+				w->flags |= WIRE_WALK;
+			w->flags |= WIRE_EXEC;
+			break;
+		case 'P':
+			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK])
+				w->flags |= WIRE_NAMED_PARSE;
+			break;
+		case 'B':
+			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK])
+				w->flags |= WIRE_NAMED_PORTAL;
+			break;
+		}
+		off += 1 + len;
+	}
+	if (i == WIRE_MAX_MSGS)
+		w->flags |= WIRE_EXEC | WIRE_OPEN; /* more messages than we walk: assume it runs several */
+out:
+	/* More than we saw: its replies tell how many ran. */
+	if (w->flags & WIRE_OPEN)
+		w->flags |= WIRE_WALK;
+	return 0;
+}
+
+/* ReadyForQuery: 'Z', length 5, transaction status. */
+static __always_inline int ready_for_query(const char *m)
+{
+	return m[0] == 'Z' && m[1] == 0 && m[2] == 0 && m[3] == 0 && m[4] == 5 &&
+	       (m[5] == 'I' || m[5] == 'T' || m[5] == 'E');
+}
+
+/* PortalSuspended: 's', length 4. */
+static __always_inline int portal_suspended(const char *m)
+{
+	return m[0] == 's' && m[1] == 0 && m[2] == 0 && m[3] == 0 && m[4] == 4;
 }
 
 #endif /* PGWIRE_BPF_H */
