@@ -35,7 +35,7 @@ func (s *Session) follow() {
 		return found[e]
 	}
 	s.restarted(running)
-	if s.cfg.PID == 0 && s.cfg.PGData == "" {
+	if s.cfg.discovers() {
 		for _, e := range engines {
 			s.started(running(e))
 		}

@@ -41,6 +41,10 @@ type Config struct {
 	RatesByServer bool
 }
 
+// discovers says no server was named: every server of the host is
+// traced, and any that starts.
+func (cfg Config) discovers() bool { return cfg.PID == 0 && cfg.PGData == "" }
+
 // Session is one attached trace.
 type Session struct {
 	cfg     Config
@@ -87,7 +91,7 @@ func Open(cfg Config) (*Session, error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
-	discovering := cfg.PID == 0 && cfg.PGData == ""
+	discovering := cfg.discovers()
 	found, err := servers(cfg.PID, cfg.PGData)
 	if err != nil && !(errors.Is(err, errNoServer) && cfg.Wait) {
 		return nil, err
