@@ -1,6 +1,8 @@
 # The two commands of the README: `make demo` and `make test`. Both install
 # what they need first (Debian, as root).
 GO ?= go
+# CI adds -v: its log then names every test's duration (scripts/test-summary).
+GOTESTFLAGS ?=
 # One static binary, and one that can drop its capabilities in every
 # thread once attached (the Go runtime cannot with cgo).
 export CGO_ENABLED = 0
@@ -14,7 +16,7 @@ test: deps .tools/prometheus3 check-generated check-gofmt
 	$(GO) vet ./...
 	# -p 1: the tests share one kernel and page cache (drop_caches, block I/O by
 	# other processes); packages must not run at the same time.
-	$(GO) test -p 1 -count=1 -timeout 25m ./...
+	$(GO) test -p 1 -count=1 -timeout 25m $(GOTESTFLAGS) ./...
 	$(MAKE) fuzz
 
 deps:

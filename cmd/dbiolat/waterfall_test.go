@@ -143,9 +143,15 @@ func testLockWaitIsLock(t *testing.T, c *pgsandbox.Cluster) {
 			ms(q.LockNs), ms(q.RunqNs), ms(uint64(watched)))
 	}
 	// Parsing, planning and waking take the rest: a few ms of a wait of
-	// over half a second.
-	if float64(q.LockNs) < 0.95*float64(q.QueryNs) {
-		t.Errorf("lock wait %.0f ms is under 95%% of the blocked query's %.0f ms", ms(q.LockNs), ms(q.QueryNs))
+	// over half a second, more on a busy machine (as run-queue wait), but
+	// the lock stays the box holding most of the query.
+	for _, b := range model.Boxes {
+		if b.Kernel && b.Name != "lock_ns" && *b.Of(&q) > q.LockNs {
+			t.Errorf("box %s %.0f ms is above the lock wait %.0f ms", b.Name, ms(*b.Of(&q)), ms(q.LockNs))
+		}
+	}
+	if q.LockNs < q.QueryNs/2 {
+		t.Errorf("lock wait %.0f ms is under half of the blocked query's %.0f ms", ms(q.LockNs), ms(q.QueryNs))
 	}
 }
 

@@ -1,12 +1,14 @@
 package session
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/loadgen"
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
@@ -103,4 +105,34 @@ func runLoad(t *testing.T, n, batch int, drain bool) (delivered, queries uint64,
 		t.Fatal(err)
 	}
 	return delivered, queries, drops, elapsed
+}
+
+// A session of processes only (bench's fio, the synthetic backend) never
+// attaches a server it finds, started before or after it: the queries of
+// a PostgreSQL on the same host would be counted as the processes'.
+func TestOpenProcessesTracesNoServer(t *testing.T) {
+	testenv.NeedRoot(t)
+	s, err := OpenProcesses(probe.PGWire|probe.Sched, probe.EmitAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := pgsandbox.Start(context.Background(), pgsandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	var queries int
+	count := func(*model.Query) { queries++ }
+	for end := time.Now().Add(3 * followEvery); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := s.Poll(time.Now(), count, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Psql(context.Background(), "postgres", "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(s.Servers()); n != 0 || queries != 0 {
+		t.Errorf("a session of processes attached %d servers and delivered %d queries of them", n, queries)
+	}
 }

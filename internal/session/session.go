@@ -39,11 +39,14 @@ type Config struct {
 	// too (model.Rate's Server and Database), and gives them their
 	// latency histograms (Interval.RoleHists): for series, not for a table.
 	RatesByServer bool
+	// processesOnly: OpenProcesses' session, which traces the processes
+	// its caller tracks and never a server it finds.
+	processesOnly bool
 }
 
 // discovers says no server was named: every server of the host is
 // traced, and any that starts.
-func (cfg Config) discovers() bool { return cfg.PID == 0 && cfg.PGData == "" }
+func (cfg Config) discovers() bool { return cfg.PID == 0 && cfg.PGData == "" && !cfg.processesOnly }
 
 // Session is one attached trace.
 type Session struct {
@@ -188,7 +191,7 @@ func OpenProcesses(f probe.Families, emit probe.Emit) (*Session, error) {
 	if err := CheckPrivileges(); err != nil {
 		return nil, err
 	}
-	return open(Config{Families: f, Emit: emit}, f, 0)
+	return open(Config{Families: f, Emit: emit, processesOnly: true}, f, 0)
 }
 
 // open loads the programs of the families, attached or dormant (woken
