@@ -18,6 +18,10 @@ type ProcInfo struct {
 	// WaitEventPtr is the address of the process's pointer to its
 	// current wait event (PostgreSQL's my_wait_event_info); 0: unknown.
 	WaitEventPtr uint64
+	// ApplicationPtr is the address of the process's pointer to the name
+	// of the application its client says it is (PostgreSQL's
+	// application_name); 0: unknown.
+	ApplicationPtr uint64
 	// AIOWaitEvent is the wait event of waiting for asynchronous I/O that
 	// another process does (PostgreSQL 18's IO/AioIoCompletion); 0: none.
 	AIOWaitEvent uint32
@@ -51,7 +55,7 @@ const (
 // process that exits meanwhile is skipped.
 func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	info := dbiolatProcInfo{Instance: uint32(p.Instance), WaitEventPtr: p.WaitEventPtr, AioWaitEvent: p.AIOWaitEvent,
-		Version: uint32(p.Version), Kind: uint32(p.Kind)}
+		Version: uint32(p.Version), Kind: uint32(p.Kind), ApplicationPtr: p.ApplicationPtr}
 	if p.TLSProbed {
 		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)
 	}
