@@ -47,7 +47,7 @@ func workload(a *Aggregator) {
 		a.Observe(query("aaaa", pgbenchSelect, 10, "shop", "app", 1, 1, 0, 0, 2, 1))
 	}
 	a.Observe(query("bbbb", "UPDATE t SET x = $1", 11, "shop", "app", 1, 0, 9, 0, 0, 0)) // 10 ms, 9 of lock
-	nightly := query("aaaa", pgbenchSelect, 12, "crm", "batch", 4, 0, 0, 0, 0, 0) // 4 ms of cpu
+	nightly := query("aaaa", pgbenchSelect, 12, "crm", "batch", 4, 0, 0, 0, 0, 0)        // 4 ms of cpu
 	nightly.Application = "nightly job"
 	a.Observe(nightly)
 }
