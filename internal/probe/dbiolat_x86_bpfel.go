@@ -221,8 +221,7 @@ type dbiolatProcInfo struct {
 	Version        uint32
 	Flags          uint32
 	Kind           uint32
-	Pad            uint32
-	ApplicationPtr uint64
+	ApplicationOff int32
 }
 
 type dbiolatProcIo struct {

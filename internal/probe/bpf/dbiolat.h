@@ -217,7 +217,7 @@ struct query_event {
 	char title[TITLE_MAX];
 	/* The application that sent it, as the server knows it when the query
 	 * ends (PostgreSQL's application_name, read from the backend's memory:
-	 * proc_info.application_ptr); empty when unknown or for MySQL, whose
+	 * proc_info.application_off); empty when unknown or for MySQL, whose
 	 * connection attributes Go reads from the handshake record. */
 	char application[APPLICATION_MAX];
 	struct query_acct acct;
@@ -375,9 +375,12 @@ struct proc_info {
 	__u32 version;        /* the database's major version: wait events are numbered per version */
 	__u32 flags;          /* enum proc_flag */
 	__u32 kind;           /* enum proc_kind */
-	__u32 pad;
-	__u64 application_ptr; /* where the process keeps the pointer to its application name
-				* (PostgreSQL: the GUC variable application_name), 0: unknown */
+	/* Where the process keeps the pointer to its application name
+	 * (PostgreSQL: the GUC variable application_name), from
+	 * wait_event_ptr: both are variables of its executable, so a 32-bit
+	 * offset holds it, and the map (an entry per traced process) does not
+	 * grow; 0: unknown. */
+	__s32 application_off;
 };
 
 /* What a traced process is. */

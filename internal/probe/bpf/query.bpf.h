@@ -84,8 +84,8 @@ static __always_inline void query_application(struct query_event *e, struct proc
 	__u64 name = 0;
 
 	e->application[0] = 0;
-	if (!pi || !pi->application_ptr ||
-	    bpf_probe_read_user(&name, sizeof(name), (void *)pi->application_ptr) || !name)
+	if (!pi || !pi->wait_event_ptr || !pi->application_off ||
+	    bpf_probe_read_user(&name, sizeof(name), (void *)(pi->wait_event_ptr + pi->application_off)) || !name)
 		return;
 	if (bpf_probe_read_user_str(e->application, sizeof(e->application), (void *)name) < 0)
 		e->application[0] = 0;
