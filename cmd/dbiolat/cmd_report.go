@@ -18,7 +18,7 @@ import (
 
 func runReportCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("report")
-	top := fs.Int("top", 10, "show the N query fingerprints with the most total time")
+	top := fs.Int("top", 10, "show the N query fingerprints, and the N applications, with the most total time")
 	htmlOut := fs.String("html", "", "write the report as one self-contained HTML file (mode 0600) instead")
 	cobra.MarkFlagFilename(fs, "html")
 	slowest := fs.Int("slowest", 10, "with --html: the waterfall of the N slowest queries")
@@ -45,7 +45,8 @@ func runReportCmd(ctx context.Context, args []string) error {
 }
 
 // report prints a recording's terminal summary: where it ran, the query
-// fingerprints by total time with their I/O share, and the histograms.
+// fingerprints by total time with their I/O share, the applications that
+// sent them, and the histograms.
 func report(r *record.Recording, top int) error {
 	w := stdout
 	server := cmp.Or(r.Meta["server"], "PostgreSQL "+r.Meta["postgres_version"]) // recordings before "server"
@@ -62,6 +63,10 @@ func report(r *record.Recording, top int) error {
 
 	fps := output.ByFingerprint(r.Queries)
 	output.FingerprintTable(w, fps, top)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	output.ApplicationTable(w, output.ByApplication(r.Queries), top)
 	if err := r.Err(); err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ func runTopCmd(ctx context.Context, args []string) error {
 	var filter top.Filter
 	fs.StringVar(&filter.Database, "database", "", "show only the queries run on this database")
 	fs.StringVar(&filter.User, "user", "", "show only the queries run by this user")
+	fs.StringVar(&filter.Application, "application", "", "show only the queries sent by this application (PostgreSQL's application_name, MySQL's program_name)")
 	fs.StringVar(&filter.Role, "role", "", "show only the queries and I/O of processes in this role (\"client backend\")")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -418,8 +418,9 @@ const psDataFileIO = `SELECT COUNT_STAR, SUM_TIMER_WAIT DIV 1000 FROM performanc
  WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_data_file'
  AND THREAD_ID = (SELECT THREAD_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID())`
 
-// greggLine is a MySQL scan's line in the slow-query log, with its fs I/O count.
-var greggLine = regexp.MustCompile(`(?m)^\S+ pid \d+ root@scan query \S+ \(cpu (?:[^()]|\([^()]*\))*\), fs \S+ \((\d+) I/O, [^)]*\)(, blk \S+ \(\d+ req, [^)]*\))? : SELECT SUM\(LENGTH\(pad\)\) FROM big$`)
+// greggLine is a MySQL scan's line in the slow-query log, with its fs I/O
+// count (the mariadb client names itself: app=mysql).
+var greggLine = regexp.MustCompile(`(?m)^\S+ pid \d+ root@scan app=mysql query \S+ \(cpu (?:[^()]|\([^()]*\))*\), fs \S+ \((\d+) I/O, [^)]*\)(, blk \S+ \(\d+ req, [^)]*\))? : SELECT SUM\(LENGTH\(pad\)\) FROM big$`)
 
 // A cold full scan of a table several times the buffer pool: its file
 // system reads are the ones performance_schema counts for its thread's

@@ -22,8 +22,9 @@ import (
 // pgbenchSelect is pgbench's select-only query, normalized.
 const pgbenchSelect = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
 
-// slowLineRe is the start of a slow-log line: time, pid, session, query time, its CPU.
-var slowLineRe = regexp.MustCompile(`\d\d:\d\d:\d\d\.\d{3} pid \d+ \S+ query \S+ \(cpu `)
+// slowLineRe is the start of a slow-log line: time, pid, session, its
+// application (pgbench names itself), query time, its CPU.
+var slowLineRe = regexp.MustCompile(`\d\d:\d\d:\d\d\.\d{3} pid \d+ \S+ (app=\S+ )?query \S+ \(cpu `)
 
 // selectLoad starts a PostgreSQL running pgbench's select-only load (two
 // clients) for up to seconds, stopped with the test.

@@ -12,7 +12,8 @@ import (
 )
 
 // Per-fingerprint series, bounded whatever the workload: at most `top`
-// fingerprints (each in a server and database) have series of their own, the ones with the most query
+// fingerprints (each in a server and database, from an application: its
+// label bounded apart, see applications) have series of their own, the ones with the most query
 // time in the last window, and every other query counts in the series
 // fingerprint="other". Membership is sticky for a window: a fingerprint
 // admitted starts from zero, one evicted has its counts folded into
@@ -104,15 +105,17 @@ func (s *fpStats) fold(o *fpStats) {
 }
 
 // fpKey is what a series counts: a fingerprint's queries in a server
-// (model.ServerName) and database.
-type fpKey struct{ server, database, fingerprint string }
+// (model.ServerName) and database, from an application (its label).
+type fpKey struct{ server, database, application, fingerprint string }
 
-// otherKey is the series of the queries no other holds.
-var otherKey = fpKey{fingerprint: OtherFingerprint}
+// otherKey is the series of the queries no other holds, of any
+// application.
+var otherKey = fpKey{application: OtherApplication, fingerprint: OtherFingerprint}
 
 // fingerprints is the bounded set of per-fingerprint series.
 type fingerprints struct {
 	top        int
+	apps       *applications
 	series     map[fpKey]*fpStats
 	other      fpStats
 	candidates map[fpKey]*fpStats // not in series: time and text in the window
@@ -124,12 +127,13 @@ type fingerprints struct {
 }
 
 func newFingerprints(top int) *fingerprints {
-	return &fingerprints{top: top, series: map[fpKey]*fpStats{}, candidates: map[fpKey]*fpStats{}, pending: map[fpKey]*fpStats{}}
+	return &fingerprints{top: top, apps: newApplications(), series: map[fpKey]*fpStats{}, candidates: map[fpKey]*fpStats{},
+		pending: map[fpKey]*fpStats{}}
 }
 
 // observe keeps a query until the next flush.
 func (f *fingerprints) observe(q *model.Query) {
-	k := fpKey{model.ServerName(q.DataDir, q.Container), q.Database, q.Fingerprint}
+	k := fpKey{model.ServerName(q.DataDir, q.Container), q.Database, f.apps.label(q.Application, float64(q.QueryNs)), q.Fingerprint}
 	p := f.pending[k]
 	if p == nil {
 		if len(f.pending) >= maxCandidates {
@@ -203,6 +207,7 @@ func (f *fingerprints) endWindow() {
 	}
 	f.other.windowNs = 0
 	clear(f.candidates)
+	f.apps.endWindow()
 }
 
 func cmpDesc(a, b float64) int {
@@ -216,9 +221,9 @@ func cmpDesc(a, b float64) int {
 }
 
 var (
-	fpLabels    = []string{"server", "database", "fingerprint"}
+	fpLabels    = []string{"server", "database", "application", "fingerprint"}
 	fpAnd       = func(l string) []string { return append(slices.Clone(fpLabels), l) }
-	callsDesc   = prometheus.NewDesc("dbiolat_fingerprint_calls_total", "Queries finished, by server, database and fingerprint (the busiest by query time; fingerprint=\"other\": the rest, of any server).", fpLabels, nil)
+	callsDesc   = prometheus.NewDesc("dbiolat_fingerprint_calls_total", "Queries finished, by server, database, application and fingerprint (the busiest by query time; fingerprint=\"other\": the rest, of any server; application=\"other\": beyond the busiest applications).", fpLabels, nil)
 	timeDesc    = prometheus.NewDesc("dbiolat_fingerprint_query_seconds_total", "Query time, by fingerprint.", fpLabels, nil)
 	boxDesc     = prometheus.NewDesc("dbiolat_fingerprint_box_seconds_total", "Query time by where it went (the waterfall's boxes: cpu, runq, io_wait, lock...), by fingerprint.", fpAnd("box"), nil)
 	fpFSDesc    = prometheus.NewDesc("dbiolat_fingerprint_fs_operations_total", "File system calls of the queries, by fingerprint and operation.", fpAnd("op"), nil)
@@ -234,7 +239,7 @@ func (f *fingerprints) collect(ch chan<- prometheus.Metric) {
 	described := map[string]bool{} // a fingerprint's text, once: it may run in several servers
 	emit := func(k fpKey, s *fpStats) {
 		counter := func(d *prometheus.Desc, v float64, labels ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{k.server, k.database, k.fingerprint}, labels...)...)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{k.server, k.database, k.application, k.fingerprint}, labels...)...)
 		}
 		counter(callsDesc, s.calls)
 		counter(timeDesc, s.ns/1e9)

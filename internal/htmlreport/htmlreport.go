@@ -160,7 +160,7 @@ func Report(w io.Writer, r *record.Recording, name string, o Options) error {
 		for i := range slow {
 			q := &slow[i]
 			row := slowRow{N: i + 1, Time: dur(q.QueryNs), When: q.TS.Format("15:04:05.000"), PID: q.PID, Query: q.Query,
-				Who: output.Who(q),
+				Who: strings.TrimSpace(output.Who(q) + " " + output.Application(q)),
 				FS:  fmt.Sprintf("%s in %d calls (%s), %d missed the page cache", dur(q.FSNs()), q.FSCount(), hist.FormatBytes(q.FSReadBytes+q.FSWriteBytes), q.FSReadMissCount),
 				Blk: fmt.Sprintf("%s busy, %d requests (%s)", dur(q.BlkNs), q.BlkCount, hist.FormatBytes(q.BlkBytes))}
 			if !fs {

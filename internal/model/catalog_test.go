@@ -2,6 +2,9 @@ package model
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -70,4 +73,39 @@ func TestDocTablesAreTheCatalog(t *testing.T) {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", x.Name, x.Short, what)
 	}
 	testenv.DocSection(t, "docs/json.md", "catalog:boxes", b.String())
+}
+
+// Every field of a query record is named in docs/json.md's section on
+// it: a field added to Query (its application, say) cannot go
+// undocumented.
+func TestDocNamesEveryQueryField(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testenv.Root(), "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, "\n## query\n"), strings.Index(doc, "\n## process\n")
+	if i < 0 || j < i {
+		t.Fatal("docs/json.md has no section query before process")
+	}
+	section := doc[i:j]
+	var names func(reflect.Type) []string
+	names = func(ty reflect.Type) []string {
+		var out []string
+		for f := range ty.Fields() {
+			if f.Anonymous {
+				out = append(out, names(f.Type)...)
+				continue
+			}
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	for _, name := range names(reflect.TypeFor[Query]()) {
+		if name != "type" && !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/json.md's query section does not name the field %q", name)
+		}
+	}
 }

@@ -26,6 +26,11 @@ type Query struct {
 	User       string          `json:"user"`
 	ClientAddr string          `json:"client_addr,omitempty"` // a TCP client's address; absent over a unix socket
 	ClientPort int             `json:"client_port,omitempty"`
+	// The application that sent it, as its client named itself: PostgreSQL's
+	// application_name when the query ended, MySQL's program_name
+	// connection attribute; absent when none is known. At most
+	// ApplicationMax bytes of valid UTF-8, no control characters.
+	Application string `json:"application,omitempty"`
 	// A MySQL server's: the thread that ran the query, and the connection's
 	// id as SHOW PROCESSLIST shows it (absent for a connection older than
 	// the trace).
@@ -95,6 +100,10 @@ type Query struct {
 	SharedHit      uint64    `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
 	SharedRead     uint64    `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
 }
+
+// ApplicationMax bounds an application name in bytes: PostgreSQL's
+// NAMEDATALEN less its NUL, as pg_stat_activity shows it.
+const ApplicationMax = 63
 
 // Accounted is the sum of the waterfall's measured boxes.
 func (q *Query) Accounted() uint64 {

@@ -276,6 +276,9 @@ type HandshakeResponse struct {
 	MariaDBCaps uint32 // MariaDB's extended ones, when Caps lacks ClientMySQL
 	User        string
 	Database    string // with ClientConnectWithDB
+	// Attributes are the connection attributes the client sent (with
+	// ClientConnectAttrs): "_client_name", "_pid", "program_name"...
+	Attributes map[string]string
 	// SSLRequest: the 32-byte short form with ClientSSL. The client starts
 	// TLS next: the connection's commands cannot be read from its bytes.
 	SSLRequest bool
@@ -289,8 +292,10 @@ type HandshakeResponse struct {
 //	string<NUL> user, auth response (string<lenenc> with
 //	ClientPluginAuthLenencData, else int<1> length and data with
 //	ClientSecureConnection, else string<NUL>),
-//	string<NUL> database with ClientConnectWithDB, then the auth
-//	plugin's name and connection attributes (not read).
+//	string<NUL> database with ClientConnectWithDB, string<NUL> auth
+//	plugin name with ClientPluginAuth, then with ClientConnectAttrs
+//	int<lenenc> the attributes' length and that many bytes of
+//	string<lenenc> key, string<lenenc> value pairs.
 //
 // ok is false for what is not one: too short for the capabilities, or
 // the pre-4.1 response (no server dbiolat traces accepts it).
@@ -326,8 +331,45 @@ func ParseHandshakeResponse(payload []byte) (HandshakeResponse, bool) {
 	if h.Caps&ClientConnectWithDB != 0 {
 		h.Database = r.nulString()
 	}
+	if h.Caps&ClientPluginAuth != 0 {
+		r.nulString()
+	}
+	if h.Caps&ClientConnectAttrs != 0 && !r.short {
+		h.Attributes = readAttributes(&r)
+	}
 	h.Truncated = r.short
 	return h, true
+}
+
+// ProgramName is the attribute that names the application: the mysql
+// client, MariaDB Connector/J (connectionAttributes=program_name:NAME)
+// and PyMySQL (program_name=NAME) set it.
+const ProgramName = "program_name"
+
+// maxAttributes bounds the attributes read from one handshake: the
+// kernel copies at most 4 KiB of it, so this only guards against a
+// client that sends thousands of empty ones.
+const maxAttributes = 64
+
+// readAttributes reads connection attributes: int<lenenc> their length,
+// then key and value pairs of string<lenenc>, as far as the bytes go.
+func readAttributes(r *reader) map[string]string {
+	n := r.lenenc()
+	if r.short {
+		return nil
+	}
+	a := reader{b: r.bytes(int(min(n, uint64(len(r.b)))))}
+	out := map[string]string{}
+	for len(a.b) > 0 && len(out) < maxAttributes {
+		k := a.lenencBytes()
+		v := a.lenencBytes()
+		if a.short {
+			r.short = true // cut: the pair is not whole
+			break
+		}
+		out[string(k)] = string(v)
+	}
+	return out
 }
 
 // ParseChangeUser reads a COM_CHANGE_USER (its payload, command byte

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"encoding/hex"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -144,14 +145,22 @@ func TestParseHandshakeResponse(t *testing.T) {
 		in   string
 		want HandshakeResponse
 	}{
-		{"sysbench", capSysbenchResponse, HandshakeResponse{Caps: 0x00bfa28c, MariaDBCaps: 0x1d, User: "root", Database: "sbtest"}},
-		{"mariadb-admin", capAdminResponse, HandshakeResponse{Caps: 0x80bea284, MariaDBCaps: 0x1d, User: "root"}},
+		{"sysbench", capSysbenchResponse, HandshakeResponse{Caps: 0x00bfa28c, MariaDBCaps: 0x1d, User: "root", Database: "sbtest",
+			Attributes: map[string]string{"_os": "Linux", "_client_name": "libmariadb", "_pid": "5989", "_client_version": "3.3.20",
+				"_platform": "x86_64", "_server_host": "localhost"}}},
+		{"mariadb-admin", capAdminResponse, HandshakeResponse{Caps: 0x80bea284, MariaDBCaps: 0x1d, User: "root",
+			Attributes: map[string]string{"_os": "Linux", "_client_name": "libmariadb", "_pid": "6418", "_client_version": "3.3.20",
+				"_platform": "x86_64", ProgramName: "mysqladmin"}}},
 		{"SSLRequest", capSSLRequest, HandshakeResponse{Caps: 0x00bfaa84, MariaDBCaps: 0x1d, SSLRequest: true}},
 		{"cut in the user", capSysbenchResponse[:70], HandshakeResponse{Caps: 0x00bfa28c, MariaDBCaps: 0x1d, User: "roo", Truncated: true}},
 		{"cut in the filler", capSysbenchResponse[:40], HandshakeResponse{Caps: 0x00bfa28c, Truncated: true}},
+		// the last pair cut: the whole ones are kept
+		{"cut in the attributes", capAdminResponse[:len(capAdminResponse)-4], HandshakeResponse{Caps: 0x80bea284, MariaDBCaps: 0x1d, User: "root",
+			Attributes: map[string]string{"_os": "Linux", "_client_name": "libmariadb", "_pid": "6418", "_client_version": "3.3.20",
+				"_platform": "x86_64"}, Truncated: true}},
 	} {
 		got, ok := ParseHandshakeResponse(unhex(t, c.in))
-		if !ok || got != c.want {
+		if !ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: got %+v %v, want %+v", c.name, got, ok, c.want)
 		}
 	}

@@ -31,6 +31,9 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 	b = append(b, " pid "...)
 	b = strconv.AppendInt(b, int64(q.PID), 10)
 	b = append(append(b, ' '), Who(q)...)
+	if q.Application != "" {
+		b = append(append(b, ' '), Application(q)...)
+	}
 	b = append(append(b, " query "...), dur(q.QueryNs)...)
 	switch q.Statements {
 	case 0: // a portal suspended at its row limit: its statement goes on
@@ -150,7 +153,11 @@ func Tree(w io.Writer, q *model.Query) {
 		}
 		return fmt.Sprintf("%3.0f%%", 100*float64(ns)/float64(q.QueryNs))
 	}
-	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, Who(q), OneLine(q.Query))
+	who := Who(q)
+	if q.Application != "" {
+		who += " " + Application(q)
+	}
+	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, who, OneLine(q.Query))
 	for i, box := range model.Boxes {
 		ns := *box.Of(q)
 		branch := "├─"
@@ -200,6 +207,19 @@ func Who(q *model.Query) string {
 		return q.Role
 	}
 	return q.User + "@" + q.Database
+}
+
+// Application names a query's application in a line of text: app=NAME,
+// the name quoted (Go's syntax) when it has spaces, quotes or backslashes,
+// so that the line still splits into its words; "" when none is known.
+func Application(q *model.Query) string {
+	if q.Application == "" {
+		return ""
+	}
+	if strings.ContainsAny(q.Application, " \"\\") {
+		return "app=" + strconv.Quote(q.Application)
+	}
+	return "app=" + q.Application
 }
 
 // Hists prints each non-empty histogram down the stack with its count,

@@ -32,6 +32,15 @@ func TestSlowLine(t *testing.T) {
 			t.Errorf("%q lacks %q", got, part)
 		}
 	}
+	// The application follows the session, quoted when it has spaces.
+	for app, want := range map[string]string{"psql": "pid 7 client backend app=psql query ",
+		`pgAdmin 4 - "DB"`: `pid 7 client backend app="pgAdmin 4 - \"DB\"" query `} {
+		a := *q
+		a.Application = app
+		if line := SlowLine(&a); !strings.Contains(line, want) {
+			t.Errorf("%q lacks %q", line, want)
+		}
+	}
 	// No block request of its own: no block part, whatever else it waited for.
 	if strings.Contains(got, "blk") {
 		t.Errorf("a query without block requests shows a block part: %q", got)

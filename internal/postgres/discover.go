@@ -32,6 +32,11 @@ const (
 // current wait event (where pg_stat_activity reads it from).
 const WaitEventVariable = "my_wait_event_info"
 
+// ApplicationVariable is the exported variable that points at a backend's
+// application_name (the GUC: set from the startup packet, by SET, by
+// set_config; exported by 15 to 18 alike).
+const ApplicationVariable = "application_name"
+
 // USDT names of the probes that mark a query and its lock waits in
 // PostgreSQL builds with --enable-dtrace.
 const (

@@ -177,7 +177,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [800]uint8
+	Head      [864]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -214,14 +214,14 @@ const (
 )
 
 type dbiolatProcInfo struct {
-	_            structs.HostLayout
-	Instance     uint32
-	AioWaitEvent uint32
-	WaitEventPtr uint64
-	Version      uint32
-	Flags        uint32
-	Kind         uint32
-	Pad          uint32
+	_              structs.HostLayout
+	Instance       uint32
+	AioWaitEvent   uint32
+	WaitEventPtr   uint64
+	Version        uint32
+	Flags          uint32
+	Kind           uint32
+	ApplicationOff int32
 }
 
 type dbiolatProcIo struct {
@@ -290,6 +290,7 @@ type dbiolatQueryEvent struct {
 	TextFirst      uint32
 	Pad2           uint32
 	Title          [64]int8
+	Application    [64]int8
 	Acct           dbiolatQueryAcct
 	Waits          [8]dbiolatWaitTime
 	TextLen        uint32

@@ -18,6 +18,12 @@ type ProcInfo struct {
 	// WaitEventPtr is the address of the process's pointer to its
 	// current wait event (PostgreSQL's my_wait_event_info); 0: unknown.
 	WaitEventPtr uint64
+	// ApplicationPtr is the address of the process's pointer to the name
+	// of the application its client says it is (PostgreSQL's
+	// application_name); 0: unknown. The kernel keeps it as an offset from
+	// WaitEventPtr, a variable of the same executable: without that one,
+	// or farther from it than 2 GiB, it is not read.
+	ApplicationPtr uint64
 	// AIOWaitEvent is the wait event of waiting for asynchronous I/O that
 	// another process does (PostgreSQL 18's IO/AioIoCompletion); 0: none.
 	AIOWaitEvent uint32
@@ -52,6 +58,9 @@ const (
 func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 	info := dbiolatProcInfo{Instance: uint32(p.Instance), WaitEventPtr: p.WaitEventPtr, AioWaitEvent: p.AIOWaitEvent,
 		Version: uint32(p.Version), Kind: uint32(p.Kind)}
+	if off := int64(p.ApplicationPtr - p.WaitEventPtr); p.ApplicationPtr != 0 && p.WaitEventPtr != 0 && off == int64(int32(off)) {
+		info.ApplicationOff = int32(off)
+	}
 	if p.TLSProbed {
 		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)
 	}

@@ -19,12 +19,15 @@ import (
 	"github.com/dbiolat/dbiolat/internal/model"
 )
 
-// Version is the recording format's version, stored in meta.
+// Version is the recording format's version, stored in meta. Columns
+// added since (queries.application) come last, with a default, and reads
+// use only the records: a recording without them reads as before.
 const Version = "1"
 
 const schema = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE queries (ts INTEGER NOT NULL, fingerprint TEXT NOT NULL, query_ns INTEGER NOT NULL, record TEXT NOT NULL);
+CREATE TABLE queries (ts INTEGER NOT NULL, fingerprint TEXT NOT NULL, query_ns INTEGER NOT NULL, record TEXT NOT NULL,
+	application TEXT NOT NULL DEFAULT '');
 CREATE TABLE processes (ts INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE TABLE intervals (ts INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE TABLE summaries (ts INTEGER NOT NULL, record TEXT NOT NULL);
@@ -82,7 +85,8 @@ const maxPending = 4096
 
 // Query adds a query record; it writes what is pending when that is a lot.
 func (w *Writer) Query(q *model.Query) error {
-	w.pending = append(w.pending, insert("INSERT INTO queries VALUES (?, ?, ?, ?)", q.TS.UnixNano(), q.Fingerprint, q.QueryNs, encode(q)))
+	w.pending = append(w.pending, insert("INSERT INTO queries (ts, fingerprint, query_ns, record, application) VALUES (?, ?, ?, ?, ?)",
+		q.TS.UnixNano(), q.Fingerprint, q.QueryNs, encode(q), q.Application))
 	if len(w.pending) >= maxPending {
 		return w.Flush()
 	}

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,69 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if _, err := Create(path, nil); err == nil {
 		t.Error("Create overwrote an existing recording")
+	}
+}
+
+// Each query's application is a column too (users' own tools query by
+// it); a recording made before that column still reads, its queries
+// naming no application.
+func TestApplicationColumn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "apps.dbiolat")
+	w, err := Create(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sampleQuery(1)
+	q.Application = "psql"
+	w.Query(q)
+	w.Query(sampleQuery(2))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var apps string
+	if err := db.QueryRow("SELECT group_concat(application, ',') FROM queries").Scan(&apps); err != nil || apps != "psql," {
+		t.Errorf("the application column holds %q (%v), want \"psql,\"", apps, err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs := slices.Collect(r.Queries); len(qs) != 2 || qs[0].Application != "psql" || qs[1].Application != "" {
+		t.Errorf("read back: %+v", qs)
+	}
+
+	// A recording of the schema before the column, as an older dbiolat wrote it.
+	old := filepath.Join(t.TempDir(), "old.dbiolat")
+	odb, err := sql.Open("sqlite", "file:"+old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odb.Close()
+	for _, stmt := range []string{
+		"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+		"INSERT INTO meta VALUES ('format', 'dbiolat'), ('version', '1')",
+		"CREATE TABLE queries (ts INTEGER NOT NULL, fingerprint TEXT NOT NULL, query_ns INTEGER NOT NULL, record TEXT NOT NULL)",
+		`INSERT INTO queries VALUES (1, 'aa', 5, '{"type":"query","fingerprint":"aa","query":"SELECT 1","query_ns":5,"statements":1}')`,
+		"CREATE TABLE processes (ts INTEGER NOT NULL, record TEXT NOT NULL)",
+		"CREATE TABLE intervals (ts INTEGER NOT NULL, record TEXT NOT NULL)",
+		"CREATE TABLE summaries (ts INTEGER NOT NULL, record TEXT NOT NULL)",
+		"CREATE TABLE fio (ts INTEGER NOT NULL, record TEXT NOT NULL)",
+	} {
+		if _, err := odb.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err = Open(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs := slices.Collect(r.Queries); len(qs) != 1 || qs[0].Application != "" || qs[0].QueryNs != 5 || r.Err() != nil {
+		t.Errorf("an older recording read back: %+v, %v", qs, r.Err())
 	}
 }
 

@@ -59,9 +59,10 @@ type mysqlServer struct {
 }
 
 // mysqlConn is what a connection's records taught: who connected to
-// which database, and the statements it prepared.
+// which database from which application, and the statements it prepared.
 type mysqlConn struct {
 	user, database string
+	application    string // its handshake's program_name attribute
 	statements     mysql.Statements
 	last           time.Time // its last record (tick forgets idle ones)
 }
@@ -177,6 +178,7 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 	case cmd.Code == mysql.ComSleep: // the connection's handshake response
 		if h, ok := mysql.ParseHandshakeResponse(text[1:]); ok {
 			c.user, c.database = h.User, h.Database
+			c.application = application([]byte(h.Attributes[mysql.ProgramName]))
 		}
 		return nil
 	case cmd.Code == mysql.ComQuit:
@@ -197,7 +199,7 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 		return nil
 	}
 	q := s.accounted(t, e)
-	q.Role, q.Database, q.User = string(mysqlConnRole), c.database, c.user
+	q.Role, q.Database, q.User, q.Application = string(mysqlConnRole), c.database, c.user, c.application
 	q.TID = int(e.Pid)
 	s.procs[e.Pid] = proc{role: mysqlConnRole} // a thread pool's worker is known by its work
 	if e.Conn <= 0xffffffff {                  // else the socket's address: a connection older than the trace

@@ -160,6 +160,8 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 		s.warn(fmt.Sprintf("PostgreSQL %d: its wait events cannot be read (%v): sleeps are named by what the kernel sees", p.PID, err))
 	}
 	info.WaitEventPtr = addr
+	// Unknown, queries have no application: not worth a warning of its own.
+	info.ApplicationPtr, _ = elfvar.Address(p.PID, p.Binary, postgres.ApplicationVariable)
 	if code, ok := postgres.WaitEventCode(p.Version, "IO/AioIoCompletion"); ok {
 		info.AIOWaitEvent = uint32(code)
 	}
@@ -197,6 +199,7 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 	}
 	q := s.accounted(t, e)
 	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(who.role), who.database, who.user, who.clientAddr, who.clientPort
+	q.Application = application(unsafe.Slice((*byte)(unsafe.Pointer(&e.Application[0])), len(e.Application)))
 	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
 	return q
 }

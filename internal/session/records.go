@@ -1,12 +1,14 @@
 package session
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
@@ -249,4 +251,25 @@ func (s *Session) accounted(t *traced, e *probe.QueryEvent) *model.Query {
 	q.Waits = s.waits(t, e)
 	q.UnaccountedNs = q.Unaccounted()
 	return q
+}
+
+// application makes the name a client gave itself (bytes up to a NUL)
+// one every output can show: valid UTF-8, control characters as '?' (as
+// PostgreSQL shows them), at most model.ApplicationMax bytes, cut on a
+// character boundary.
+func application(raw []byte) string {
+	if i := bytes.IndexByte(raw, 0); i >= 0 {
+		raw = raw[:i]
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(string(raw), "\uFFFD") {
+		if r < ' ' || r == 0x7f {
+			r = '?'
+		}
+		if b.Len()+utf8.RuneLen(r) > model.ApplicationMax {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

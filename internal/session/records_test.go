@@ -1,9 +1,13 @@
 package session
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/postgres"
+	"github.com/dbiolat/dbiolat/internal/probe"
 )
 
 // A wait histogram is kept by version and event, not by server: an
@@ -40,5 +44,31 @@ func TestWaitHistName(t *testing.T) {
 		if got := s.waitHistName(c.version, c.event); got != c.want {
 			t.Errorf("%s: %q, want %q", c.what, got, c.want)
 		}
+	}
+}
+
+// An application name as the outputs show it: up to its NUL, valid UTF-8,
+// control characters as '?', at most model.ApplicationMax bytes cut on a
+// character boundary; the kernel's buffer holds a longer one's first 63.
+func TestApplicationName(t *testing.T) {
+	long := strings.Repeat("a", 62) + "é" // 64 bytes: the é does not fit
+	for _, c := range []struct{ in, want string }{
+		{"psql\x00garbage", "psql"},
+		{"", ""},
+		{"\x00", ""},
+		{"line\nbreak\ttab\x7f", "line?break?tab?"},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"pgAdmin 4 - DB:postgres", "pgAdmin 4 - DB:postgres"},
+		{long, strings.Repeat("a", 62)},
+		{strings.Repeat("x", 100), strings.Repeat("x", model.ApplicationMax)},
+	} {
+		got := application([]byte(c.in))
+		if got != c.want || len(got) > model.ApplicationMax || !utf8.ValidString(got) {
+			t.Errorf("application(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	var e probe.QueryEvent
+	if len(e.Application) != model.ApplicationMax+1 {
+		t.Errorf("the kernel sends %d bytes of application name, want model.ApplicationMax and its NUL", len(e.Application))
 	}
 }

@@ -76,10 +76,10 @@ func (s *Stats) fold(o *Stats) {
 }
 
 // Cell is what the queries of one fingerprint, run by one user on one
-// database in one role, spent in an interval: the grain a filter selects
-// and a fingerprint's row sums.
+// database from one application in one role, spent in an interval: the
+// grain a filter selects and a fingerprint's row sums.
 type Cell struct {
-	Fingerprint, Query, Database, User, Role string
+	Fingerprint, Query, Database, User, Application, Role string
 	Stats
 }
 
@@ -90,6 +90,7 @@ type Backend struct {
 	ConnectionID uint32 // a MySQL server's connection (its threads are not the connection)
 	Database     string
 	User         string
+	Application  string // as its last query named it
 	Role         string
 	Fingerprint  string // of its last query
 	Query        string
@@ -114,7 +115,7 @@ type Snapshot struct {
 	Drops                                  model.Drops // since the trace started
 }
 
-type cellKey struct{ fp, db, user, role string }
+type cellKey struct{ fp, db, user, app, role string }
 
 type backendKey struct {
 	pid  int
@@ -184,10 +185,10 @@ func (a *Aggregator) Servers(servers string) { a.servers = servers }
 
 // Observe counts one finished query in the current interval.
 func (a *Aggregator) Observe(q *model.Query) {
-	k := cellKey{q.Fingerprint, q.Database, q.User, q.Role}
+	k := cellKey{q.Fingerprint, q.Database, q.User, q.Application, q.Role}
 	c := a.cells[k]
 	if c == nil && len(a.cells) < maxRows {
-		c = &Cell{Fingerprint: q.Fingerprint, Query: q.Query, Database: q.Database, User: q.User, Role: q.Role}
+		c = &Cell{Fingerprint: q.Fingerprint, Query: q.Query, Database: q.Database, User: q.User, Application: q.Application, Role: q.Role}
 		a.cells[k] = c
 	}
 	if c != nil {
@@ -203,8 +204,10 @@ func (a *Aggregator) Observe(q *model.Query) {
 		a.backends[bk] = b
 	}
 	if b != nil {
-		// The last query's session: a MySQL connection may change user or database.
-		b.Database, b.User, b.Role, b.Fingerprint, b.Query = q.Database, q.User, q.Role, q.Fingerprint, q.Query
+		// The last query's session: a MySQL connection may change user or
+		// database, a PostgreSQL one its application_name.
+		b.Database, b.User, b.Application, b.Role = q.Database, q.User, q.Application, q.Role
+		b.Fingerprint, b.Query = q.Fingerprint, q.Query
 		b.add(q)
 	} else {
 		a.unlistedBE++

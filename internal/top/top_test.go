@@ -47,7 +47,9 @@ func workload(a *Aggregator) {
 		a.Observe(query("aaaa", pgbenchSelect, 10, "shop", "app", 1, 1, 0, 0, 2, 1))
 	}
 	a.Observe(query("bbbb", "UPDATE t SET x = $1", 11, "shop", "app", 1, 0, 9, 0, 0, 0)) // 10 ms, 9 of lock
-	a.Observe(query("aaaa", pgbenchSelect, 12, "crm", "batch", 4, 0, 0, 0, 0, 0))        // 4 ms of cpu
+	nightly := query("aaaa", pgbenchSelect, 12, "crm", "batch", 4, 0, 0, 0, 0, 0)        // 4 ms of cpu
+	nightly.Application = "nightly job"
+	a.Observe(nightly)
 }
 
 func frame(t *testing.T, a *Aggregator, sort string, f Filter) (*Frame, *View) {
@@ -182,6 +184,8 @@ func TestFilter(t *testing.T) {
 		{Filter{Database: "crm"}, map[string]uint64{"aaaa": 1}, 1, 2},
 		{Filter{User: "batch"}, map[string]uint64{"aaaa": 1}, 1, 2},
 		{Filter{Database: "shop", User: "batch"}, map[string]uint64{}, 0, 2},
+		{Filter{Application: "nightly job"}, map[string]uint64{"aaaa": 1}, 1, 2},
+		{Filter{Database: "shop", Application: "nightly job"}, map[string]uint64{}, 0, 2},
 		{Filter{Role: "client backend"}, map[string]uint64{"aaaa": 4, "bbbb": 1}, 5, 1},
 		{Filter{Role: "checkpointer"}, map[string]uint64{}, 0, 1},
 	} {
@@ -212,6 +216,8 @@ func TestParseFilter(t *testing.T) {
 		{"database=shop", Filter{Database: "shop"}, false},
 		{" db=shop user=app ", Filter{Database: "shop", User: "app"}, false},
 		{"role=client backend user=app", Filter{User: "app", Role: "client backend"}, false},
+		{"app=nightly job db=crm", Filter{Database: "crm", Application: "nightly job"}, false},
+		{"application=psql", Filter{Application: "psql"}, false},
 		{"shop", Filter{}, true},
 		{"x database=shop", Filter{}, true},
 	} {
@@ -336,7 +342,7 @@ func TestKeys(t *testing.T) {
 	if v.Sort != "calls/s" {
 		t.Errorf("two lefts moved it to %s, want calls/s", v.Sort)
 	}
-	press(r('<'), r('<'), r('<'), r('<'))
+	press(r('<'), r('<'), r('<'), r('<'), r('<'))
 	if v.Sort != "query" {
 		t.Errorf("the sort does not wrap around: %s", v.Sort)
 	}
@@ -360,6 +366,12 @@ func TestKeys(t *testing.T) {
 	if v.Filter != (Filter{Database: "crm", User: "app"}) {
 		t.Errorf("the database prompt gave %+v", v.Filter)
 	}
+	press(append(append([]Key{r('a')}, typed("nightly job")...), Key{Special: Enter})...)
+	if v.Filter != (Filter{Database: "crm", User: "app", Application: "nightly job"}) {
+		t.Errorf("the application prompt gave %+v", v.Filter)
+	}
+	press(append([]Key{r('a')}, slices.Repeat([]Key{{Special: Backspace}}, 11)...)...)
+	press(Key{Special: Enter})
 	press(append([]Key{r('R')}, typed("walsender")...)...)
 	if act := press(Key{Special: Esc}); act != Redraw || v.Filter.Role != "" {
 		t.Errorf("Esc does not cancel a prompt: %v %+v", act, v.Filter)
@@ -433,8 +445,9 @@ func TestRender(t *testing.T) {
 		" CALLS CALLS/S vTOTAL   MEAN  CPU RUNQ   IO LOCK OTHER    FS   BLK QUERY",
 		"     4     2.0   10ms  2.5ms  70%   0%  30%   0%    0%     6     3 " + pgbenchSelect + "\n",
 		"     1     0.5   10ms   10ms  10%   0%   0%  90%    0%     0     0 UPDATE t SET x = $1\n",
-		"     PID USER@DB          CALLS CALLS/S vTOTAL",
-		"      10 app@shop             3     1.5    6ms    2ms  50%   0%  50%   0%    0%     6     3 " + pgbenchSelect[:28] + "\n",
+		"     PID USER@DB          APP        CALLS CALLS/S vTOTAL",
+		"      10 app@shop                        3     1.5    6ms    2ms  50%   0%  50%   0%    0%     6     3 " + pgbenchSelect[:17] + "\n",
+		"      12 batch@crm        nightly jo     1     0.5    4ms    4ms 100%   0%   0%   0%    0%     0     0 " + pgbenchSelect[:17] + "\n",
 		output.RatesHeader(),
 		output.RateLine(&f.Rates[0]),
 	} {

@@ -25,6 +25,7 @@ type Row struct {
 	ConnectionID uint32 `json:"connection_id,omitempty"`
 	Database     string `json:"database,omitempty"`
 	User         string `json:"user,omitempty"`
+	Application  string `json:"application,omitempty"`
 	Role         string `json:"role,omitempty"`
 	Calls        uint64 `json:"calls"`
 	// CallsPerSec: the calls over the interval's measured length.
@@ -70,19 +71,21 @@ func (r Row) MarshalJSON() ([]byte, error) {
 
 // Filter selects rows by their session: "" matches anything.
 type Filter struct {
-	Database string `json:"database,omitempty"`
-	User     string `json:"user,omitempty"`
-	Role     string `json:"role,omitempty"`
+	Database    string `json:"database,omitempty"`
+	User        string `json:"user,omitempty"`
+	Application string `json:"application,omitempty"`
+	Role        string `json:"role,omitempty"`
 }
 
-func (f Filter) match(db, user, role string) bool {
-	return (f.Database == "" || f.Database == db) && (f.User == "" || f.User == user) && (f.Role == "" || f.Role == role)
+func (f Filter) match(db, user, app, role string) bool {
+	return (f.Database == "" || f.Database == db) && (f.User == "" || f.User == user) &&
+		(f.Application == "" || f.Application == app) && (f.Role == "" || f.Role == role)
 }
 
 // String is the filter as ParseFilter reads it: "database=shop user=app".
 func (f Filter) String() string {
 	var parts []string
-	for _, p := range [][2]string{{"database", f.Database}, {"user", f.User}, {"role", f.Role}} {
+	for _, p := range [][2]string{{"database", f.Database}, {"user", f.User}, {"application", f.Application}, {"role", f.Role}} {
 		if p[1] != "" {
 			parts = append(parts, p[0]+"="+p[1])
 		}
@@ -90,17 +93,18 @@ func (f Filter) String() string {
 	return strings.Join(parts, " ")
 }
 
-var filterKey = regexp.MustCompile(`(?:^|\s)(database|db|user|role)=`)
+var filterKey = regexp.MustCompile(`(?:^|\s)(database|db|user|application|app|role)=`)
 
-// ParseFilter reads "database=D user=U role=R" (any of them, db for
-// database; a value runs to the next name=, so a role may have spaces:
-// "role=client backend"); "" is no filter.
+// ParseFilter reads "database=D user=U application=A role=R" (any of
+// them, db for database, app for application; a value runs to the next
+// name=, so a role or an application may have spaces: "role=client
+// backend"); "" is no filter.
 func ParseFilter(s string) (Filter, error) {
 	var f Filter
 	s = strings.TrimSpace(s)
 	keys := filterKey.FindAllStringSubmatchIndex(s, -1)
 	if s != "" && (len(keys) == 0 || strings.TrimSpace(s[:keys[0][0]]) != "") {
-		return f, fmt.Errorf("filter %q: give database=NAME, user=NAME or role=NAME", s)
+		return f, fmt.Errorf("filter %q: give database=NAME, user=NAME, application=NAME or role=NAME", s)
 	}
 	for i, k := range keys {
 		end := len(s)
@@ -113,6 +117,8 @@ func ParseFilter(s string) (Filter, error) {
 			f.Database = value
 		case "user":
 			f.User = value
+		case "application", "app":
+			f.Application = value
 		case "role":
 			f.Role = value
 		}
@@ -172,6 +178,8 @@ func buildColumns() []column {
 			}},
 		{name: "who", title: "USER@DB", width: 16, in: backends, text: who,
 			cmp: func(a, b *Row) int { return strings.Compare(who(a), who(b)) }},
+		{name: "app", title: "APP", width: 10, in: backends, text: func(r *Row) string { return r.Application },
+			cmp: func(a, b *Row) int { return strings.Compare(a.Application, b.Application) }},
 		{name: "calls", title: "CALLS", width: 5, in: both, desc: true,
 			text: func(r *Row) string { return count(r.Calls) }, cmp: num(func(r *Row) uint64 { return r.Calls })},
 		{name: "calls/s", title: "CALLS/S", width: 7, in: both, desc: true, text: func(r *Row) string { return perSec(r.CallsPerSec) },
@@ -355,7 +363,7 @@ func (v *View) Frame(s *Snapshot) *Frame {
 	sums := map[string]*Cell{}
 	for i := range s.Cells {
 		c := &s.Cells[i]
-		if !v.Filter.match(c.Database, c.User, c.Role) {
+		if !v.Filter.match(c.Database, c.User, c.Application, c.Role) {
 			continue
 		}
 		sum := sums[c.Fingerprint]
@@ -372,12 +380,12 @@ func (v *View) Frame(s *Snapshot) *Frame {
 	}
 	for i := range s.Backends {
 		b := &s.Backends[i]
-		if !v.Filter.match(b.Database, b.User, b.Role) {
+		if !v.Filter.match(b.Database, b.User, b.Application, b.Role) {
 			continue
 		}
 		r := row(&b.Stats, s.Seconds)
 		r.Fingerprint, r.Query, r.PID, r.ConnectionID = b.Fingerprint, b.Query, b.PID, b.ConnectionID
-		r.Database, r.User, r.Role = b.Database, b.User, b.Role
+		r.Database, r.User, r.Application, r.Role = b.Database, b.User, b.Application, b.Role
 		f.Backends = append(f.Backends, r)
 	}
 	for _, r := range s.Rates {
@@ -452,7 +460,7 @@ type prompt struct {
 }
 
 // Help is the keys, on the last line.
-const Help = "q quit  </> sort  r reverse  / filter (d database, u user, R role)  f freeze  up/down select  Enter slow log"
+const Help = "q quit  </> sort  r reverse  / filter (d database, u user, a app, R role)  f freeze  up/down select  Enter slow log"
 
 // pageRows is how far PageUp and PageDown move the selection.
 const pageRows = 10
@@ -517,7 +525,7 @@ func (v *View) Key(k Key) Action {
 			v.Detail = true
 		}
 	case k.Rune == '/':
-		v.prompt = &prompt{label: "filter (database=, user=, role=; empty: none): ", text: []rune(v.Filter.String()),
+		v.prompt = &prompt{label: "filter (database=, user=, application=, role=; empty: none): ", text: []rune(v.Filter.String()),
 			apply: func(v *View, text string) error {
 				f, err := ParseFilter(text)
 				if err == nil {
@@ -531,6 +539,9 @@ func (v *View) Key(k Key) Action {
 	case k.Rune == 'u':
 		v.prompt = &prompt{label: "user (empty: any): ", text: []rune(v.Filter.User),
 			apply: func(v *View, text string) error { v.Filter.User = strings.TrimSpace(text); return nil }}
+	case k.Rune == 'a':
+		v.prompt = &prompt{label: "application (empty: any): ", text: []rune(v.Filter.Application),
+			apply: func(v *View, text string) error { v.Filter.Application = strings.TrimSpace(text); return nil }}
 	case k.Rune == 'R':
 		v.prompt = &prompt{label: "role (empty: any): ", text: []rune(v.Filter.Role),
 			apply: func(v *View, text string) error { v.Filter.Role = strings.TrimSpace(text); return nil }}

@@ -11,6 +11,8 @@
 #define HIST_SLOTS 64       /* log2 slots, see bits.bpf.h and internal/hist */
 #define USDT_MAX_ARGS 12    /* the most arguments a USDT site may have */
 #define TITLE_MAX 64        /* bytes of the process title sent with a query */
+#define APPLICATION_MAX 64  /* bytes of the application name sent with a query, its NUL included
+			     * (PostgreSQL's NAMEDATALEN: what pg_stat_activity shows) */
 #define QUERY_WAITS 8       /* wait events named per query; the last slot takes the rest */
 #define WAIT_EVENTS_OTHER 0xffffffff /* the wait events beyond the others' slots */
 
@@ -213,6 +215,11 @@ struct query_event {
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
+	/* The application that sent it, as the server knows it when the query
+	 * ends (PostgreSQL's application_name, read from the backend's memory:
+	 * proc_info.application_off); empty when unknown or for MySQL, whose
+	 * connection attributes Go reads from the handshake record. */
+	char application[APPLICATION_MAX];
 	struct query_acct acct;
 	/* Its sleeps by the wait event the database named (kept in the
 	 * waterfall, not in every thread's state: they are only sent). */
@@ -368,7 +375,12 @@ struct proc_info {
 	__u32 version;        /* the database's major version: wait events are numbered per version */
 	__u32 flags;          /* enum proc_flag */
 	__u32 kind;           /* enum proc_kind */
-	__u32 pad;
+	/* Where the process keeps the pointer to its application name
+	 * (PostgreSQL: the GUC variable application_name), from
+	 * wait_event_ptr: both are variables of its executable, so a 32-bit
+	 * offset holds it, and the map (an entry per traced process) does not
+	 * grow; 0: unknown. */
+	__s32 application_off;
 };
 
 /* What a traced process is. */

@@ -69,6 +69,29 @@ static __always_inline void query_begin(struct thread_state *ts, struct waterfal
 }
 
 /*
+ * The application that sent the query: PostgreSQL's application_name, as
+ * the backend (the current task: every query ends in its own thread) holds
+ * it now. Read from its memory rather than from the protocol: the variable
+ * is what the server itself reports (pg_stat_activity), whatever set it:
+ * the startup packet, SET or SET LOCAL and their undoing, set_config(),
+ * RESET, a pooler's SET for the client it serves now; over TLS or GSS, for
+ * connections older than the trace, with --usdt, and at the cost of two
+ * small reads per record sent, not a walk of every reply. Empty when not
+ * known.
+ */
+static __always_inline void query_application(struct query_event *e, struct proc_info *pi)
+{
+	__u64 name = 0;
+
+	e->application[0] = 0;
+	if (!pi || !pi->wait_event_ptr || !pi->application_off ||
+	    bpf_probe_read_user(&name, sizeof(name), (void *)(pi->wait_event_ptr + pi->application_off)) || !name)
+		return;
+	if (bpf_probe_read_user_str(e->application, sizeof(e->application), (void *)name) < 0)
+		e->application[0] = 0;
+}
+
+/*
  * The record of the thread's query from start to now, but for its
  * accounts (acct, waits), which the caller fills, and its text.
  */
@@ -94,6 +117,7 @@ static __always_inline void query_fill(struct query_event *e, struct thread_stat
 	if (bpf_probe_read_user(e->title, sizeof(e->title),
 				(void *)BPF_CORE_READ(bpf_get_current_task_btf(), mm, arg_start)))
 		e->title[0] = 0;
+	query_application(e, pi);
 }
 
 /*

@@ -11,6 +11,8 @@
 //   cursor     a SELECT of 650 rows through a server-side cursor (MySQL
 //              Connector/J, useCursorFetch): COM_STMT_EXECUTE opens it, each
 //              COM_STMT_FETCH reads 100 rows
+//   application  20 runs of "SELECT ? AS app_probe" (the URL names the
+//              application: connectionAttributes=program_name:NAME)
 //
 // Run as `java -cp DRIVER.jar MyJdbc.java URL CASE`
 // (a single-file program: no build step). Prints what it ran.
@@ -67,6 +69,14 @@ public class MyJdbc {
                         }
                     }
                     if (rows != 650) throw new IllegalStateException("read " + rows + " rows");
+                }
+                case "application" -> {
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT ? AS app_probe")) {
+                        for (int i = 0; i < 20; i++) {
+                            ps.setInt(1, i);
+                            ps.executeQuery().close();
+                        }
+                    }
                 }
                 default -> throw new IllegalArgumentException("unknown case " + c);
             }

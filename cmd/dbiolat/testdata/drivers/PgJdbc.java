@@ -7,6 +7,8 @@
 //             statement) from the prepareThreshold'th run on
 //   fetch     a SELECT of 650 rows with setFetchSize(100): a portal run
 //             with a row limit, resumed by the next Executes
+//   application  20 runs of "SELECT ? AS app_probe" (the URL names the
+//             application: ApplicationName=)
 //
 // Run as `java -cp postgresql.jar PgJdbc.java URL CASE` (a single-file
 // program: no build step). Prints what it ran.
@@ -54,6 +56,14 @@ public class PgJdbc {
                     }
                     conn.commit();
                     if (rows != 650) throw new IllegalStateException("read " + rows + " rows");
+                }
+                case "application" -> {
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT ? AS app_probe")) {
+                        for (int i = 0; i < 20; i++) {
+                            ps.setInt(1, i);
+                            ps.executeQuery().close();
+                        }
+                    }
                 }
                 default -> throw new IllegalArgumentException("unknown case " + c);
             }
