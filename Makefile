@@ -81,6 +81,7 @@ fuzz:
 	$(FUZZ) FuzzReadProbes -fuzztime 100000x ./internal/usdt/
 	$(FUZZ) FuzzNormalize -fuzztime 200000x ./internal/sqlnorm/
 	$(FUZZ) FuzzLiteralPrivacy -fuzztime 30000x ./internal/sqlnorm/
+	$(FUZZ) FuzzTraceParent -fuzztime 300000x ./internal/sqlnorm/
 	$(FUZZ) FuzzParseRoundTrip -fuzztime 300000x ./internal/postgres/
 	$(FUZZ) FuzzParseCommand -fuzztime 200000x ./internal/mysql/
 	$(FUZZ) FuzzOpen -fuzztime 2000x ./internal/record/
