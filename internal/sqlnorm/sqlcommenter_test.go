@@ -33,7 +33,7 @@ func TestTraceParent(t *testing.T) {
 		{"SELECT 1", false, 0},
 		{"SELECT 1 -- traceparent='" + tp + "'", false, 0},
 		{"SELECT 1 /*traceparent='" + tp + "'", false, 0}, // cut off
-		{"SELECT 1 /*traceparent=" + tp + "*/", false, 0},  // not quoted
+		{"SELECT 1 /*traceparent=" + tp + "*/", false, 0}, // not quoted
 		{"SELECT 1 /*traceparent='" + strings.ToUpper(tp) + "'*/", false, 0},
 		{"SELECT 1 /*traceparent='00-" + traceID + "-" + parentID + "-01-x'*/", false, 0}, // 00 has four fields
 		{"SELECT 1 /*traceparent='ff-" + traceID + "-" + parentID + "-01'*/", false, 0},
