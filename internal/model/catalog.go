@@ -207,3 +207,25 @@ var Fields = []Field{
 	{"shared_hit", "shared buffers found (--buffers)", true, func(q *Query) any { return q.SharedHit }},
 	{"shared_read", "shared buffers read in (--buffers)", true, func(q *Query) any { return q.SharedRead }},
 }
+
+// OTLPDrop is a reason a query record offered to an OpenTelemetry export
+// (--otlp) was not sent; OTLPCount counts them.
+type OTLPDrop struct {
+	Name string // the reason label of dbiolat_otlp_records_total
+	// Loss: a record chosen to be sent is missing; else a choice the
+	// options made.
+	Loss bool
+	Text string // what a count of it is, after the number in a summary
+}
+
+// OTLPDrops are the reasons, in the order a record meets them.
+var OTLPDrops = []OTLPDrop{
+	{"not_sampled", false, "under --otlp-threshold and not drawn by --otlp-sample"},
+	{"rate_limited", false, "over --otlp-rate"},
+	{"queue_full", true, "the queue to the collector full (the collector slow or down)"},
+	{"export_failed", true, "not taken by the collector, retries included, or not flushed in time at exit"},
+}
+
+// OTLPSignals are the kinds of records an OpenTelemetry export sends
+// for each query chosen: a log record, and a trace (a span and its boxes).
+var OTLPSignals = []string{"logs", "traces"}

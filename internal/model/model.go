@@ -265,6 +265,17 @@ type Summary struct {
 	WaitHists Hists    `json:"wait_hists,omitempty"` // as Interval's
 	Drops     Drops    `json:"drops"`
 	Cost      *Cost    `json:"cost,omitempty"`
+	// OTLP: what became of the query records offered to an OpenTelemetry
+	// export (--otlp), absent without one.
+	OTLP []OTLPCount `json:"otlp,omitempty"`
+}
+
+// OTLPCount is how many query records offered to an OpenTelemetry export
+// met one outcome, in one signal (catalog: OTLPSignals).
+type OTLPCount struct {
+	Signal  string `json:"signal"`  // "logs" or "traces"
+	Outcome string `json:"outcome"` // "sent", or the reason it was dropped (catalog: OTLPDrops)
+	Count   uint64 `json:"count"`
 }
 
 // Cost is what dbiolat itself cost while it ran: its BPF programs, which
