@@ -222,7 +222,7 @@ type OTLPDrop struct {
 var OTLPDrops = []OTLPDrop{
 	{"not_sampled", false, "under --otlp-threshold and not drawn by --otlp-sample"},
 	{"rate_limited", false, "over --otlp-rate"},
-	{"queue_full", true, "the queue to the collector full (the collector slow or down)"},
+	{"queue_full", true, "the queue to the collector full: it is slow or down"},
 	{"export_failed", true, "not taken by the collector, retries included, or not flushed in time at exit"},
 }
 
