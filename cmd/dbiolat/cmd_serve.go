@@ -168,7 +168,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		return nil
 	}
 	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
-		wait:    true,
+		wait: true,
 		onQuery: func(q *model.Query) error {
 			e.Observe(q)
 			if x != nil {
