@@ -12,7 +12,7 @@ export CGO_ENABLED = 0
 demo: deps
 	$(GO) run ./cmd/dbiolat demo
 
-test: deps .tools/prometheus3 check-generated check-gofmt
+test: deps .tools/prometheus3 .tools/otelcol .tools/jaeger check-generated check-gofmt
 	$(GO) vet ./...
 	# -p 1: the tests share one kernel and page cache (drop_caches, block I/O by
 	# other processes); packages must not run at the same time.
@@ -29,6 +29,31 @@ PROMETHEUS3 = github.com/prometheus/prometheus/cmd/prometheus@v0.316.0
 .tools/prometheus3:
 	GOBIN=$(CURDIR)/.tools/go $(GO) install -tags remove_all_sd $(PROMETHEUS3)
 	mv .tools/go/prometheus $@
+
+# Tests only: the OpenTelemetry Collector, built by its own builder (ocb) with
+# just the components of deploy/otel/builder.yaml: the OTLP exporter's tests
+# send to it (internal/oteltest) and it validates deploy/otel/collector.yaml.
+OCB = go.opentelemetry.io/collector/cmd/builder@v0.165.0
+.tools/otelcol: deploy/otel/builder.yaml
+	GOBIN=$(CURDIR)/.tools/go $(GO) install $(OCB)
+	rm -rf .tools/otelcol-build
+	.tools/go/builder --config deploy/otel/builder.yaml
+	mv .tools/otelcol-build/otelcol $@
+	rm -rf .tools/otelcol-build
+
+# Tests only: Jaeger v2 (a Collector distribution: OTLP in, traces in memory,
+# its HTTP query API), where the tests read a trace's spans and their parents
+# back. Its go.mod has a replace directive, which go install refuses: built
+# from a throwaway module that requires it, with the same replacement.
+JAEGER = github.com/jaegertracing/jaeger/cmd/jaeger
+JAEGER_VERSION = v1.76.0
+.tools/jaeger:
+	tmp=$$(mktemp -d) && out=$(CURDIR)/$@ && cd $$tmp && \
+	$(GO) mod init jaeger-build && \
+	$(GO) mod edit -replace github.com/Shopify/sarama=github.com/Shopify/sarama@v1.33.0 && \
+	$(GO) get $(JAEGER)@$(JAEGER_VERSION) && \
+	$(GO) build -trimpath -ldflags='-s -w' -o $$out.tmp $(JAEGER) && \
+	mv $$out.tmp $$out; s=$$?; rm -rf $$tmp; exit $$s
 
 build:
 	$(GO) build -o dbiolat ./cmd/dbiolat
@@ -83,6 +108,7 @@ fuzz:
 	$(FUZZ) FuzzReadProbes -fuzztime 100000x ./internal/usdt/
 	$(FUZZ) FuzzNormalize -fuzztime 200000x ./internal/sqlnorm/
 	$(FUZZ) FuzzLiteralPrivacy -fuzztime 30000x ./internal/sqlnorm/
+	$(FUZZ) FuzzTraceParent -fuzztime 300000x ./internal/sqlnorm/
 	$(FUZZ) FuzzParseRoundTrip -fuzztime 300000x ./internal/postgres/
 	$(FUZZ) FuzzParseCommand -fuzztime 200000x ./internal/mysql/
 	$(FUZZ) FuzzOpen -fuzztime 2000x ./internal/record/

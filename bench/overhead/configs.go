@@ -92,6 +92,17 @@ var (
 	serveFull = config{name: "serve-full", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
+	// serve traced all the time with --otlp to a collector (a sink that
+	// takes everything: otlpSink): with its default choice (queries over
+	// 50 ms, 1% of the others, at most 100 a second), and with every
+	// query sent, the export's cost per record. Compare with serve-full.
+	serveOTLP = config{name: "serve-otlp", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--duty", "off", "--otlp", e.otlp.url, "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	}}
+	serveOTLPAll = config{name: "serve-otlp-all", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--duty", "off", "--otlp", e.otlp.url, "--otlp-threshold", "0", "--otlp-sample", "1", "--otlp-rate", "1e6",
+			"--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	}}
 	// The far end of the scale, on fewer rounds: it is slow.
 	strace = config{name: "strace", rounds: 3, command: func(e *env) ([]string, string) {
 		return []string{"strace", "-f", "-c", "-o", "/dev/null", "-p", fmt.Sprint(e.pid())}, "attached"
@@ -138,7 +149,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveDuty10, serveFull}
+var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveDuty10, serveFull, serveOTLP, serveOTLPAll}
 
 // attachEmpty attaches a program that returns 0 to each BTF tracepoint
 // the default mode uses.
@@ -205,7 +216,8 @@ type env struct {
 	cluster  *pgsandbox.Cluster
 	mariadb  *mysandbox.Server // instead of cluster: MariaDB, driven by sysbench
 	tmp      string
-	hasUSDT  bool // the server's build has USDT probes
+	hasUSDT  bool      // the server's build has USDT probes
+	otlp     *otlpSink // serve --otlp's collector
 }
 
 func setup() (*env, error) {
@@ -220,10 +232,17 @@ func setup() (*env, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("building dbiolat: %v\n%s", err, b)
 	}
+	if e.otlp, err = startOTLPSink(); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
 	return e, nil
 }
 
-func (e *env) cleanup() { os.RemoveAll(e.tmp) }
+func (e *env) cleanup() {
+	e.otlp.Close()
+	os.RemoveAll(e.tmp)
+}
 
 // pid is the server's: the postmaster's, or mariadbd's.
 func (e *env) pid() int {

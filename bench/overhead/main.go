@@ -358,7 +358,7 @@ func printAgreement(runs []measurement) {
 	}{{"mean", func(l *latency) float64 { return l.MeanUs }}, {"p50", func(l *latency) float64 { return l.P50Us }},
 		{"p90", func(l *latency) float64 { return l.P90Us }}, {"p99", func(l *latency) float64 { return l.P99Us }}}
 	for k, duty := range by {
-		if !strings.HasPrefix(k.config, serveDuty.name) || k.config == serveFull.name { // duty cycles only
+		if !strings.HasPrefix(k.config, serveDuty.name) || k.config == serveFull.name || strings.HasPrefix(k.config, serveOTLP.name) { // duty cycles only
 			continue
 		}
 		full := by[key{k.workload, k.version, serveFull.name}]

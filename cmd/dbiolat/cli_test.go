@@ -80,6 +80,9 @@ func TestHelpShowsDefaultsAsTyped(t *testing.T) {
 		{"explain", "--min-query duration", "(default 1ms)"},
 		{"top", "--interval duration", "(default 1s)"},
 		{"serve", "--window duration", "(default 10s)"},
+		{"serve", "--otlp-threshold duration", "(default 50ms)"},
+		{"serve", "--otlp-sample float", "(default 0.01)"},
+		{"slowlog", "--otlp-rate float", "(default 100)"},
 	} {
 		help := helpOf(t, tc.cmd, "--help")
 		i := strings.Index(help, tc.flag)
@@ -213,6 +216,11 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"version", "now"}, `unexpected argument "now"`, 1},
 		{[]string{"completion"}, "give one shell: bash, zsh or fish", 1},
 		{[]string{"completion", "tcsh"}, `no completion for "tcsh"`, 1},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--otlp", "localhost:4318"}, `--otlp "localhost:4318": give the collector's OTLP URL`, 1},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--otlp", "http://h:70000"}, "port 70000 is not a port number", 1},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--otlp", "http://h:4318", "--otlp-sample", "2"}, "--otlp-sample 2: give a share from 0 to 1", 1},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--otlp", "http://h:4318", "--otlp-rate", "0"}, "--otlp-rate 0: give a positive number", 1},
+		{[]string{"slowlog", "--otlp", "http://h:4318", "--raw-sql"}, "--otlp exports normalized query text only", 1},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := exec.Command(binary, tc.args...)

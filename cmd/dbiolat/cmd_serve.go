@@ -35,6 +35,8 @@ func runServeCmd(ctx context.Context, args []string) error {
 	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")
 	dutyFlag := fs.String("duty", defaultDuty, "trace ON of every PERIOD (ON/PERIOD), the hooks detached in between, counters scaled to the whole time; \"off\": trace all the time")
 	choices(fs, "duty", "off", defaultDuty)
+	var ot otlpOptions
+	ot.AddFlags(fs, true)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -53,7 +55,7 @@ func runServeCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runServe(ctx, o, *listen, *top, *window, d)
+	return runServe(ctx, o, *listen, *top, *window, d, ot)
 }
 
 // defaultDuty is serve's duty cycle unless --duty says: a second traced
@@ -92,16 +94,24 @@ func parseDuty(s string) (duty, error) {
 // runServe traces until stopped and serves what it measures to
 // Prometheus: every second, the interval's I/O by role and the
 // histograms go to the exporter, which a scrape reads.
-func runServe(ctx context.Context, o targetOptions, listen string, top int, window time.Duration, d duty) error {
+func runServe(ctx context.Context, o targetOptions, listen string, top int, window time.Duration, d duty, ot otlpOptions) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w (choose another with --listen)", listen, err)
 	}
 	defer ln.Close()
+	x, err := ot.start(ctx) // nil without --otlp
+	if err != nil {
+		return err
+	}
+	defer func() { printOTLP(closeOTLP(x)) }()
 	e := exporter.New(top)
 	reg := prometheus.NewRegistry()
 	// Its own CPU, memory and file descriptors, and the Go runtime's, as every exporter has them.
 	reg.MustRegister(e, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	if x != nil {
+		reg.MustRegister(exporter.OTLPCollector(x.Counts))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var ticked atomic.Int64 // the trace loop's last tick (unix ns): /healthz says it is alive
@@ -158,8 +168,14 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		return nil
 	}
 	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
-		wait:    true,
-		onQuery: func(q *model.Query) error { e.Observe(q); return nil },
+		wait: true,
+		onQuery: func(q *model.Query) error {
+			e.Observe(q)
+			if x != nil {
+				x.Offer(q) // never waits: chosen, queued or counted as dropped
+			}
+			return nil
+		},
 		onStart: func(s *session.Session) error {
 			resumedAt = time.Now()
 			servers.Store(int64(len(s.Servers())))

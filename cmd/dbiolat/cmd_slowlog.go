@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,12 +17,14 @@ type slowlogOptions struct {
 	targetOptions
 	MinQuery time.Duration
 	MinIO    time.Duration
+	OTLP     otlpOptions
 }
 
 func (o *slowlogOptions) AddFlags(fs *pflag.FlagSet) {
 	o.targetOptions.AddFlags(fs)
 	thresholdVar(fs, &o.MinQuery, "min-query", "report queries that took at least this long (0: every query); with neither --min-query nor --min-io, every query that did I/O")
 	thresholdVar(fs, &o.MinIO, "min-io", "report queries whose file system time reached this")
+	o.OTLP.AddFlags(fs, false) // its thresholds choose what --otlp sends
 }
 
 // emit says which queries to report: those reaching any threshold given;
@@ -38,18 +41,28 @@ func runSlowlogCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	switch {
+	case len(pos) > 0:
 		return fmt.Errorf("unexpected argument %q: slowlog takes only options", pos[0])
+	case o.OTLP.Endpoint != "" && o.RawSQL:
+		return errors.New("--otlp exports normalized query text only: leave out --raw-sql")
 	}
 	return runSlowlog(ctx, o)
 }
 
 func runSlowlog(ctx context.Context, o slowlogOptions) error {
+	x, err := o.OTLP.start(ctx) // nil without --otlp
+	if err != nil {
+		return err
+	}
 	js := output.NewJSON(stdout)
 	var reported uint64
 	var line []byte
 	t := tracer{opts: o.targetOptions, families: probe.Default, emit: o.emit(), onQuery: func(q *model.Query) error {
 		reported++
+		if x != nil {
+			x.Offer(q)
+		}
 		if o.JSON {
 			return js.Write(q)
 		}
@@ -69,11 +82,13 @@ func runSlowlog(ctx context.Context, o slowlogOptions) error {
 		return err
 	}}
 	s, err := t.run(ctx)
+	exported := closeOTLP(x)
 	if s == nil {
+		printOTLP(exported)
 		return err
 	}
 	defer s.Close()
-	if ferr := finish(s, o.targetOptions, reported, false, false); ferr != nil {
+	if ferr := finishWith(s, o.targetOptions, reported, false, false, exported); ferr != nil {
 		return ferr
 	}
 	return err

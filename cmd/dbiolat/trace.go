@@ -179,10 +179,17 @@ func describeServers(s *session.Session) string {
 // finish prints a session's closing summary, as JSON or text; with
 // printHists the text form shows the histograms above it.
 func finish(s *session.Session, o targetOptions, reported uint64, withHists, printHists bool) error {
+	return finishWith(s, o, reported, withHists, printHists, nil)
+}
+
+// finishWith is finish with what became of the records offered to an
+// OpenTelemetry export (nil: none).
+func finishWith(s *session.Session, o targetOptions, reported uint64, withHists, printHists bool, exported []model.OTLPCount) error {
 	sum, err := s.Summary(reported, withHists)
 	if err != nil {
 		return err
 	}
+	sum.OTLP = exported
 	if o.JSON {
 		return output.NewJSON(stdout).Write(sum)
 	}

@@ -137,3 +137,96 @@ var Boxes = []Box{
 	{"other_wait_ns", "other wait", "other wait", "any other wait event (IPC, Timeout, Client...) or none", "#a6761d", true, func(q *Query) *uint64 { return &q.OtherWaitNs }},
 	{"unaccounted_ns", "unaccounted", "unaccounted", "what no box explains", "#cccccc", false, func(q *Query) *uint64 { return &q.UnaccountedNs }},
 }
+
+// Field is one field of a query record beside its waterfall's boxes, as
+// an OpenTelemetry export (serve --otlp) carries it: under its JSON name
+// after "dbiolat." (OTLPName), so that JSON and OTLP cannot drift. The
+// fields OpenTelemetry's semantic conventions name (database, user,
+// client, text...) are exported under those names instead (internal/otlp).
+type Field struct {
+	Name string // JSON name in a query record
+	Text string // what it holds, in the attributes' table
+	// Optional: left out when zero, as JSON leaves it out (omitempty).
+	Optional bool
+	// Value is the field's value: a uint64, int, uint32, string, bool, or
+	// for waits a map of nanoseconds by wait event.
+	Value func(*Query) any
+}
+
+// OTLPName is the OpenTelemetry attribute name of a query record's field,
+// box or wait event map: its JSON name under "dbiolat.".
+func OTLPName(jsonName string) string { return "dbiolat." + jsonName }
+
+// Fields are dbiolat's own fields of a query record, in the order of
+// docs/json.md: who ran it, then its figures layer by layer.
+var Fields = []Field{
+	{"fingerprint", "the normalized query's fingerprint (16 hex digits)", false, func(q *Query) any { return q.Fingerprint }},
+	{"query_truncated", "true when the text was cut at 4 KiB", true, func(q *Query) any { return q.Truncated }},
+	{"role", "the process's role (client backend, connection...)", false, func(q *Query) any { return q.Role }},
+	{"application", "the application that sent it: PostgreSQL's application_name, MariaDB's program_name", true, func(q *Query) any { return q.Application }},
+	{"instance", "the server's PID (PostgreSQL's postmaster)", false, func(q *Query) any { return q.Instance }},
+	{"data_dir", "the server's data directory", false, func(q *Query) any { return q.DataDir }},
+	{"tid", "a MySQL server's thread that ran it", true, func(q *Query) any { return q.TID }},
+	{"connection_id", "a MySQL connection's id, as SHOW PROCESSLIST shows it", true, func(q *Query) any { return q.ConnectionID }},
+	{"query_ns", "the query's time", false, func(q *Query) any { return q.QueryNs }},
+	{"statements", "statements the record holds (a pipeline's, a multi-statement query's)", false, func(q *Query) any { return q.Statements }},
+	{"failed", "of them, those that ended in an error", true, func(q *Query) any { return q.Failed }},
+	{"waits", "time asleep by wait event, one attribute per event: dbiolat.waits.IO/DataFileRead", true, func(q *Query) any { return q.Waits }},
+	{"fs_read_count", "file system reads (--fs)", false, func(q *Query) any { return q.FSReadCount }},
+	{"fs_read_bytes", "bytes they read", false, func(q *Query) any { return q.FSReadBytes }},
+	{"fs_read_ns", "their time", false, func(q *Query) any { return q.FSReadNs }},
+	{"fs_read_hit_count", "of them, served by the page cache", false, func(q *Query) any { return q.FSReadHitCount }},
+	{"fs_read_hit_ns", "their time", false, func(q *Query) any { return q.FSReadHitNs }},
+	{"fs_read_miss_count", "of them, missed the page cache", false, func(q *Query) any { return q.FSReadMissCount }},
+	{"fs_read_miss_ns", "their time", false, func(q *Query) any { return q.FSReadMissNs }},
+	{"fs_write_count", "file system writes (--fs)", false, func(q *Query) any { return q.FSWriteCount }},
+	{"fs_write_bytes", "bytes they wrote", false, func(q *Query) any { return q.FSWriteBytes }},
+	{"fs_write_ns", "their time", false, func(q *Query) any { return q.FSWriteNs }},
+	{"fs_sync_count", "file system syncs (--fs)", false, func(q *Query) any { return q.FSSyncCount }},
+	{"fs_sync_ns", "their time", false, func(q *Query) any { return q.FSSyncNs }},
+	{"readahead_pages", "pages the kernel read ahead for it", false, func(q *Query) any { return q.ReadaheadPages }},
+	{"prefetch_count", "read-ahead advice calls (posix_fadvise WILLNEED)", false, func(q *Query) any { return q.PrefetchCount }},
+	{"prefetch_bytes", "bytes they advised", false, func(q *Query) any { return q.PrefetchBytes }},
+	{"blk_count", "block requests it started", false, func(q *Query) any { return q.BlkCount }},
+	{"blk_bytes", "their bytes", false, func(q *Query) any { return q.BlkBytes }},
+	{"blk_ns", "wall time with at least one in flight", false, func(q *Query) any { return q.BlkNs }},
+	{"blk_read_count", "of them, reads", false, func(q *Query) any { return q.BlkReadCount }},
+	{"blk_write_count", "of them, writes", false, func(q *Query) any { return q.BlkWriteCount }},
+	{"blk_queue_ns", "their time queued, summed", false, func(q *Query) any { return q.BlkQueueNs }},
+	{"blk_device_ns", "their time on the device, summed", false, func(q *Query) any { return q.BlkDeviceNs }},
+	{"aio_read_count", "reads another process performed for it (PostgreSQL 18's I/O workers)", false, func(q *Query) any { return q.AIOReadCount }},
+	{"aio_read_bytes", "their bytes", false, func(q *Query) any { return q.AIOReadBytes }},
+	{"aio_read_ns", "their time", false, func(q *Query) any { return q.AIOReadNs }},
+	{"fuse_count", "requests it sent a FUSE daemon (a storage engine)", false, func(q *Query) any { return q.FuseCount }},
+	{"fuse_bytes", "bytes it answered", false, func(q *Query) any { return q.FuseBytes }},
+	{"fuse_ns", "their time, send to answer", false, func(q *Query) any { return q.FuseNs }},
+	{"engine_pid", "the FUSE daemon's PID", true, func(q *Query) any { return q.EnginePID }},
+	{"engine_ns", "the engine's time on its requests", false, func(q *Query) any { return q.EngineNs }},
+	{"engine_cpu_ns", "of it, on CPU", false, func(q *Query) any { return q.EngineCPUNs }},
+	{"engine_blk_count", "block requests the engine started for it", false, func(q *Query) any { return q.EngineBlkCount }},
+	{"engine_blk_bytes", "their bytes", false, func(q *Query) any { return q.EngineBlkBytes }},
+	{"shared_hit", "shared buffers found (--buffers)", true, func(q *Query) any { return q.SharedHit }},
+	{"shared_read", "shared buffers read in (--buffers)", true, func(q *Query) any { return q.SharedRead }},
+}
+
+// OTLPDrop is a reason a query record offered to an OpenTelemetry export
+// (--otlp) was not sent; OTLPCount counts them.
+type OTLPDrop struct {
+	Name string // the reason label of dbiolat_otlp_records_total
+	// Loss: a record chosen to be sent is missing; else a choice the
+	// options made.
+	Loss bool
+	Text string // what a count of it is, after the number in a summary
+}
+
+// OTLPDrops are the reasons, in the order a record meets them.
+var OTLPDrops = []OTLPDrop{
+	{"not_sampled", false, "under --otlp-threshold and not drawn by --otlp-sample"},
+	{"rate_limited", false, "over --otlp-rate"},
+	{"queue_full", true, "the queue to the collector full: it is slow or down"},
+	{"export_failed", true, "not taken by the collector, retries included, or not flushed in time at exit"},
+}
+
+// OTLPSignals are the kinds of records an OpenTelemetry export sends
+// for each query chosen: a log record, and a trace (a span and its boxes).
+var OTLPSignals = []string{"logs", "traces"}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -108,4 +109,74 @@ func TestDocNamesEveryQueryField(t *testing.T) {
 			t.Errorf("docs/json.md's query section does not name the field %q", name)
 		}
 	}
+}
+
+// Every field of the catalog is the query record's JSON field of that
+// name, with the same value, left out of JSON exactly when Optional and
+// zero.
+func TestFieldsAreTheJSONFields(t *testing.T) {
+	var zero Query
+	if err := sameFields(t, &zero); err != nil {
+		t.Fatal(err)
+	}
+	full := Query{Fingerprint: "00112233aabbccdd", Truncated: true, Role: "client backend", Instance: 7, DataDir: "/d", TID: 8,
+		ConnectionID: 9, QueryNs: 10, Statements: 11, Failed: 12, Waits: map[string]uint64{"IO/DataFileRead": 13}, EnginePID: 14,
+		SharedHit: 15, SharedRead: 16}
+	n := uint64(100)
+	for _, f := range Fields { // the counters: distinct values
+		if v, ok := f.Value(&full).(uint64); ok && v == 0 {
+			setUint(t, &full, f.Name, n)
+			n++
+		}
+	}
+	if err := sameFields(t, &full); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setUint sets the uint64 field of q whose JSON name is name.
+func setUint(t *testing.T, q *Query, name string, v uint64) {
+	var m map[string]any
+	b, _ := json.Marshal(q)
+	json.Unmarshal(b, &m)
+	m[name] = v
+	b, _ = json.Marshal(m)
+	if err := json.Unmarshal(b, q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameFields compares the catalog's fields of q with its JSON.
+func sameFields(t *testing.T, q *Query) error {
+	t.Helper()
+	b, _ := json.Marshal(q)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	seen := map[string]bool{}
+	for _, f := range Fields {
+		if seen[f.Name] {
+			return fmt.Errorf("field %s listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		got, ok := m[f.Name]
+		v := f.Value(q)
+		zero := v == nil || reflect.ValueOf(v).IsZero()
+		switch {
+		case ok == (f.Optional && zero):
+			return fmt.Errorf("field %s: in JSON %v, optional %v, zero %v", f.Name, ok, f.Optional, zero)
+		case !ok:
+			continue
+		}
+		want, _ := json.Marshal(v)
+		gotJSON, _ := json.Marshal(got)
+		if string(want) != string(gotJSON) {
+			return fmt.Errorf("field %s: catalog %s, JSON %s", f.Name, want, gotJSON)
+		}
+	}
+	for _, b := range Boxes {
+		if seen[b.Name] {
+			return fmt.Errorf("box %s is a field too", b.Name)
+		}
+	}
+	return nil
 }

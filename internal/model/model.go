@@ -17,6 +17,9 @@ type Query struct {
 	TS       time.Time `json:"ts"`   // when the query started
 	PID      int       `json:"pid"`
 	Instance int       `json:"instance"` // the server's PID (PostgreSQL's postmaster)
+	// The server's database system, as OpenTelemetry names it
+	// (db.system.name): "postgresql", "mariadb" or "mysql".
+	System string `json:"system"`
 	// The container (and Kubernetes pod) the server runs in; absent on the host.
 	Container  *container.Info `json:"container,omitempty"`
 	DataDir    string          `json:"data_dir"` // the instance's data directory...
@@ -39,6 +42,12 @@ type Query struct {
 	Fingerprint  string `json:"fingerprint"` // 16 hex digits, stable across runs
 	Query        string `json:"query"`       // normalized unless --raw-sql
 	Truncated    bool   `json:"query_truncated,omitempty"`
+	// The application's trace context, from a W3C traceparent in a
+	// sqlcommenter comment of the query's text (sqlnorm.TraceParent):
+	// its trace and the span that sent the query. Absent without one, or
+	// when the comment lay past the text captured (4 KiB).
+	TraceID      string `json:"trace_id,omitempty"`
+	ParentSpanID string `json:"parent_span_id,omitempty"`
 
 	QueryNs uint64 `json:"query_ns"`
 	// Statements the record holds: 1, but for a PostgreSQL pipeline or
@@ -265,6 +274,17 @@ type Summary struct {
 	WaitHists Hists    `json:"wait_hists,omitempty"` // as Interval's
 	Drops     Drops    `json:"drops"`
 	Cost      *Cost    `json:"cost,omitempty"`
+	// OTLP: what became of the query records offered to an OpenTelemetry
+	// export (--otlp), absent without one.
+	OTLP []OTLPCount `json:"otlp,omitempty"`
+}
+
+// OTLPCount is how many query records offered to an OpenTelemetry export
+// met one outcome, in one signal (catalog: OTLPSignals).
+type OTLPCount struct {
+	Signal  string `json:"signal"`  // "logs" or "traces"
+	Outcome string `json:"outcome"` // "sent", or the reason it was dropped (catalog: OTLPDrops)
+	Count   uint64 `json:"count"`
 }
 
 // Cost is what dbiolat itself cost while it ran: its BPF programs, which

@@ -345,6 +345,9 @@ func Summary(w io.Writer, s *model.Summary) {
 		}
 	}
 	fmt.Fprintf(w, "; %s\n", DropsText(s.Drops))
+	if len(s.OTLP) > 0 {
+		fmt.Fprintln(w, OTLPText(s.OTLP))
+	}
 	if s.Cost != nil {
 		fmt.Fprintf(w, "%s\n", CostText(s.Cost, s.Seconds))
 	}

@@ -167,3 +167,15 @@ func TestCompareVerdict(t *testing.T) {
 		t.Errorf("without fs: verdict %q", v)
 	}
 }
+
+// The export's line names each signal's records sent, and the losses
+// apart from the choices.
+func TestOTLPText(t *testing.T) {
+	got := OTLPText([]model.OTLPCount{{Signal: "logs", Outcome: "sent", Count: 7}, {Signal: "logs", Outcome: "queue_full", Count: 2},
+		{Signal: "logs", Outcome: "not_sampled", Count: 90}, {Signal: "traces", Outcome: "sent", Count: 9}})
+	want := "otlp: logs 7 sent, 90 not sent (under --otlp-threshold and not drawn by --otlp-sample), " +
+		"2 LOST (the queue to the collector full: it is slow or down); traces 9 sent"
+	if got != want {
+		t.Errorf("OTLPText:\n got %s\nwant %s", got, want)
+	}
+}

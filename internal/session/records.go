@@ -201,6 +201,9 @@ func (s *Session) statement(q *model.Query, text []byte, truncated bool, d sqlno
 		norm = raw
 	}
 	q.Query, q.Fingerprint, q.Truncated = norm, fmt.Sprintf("%016x", fp), truncated
+	if tc, ok := sqlnorm.TraceParent(raw); ok { // from the raw text: normalizing removed the comment
+		q.TraceID, q.ParentSpanID = tc.TraceID, tc.ParentID
+	}
 }
 
 // accounted is what a query record measured, whichever the database.
@@ -214,6 +217,7 @@ func (s *Session) accounted(t *traced, e *probe.QueryEvent) *model.Query {
 		TS:            time.Unix(0, int64(e.StartNs)+int64(s.wallOff)),
 		PID:           int(e.Tgid),
 		Instance:      int(e.Instance),
+		System:        strings.ToLower(m.Kind), // "PostgreSQL", "MariaDB", "MySQL": OpenTelemetry's names lowercased
 		Container:     t.container,
 		QueryNs:       e.EndNs - e.StartNs,
 		Statements:    int(e.Statements),

@@ -8,6 +8,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/sqlnorm"
 )
 
 // A wait histogram is kept by version and event, not by server: an
@@ -70,5 +71,24 @@ func TestApplicationName(t *testing.T) {
 	var e probe.QueryEvent
 	if len(e.Application) != model.ApplicationMax+1 {
 		t.Errorf("the kernel sends %d bytes of application name, want model.ApplicationMax and its NUL", len(e.Application))
+	}
+}
+
+// A statement's trace context comes from its raw text, which its
+// normalized text and fingerprint no longer hold: two calls that differ
+// only in it share their fingerprint, and --raw-sql changes nothing.
+func TestStatementTraceContext(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, raw := range []bool{false, true} {
+		s := &Session{cfg: Config{RawSQL: raw}}
+		var with, without model.Query
+		s.statement(&with, []byte("SELECT * FROM t WHERE a = 1 /*controller='x',traceparent='"+tp+"'*/"), false, sqlnorm.PostgreSQL)
+		s.statement(&without, []byte("SELECT * FROM t WHERE a = 2"), false, sqlnorm.PostgreSQL)
+		if with.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || with.ParentSpanID != "00f067aa0ba902b7" || without.TraceID != "" {
+			t.Errorf("raw %v: trace context %q/%q, and %q without one", raw, with.TraceID, with.ParentSpanID, without.TraceID)
+		}
+		if with.Fingerprint != without.Fingerprint {
+			t.Errorf("raw %v: fingerprints %s and %s differ by the comment", raw, with.Fingerprint, without.Fingerprint)
+		}
 	}
 }

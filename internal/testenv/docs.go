@@ -24,7 +24,7 @@ func Root() string {
 // cannot drift from the one the documentation shows. With -update-docs it
 // rewrites the section instead:
 //
-//	go test ./internal/model/ ./internal/probe/ -run Doc -update-docs
+//	go test ./internal/model/ ./internal/probe/ ./internal/otlp/ -run Doc -update-docs
 func DocSection(t *testing.T, doc, name, want string) {
 	t.Helper()
 	file := filepath.Join(Root(), doc)
@@ -49,5 +49,5 @@ func DocSection(t *testing.T, doc, name, want string) {
 		t.Logf("%s: section %s rewritten", doc, name)
 		return
 	}
-	t.Errorf("%s's section %s is not what the code defines: run\n\tgo test ./internal/model/ ./internal/probe/ -run Doc -update-docs\nhave:\n%s\nwant:\n%s", doc, name, text[i:j], want)
+	t.Errorf("%s's section %s is not what the code defines: run\n\tgo test ./internal/model/ ./internal/probe/ ./internal/otlp/ -run Doc -update-docs\nhave:\n%s\nwant:\n%s", doc, name, text[i:j], want)
 }
