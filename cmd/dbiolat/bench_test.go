@@ -34,7 +34,7 @@ func benchDir(t *testing.T) string {
 func runBenchIn(t *testing.T, dir, group string, more ...string) (*record.Recording, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "bench.dbiolat")
-	args := append([]string{"bench", "--dir", dir, "-o", file, "--fio-size", "64", "--fio-seconds", "3",
+	args := append([]string{"bench", "--dir", dir, "-o", file, "--fio-size", "64", "--fio-seconds", "1",
 		"--scale", "3", "--scans", "2", "--seconds", "2"}, more...)
 	cmd := exec.Command(binary, args...)
 	if group != "" { // the shell joins the group, then becomes dbiolat: everything it starts is in it

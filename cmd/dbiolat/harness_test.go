@@ -87,8 +87,26 @@ func startVersion(t *testing.T, version string, settings map[string]string) *pgs
 // its I/O workers' reads are another test's.
 func eachVersion(t *testing.T, settings map[string]string, fn func(t *testing.T, c *pgsandbox.Cluster)) {
 	t.Helper()
+	versions(t, false, settings, fn)
+}
+
+// eachVersionAtOnce is eachVersion with the versions' subtests run side
+// by side: for a test whose servers only count (statements against
+// pg_stat_statements, the waterfall's order of boxes), whose traces
+// name their server, and which neither drops the page cache nor needs
+// the machine to itself. The suite's time is counted (CI's budget).
+func eachVersionAtOnce(t *testing.T, settings map[string]string, fn func(t *testing.T, c *pgsandbox.Cluster)) {
+	t.Helper()
+	versions(t, true, settings, fn)
+}
+
+func versions(t *testing.T, atOnce bool, settings map[string]string, fn func(t *testing.T, c *pgsandbox.Cluster)) {
+	t.Helper()
 	for _, v := range pgsandbox.Versions {
 		t.Run("pg"+v, func(t *testing.T) {
+			if atOnce {
+				t.Parallel()
+			}
 			s := maps.Clone(settings)
 			if v == "18" {
 				s = withSetting(s, "io_method", "sync")

@@ -25,7 +25,7 @@ import (
 // statements, or named prepared statements; on every version; and with
 // --usdt where the build has the probes, which fire for simple queries only.
 func TestPgbenchStatementsReportedOnce(t *testing.T) {
-	eachVersion(t, nil, testPgbenchStatementsReportedOnce)
+	eachVersionAtOnce(t, nil, testPgbenchStatementsReportedOnce)
 }
 
 func testPgbenchStatementsReportedOnce(t *testing.T, c *pgsandbox.Cluster) {

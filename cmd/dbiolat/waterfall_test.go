@@ -88,7 +88,7 @@ func TestCPUHogsShowAsRunQueueWait(t *testing.T) {
 // without USDT probes: the backend's own wait event says it.
 func TestLockWaitIsLock(t *testing.T) {
 	// No deadlock check in the middle of the wait: it runs on CPU.
-	eachVersion(t, map[string]string{"deadlock_timeout": "1h"}, testLockWaitIsLock)
+	eachVersionAtOnce(t, map[string]string{"deadlock_timeout": "1h"}, testLockWaitIsLock)
 }
 
 func testLockWaitIsLock(t *testing.T, c *pgsandbox.Cluster) {
@@ -170,7 +170,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // client that asked only waits.
 func TestCheckpointWorkIsTheCheckpointers(t *testing.T) {
 	// No background writer: only the checkpointer may write the dirty buffers.
-	eachVersion(t, map[string]string{"checkpoint_timeout": "1h", "max_wal_size": "4GB", "bgwriter_lru_maxpages": "0"}, func(t *testing.T, c *pgsandbox.Cluster) {
+	eachVersionAtOnce(t, map[string]string{"checkpoint_timeout": "1h", "max_wal_size": "4GB", "bgwriter_lru_maxpages": "0"}, func(t *testing.T, c *pgsandbox.Cluster) {
 		psql(t, c, "CREATE TABLE dirty AS SELECT g AS id, repeat('d', 200) AS pad FROM generate_series(1, 200000) g; CHECKPOINT")
 		psql(t, c, "UPDATE dirty SET pad = repeat('e', 200)") // dirty every page again
 		// Ground truth: what the checkpoint has to write is what is dirty in
