@@ -1,6 +1,7 @@
 // Package deploy holds what runs dbiolat in a cluster: the DaemonSet
 // (kubernetes/), the Helm chart that renders the same pods (helm/), the
-// Grafana dashboard (grafana/). Its code reads them as Kubernetes would,
+// Grafana dashboard (grafana/), the OpenTelemetry Collector config that
+// stores serve --otlp's records in ClickHouse (otel/). Its code reads them as Kubernetes would,
 // for the tests that hold the chart and the container image to the
 // manifest's privileges: the manifest is the one definition of them.
 package deploy

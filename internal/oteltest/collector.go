@@ -25,6 +25,7 @@ type Collector struct {
 	GRPC string // its OTLP/gRPC endpoint, host:port
 	HTTP string // its OTLP/HTTP base endpoint, http://host:port: signals go to /v1/logs, /v1/traces
 
+	httpAddr             string // HTTP's host:port
 	logsFile, tracesFile string
 	proc                 process
 }
@@ -57,10 +58,10 @@ func StartCollector(t testing.TB, options ...CollectorOption) *Collector {
 		logsFile:   filepath.Join(dir, "logs.jsonl"),
 		tracesFile: filepath.Join(dir, "traces.jsonl"),
 	}
-	httpAddr := loopback(freePort(t))
-	c.HTTP = "http://" + httpAddr
+	c.httpAddr = loopback(freePort(t))
+	c.HTTP = "http://" + c.httpAddr
 	config := filepath.Join(dir, "collector.yaml")
-	b, err := json.MarshalIndent(c.config(httpAddr, cfg), "", "  ") // YAML reads JSON
+	b, err := json.MarshalIndent(c.config(cfg), "", "  ") // YAML reads JSON
 	if err == nil {
 		err = os.WriteFile(config, b, 0o600)
 	}
@@ -79,7 +80,7 @@ func StartCollector(t testing.TB, options ...CollectorOption) *Collector {
 
 // config is the Collector's configuration: OTLP in on c's ports, each
 // signal to its file, traces to the forwarding endpoint too if any.
-func (c *Collector) config(httpAddr string, cfg collectorConfig) map[string]any {
+func (c *Collector) config(cfg collectorConfig) map[string]any {
 	file := func(path string) map[string]any {
 		// append: a restarted Collector keeps what it wrote before;
 		// flush_interval: what it received is readable soon (default 1 s).
@@ -94,7 +95,7 @@ func (c *Collector) config(httpAddr string, cfg collectorConfig) map[string]any 
 	return map[string]any{
 		"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{
 			"grpc": map[string]any{"endpoint": c.GRPC},
-			"http": map[string]any{"endpoint": httpAddr},
+			"http": map[string]any{"endpoint": c.httpAddr},
 		}}},
 		"exporters": exporters,
 		"service": map[string]any{
@@ -115,7 +116,7 @@ func (c *Collector) Start(t testing.TB) {
 	if c.proc.cmd != nil {
 		t.Fatal("collector: Start while it runs")
 	}
-	c.proc.start(t, func() bool { return listening(c.GRPC) && listening(c.HTTP[len("http://"):]) })
+	c.proc.start(t, func() bool { return listening(c.GRPC) && listening(c.httpAddr) })
 }
 
 // Stop shuts the Collector down (it flushes its exporters first), as an

@@ -59,7 +59,9 @@ func StartJaeger(t testing.TB) *Jaeger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.proc = process{name: "jaeger", args: []string{bin, "--config", file}, logFile: filepath.Join(dir, "jaeger.log")}
+	// Killed at the end: its traces are in memory, and once a Collector has
+	// sent to it, a graceful stop waits 10 s for something.
+	j.proc = process{name: "jaeger", args: []string{bin, "--config", file}, logFile: filepath.Join(dir, "jaeger.log"), kill: true}
 	t.Cleanup(func() {
 		if err := j.proc.stop(); err != nil {
 			t.Error(err)

@@ -77,6 +77,7 @@ type process struct {
 	name    string // "collector", "jaeger": begins every message
 	args    []string
 	logFile string
+	kill    bool // stop with SIGKILL: nothing to flush, and a graceful stop is slow
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	err     error         // its exit status, once exited is closed
@@ -117,9 +118,9 @@ func (p *process) start(t testing.TB, ready func() bool) {
 }
 
 // stop asks the process to shut down (SIGTERM: a Collector flushes its
-// exporters then), kills it if it has not within 30 s, and returns how it
-// had ended if it ended on its own before: a crash the test must hear of.
-// Stopping a stopped process does nothing.
+// exporters then; SIGKILL if p.kill), kills it if it has not within 30 s,
+// and returns how it had ended if it ended on its own before: a crash the
+// test must hear of. Stopping a stopped process does nothing.
 func (p *process) stop() error {
 	if p.cmd == nil {
 		return nil
@@ -130,7 +131,11 @@ func (p *process) stop() error {
 		return fmt.Errorf("%s had exited (%v):\n%s", p.name, p.err, p.tail())
 	default:
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	if p.kill {
+		p.cmd.Process.Kill()
+	} else {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
 	select {
 	case <-p.exited:
 	case <-time.After(30 * time.Second):
