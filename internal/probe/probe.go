@@ -136,6 +136,7 @@ type (
 	Hist       = dbiolatHist
 	FSOp       = dbiolatFsOp
 	BlkOp      = dbiolatBlkOp
+	PooledFor  = dbiolatPooledFor
 )
 
 // WaitEventsOther is the wait event of a query's last slot when its
