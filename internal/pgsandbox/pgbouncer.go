@@ -180,7 +180,35 @@ func (p *Pgbouncer) Stop() error {
 	})
 }
 
-// String names it in messages: "pgbouncer pid N (transaction pooling)".
-func (p *Pgbouncer) String() string {
-	return strings.TrimSpace(fmt.Sprintf("pgbouncer pid %d on %s", p.PID(), p.Addr()))
+// Logins lists the client connections pgbouncer has logged in so far,
+// as its log names them ("127.0.0.1:38536"), in order: what it saw, to
+// check what others say of its clients against.
+func (p *Pgbouncer) Logins() ([]string, error) {
+	b, err := os.ReadFile(p.box.LogFile)
+	if err != nil {
+		return nil, fmt.Errorf("pgsandbox: %w", err)
+	}
+	return ParseLogins(string(b)), nil
+}
+
+// ParseLogins reads the client addresses of a pgbouncer log's login
+// lines: "... LOG C-0x55a0f52d9570: db/user@127.0.0.1:38536 login attempt: ...";
+// a unix socket's client is "unix(PID):PORT".
+func ParseLogins(log string) []string {
+	var out []string
+	for line := range strings.Lines(log) {
+		before, _, ok := strings.Cut(line, " login attempt: ")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(before)
+		if len(fields) == 0 {
+			continue
+		}
+		_, addr, ok := strings.Cut(fields[len(fields)-1], "@")
+		if _, _, err := net.SplitHostPort(addr); ok && err == nil {
+			out = append(out, addr)
+		}
+	}
+	return out
 }
