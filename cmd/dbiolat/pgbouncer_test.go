@@ -29,13 +29,22 @@ import (
 )
 
 func TestPgbouncerClientsNamed(t *testing.T) {
-	c := startPG(t, nil)
+	port := 20000 + (os.Getpid()+53)%20000
+	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})
 	python, _ := driverTools(t)
 	if _, err := c.Pgbench(context.Background(), "postgres", "-i", "-q", "-s", "1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"session", "transaction"} {
-		t.Run(mode, func(t *testing.T) { testPgbouncerClientsNamed(t, c, python, mode) })
+	for _, tc := range []struct {
+		name string
+		opts pgsandbox.PgbouncerOptions
+	}{
+		{"session", pgsandbox.PgbouncerOptions{PoolMode: "session"}},
+		{"transaction", pgsandbox.PgbouncerOptions{PoolMode: "transaction"}},
+		// The server's end of pgbouncer's connections is a TCP socket, not a unix one.
+		{"transaction over TCP", pgsandbox.PgbouncerOptions{PoolMode: "transaction", ServerTCP: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testPgbouncerClientsNamed(t, c, python, tc.opts) })
 	}
 }
 
@@ -53,10 +62,11 @@ var pooledApps = []string{"pooled-a", "pooled-b", "pooled-c"}
 var pgbenchStatements = []string{"BEGIN", "UPDATE pgbench_accounts", "SELECT abalance", "UPDATE pgbench_tellers",
 	"UPDATE pgbench_branches", "INSERT INTO pgbench_history", "END"}
 
-func testPgbouncerClientsNamed(t *testing.T, c *pgsandbox.Cluster, python, mode string) {
+func testPgbouncerClientsNamed(t *testing.T, c *pgsandbox.Cluster, python string, opts pgsandbox.PgbouncerOptions) {
 	// Two server connections for seven clients: in transaction pooling
 	// they take turns on them.
-	pgb := startPgbouncer(t, c, pgsandbox.PgbouncerOptions{PoolMode: mode, PoolSize: 2})
+	opts.PoolSize = 2
+	pgb := startPgbouncer(t, c, opts)
 	psql(t, c, "SELECT pg_stat_statements_reset()")
 	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
 
@@ -159,7 +169,7 @@ func testPgbouncerClientsNamed(t *testing.T, c *pgsandbox.Cluster, python, mode 
 		t.Logf("backend %d served %d clients", pid, len(clients))
 		most = max(most, len(clients))
 	}
-	if mode == "transaction" && most < 2 {
+	if opts.PoolMode == "transaction" && most < 2 {
 		t.Errorf("no backend served two clients: the test did not pool (backends %v)", served)
 	}
 }

@@ -29,12 +29,16 @@ type PgbouncerOptions struct {
 	// and user; 0: pgbouncer's default (20). Fewer than the clients makes
 	// them share server connections in transaction pooling.
 	PoolSize int
+	// ServerTCP: it reaches the cluster over TCP on 127.0.0.1 (the
+	// cluster must listen there: Settings' listen_addresses), not over
+	// its unix socket.
+	ServerTCP bool
 }
 
 // Pgbouncer is a pgbouncer of a sandbox cluster's own: its private
 // directory (configuration, auth file, log), listening on a free port of
 // 127.0.0.1 and on no unix socket, and connecting to the cluster over its
-// unix socket. It never touches the system's pgbouncer service or its
+// unix socket (or TCP: ServerTCP). It never touches the system's pgbouncer service or its
 // /etc/pgbouncer.
 type Pgbouncer struct {
 	box  *sandbox.Dir
@@ -75,6 +79,10 @@ func (p *Pgbouncer) start(ctx context.Context, c *Cluster, bin string, opts Pgbo
 	if mode == "" {
 		mode = "session"
 	}
+	server := c.box.Path
+	if opts.ServerTCP {
+		server = "127.0.0.1"
+	}
 	conf := fmt.Sprintf(`[databases]
 * = host=%s port=%d
 
@@ -90,7 +98,7 @@ max_client_conn = 200
 logfile = %s
 pidfile = %s
 ignore_startup_parameters = extra_float_digits
-`, c.box.Path, c.port, p.port, filepath.Join(p.box.Path, "userlist.txt"), c.user, mode, p.box.LogFile,
+`, server, c.port, p.port, filepath.Join(p.box.Path, "userlist.txt"), c.user, mode, p.box.LogFile,
 		filepath.Join(p.box.Path, "pgbouncer.pid"))
 	if opts.PoolSize > 0 {
 		conf += fmt.Sprintf("default_pool_size = %d\n", opts.PoolSize)

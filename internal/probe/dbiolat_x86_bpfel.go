@@ -429,7 +429,6 @@ type dbiolatTaskLocal struct {
 		TextFirst uint32
 		Pad2      uint32
 		PortalNs  uint64
-		Pooled    dbiolatPooledFor
 	}
 	Kind uint32
 	Pad  uint32
@@ -565,6 +564,7 @@ const (
 	dbiolatMapMysqlTail             = "mysql_tail"
 	dbiolatMapMysqlTlsConns         = "mysql_tls_conns"
 	dbiolatMapPooledConns           = "pooled_conns"
+	dbiolatMapPooledTrips           = "pooled_trips"
 	dbiolatMapPoolerLast            = "pooler_last"
 	dbiolatMapPoolerReads           = "pooler_reads"
 	dbiolatMapProcRuns              = "proc_runs"
@@ -797,6 +797,7 @@ type dbiolatMapSpecs struct {
 	MysqlTail     *ebpf.MapSpec `ebpf:"mysql_tail"`
 	MysqlTlsConns *ebpf.MapSpec `ebpf:"mysql_tls_conns"`
 	PooledConns   *ebpf.MapSpec `ebpf:"pooled_conns"`
+	PooledTrips   *ebpf.MapSpec `ebpf:"pooled_trips"`
 	PoolerLast    *ebpf.MapSpec `ebpf:"pooler_last"`
 	PoolerReads   *ebpf.MapSpec `ebpf:"pooler_reads"`
 	ProcRuns      *ebpf.MapSpec `ebpf:"proc_runs"`
@@ -871,6 +872,7 @@ type dbiolatMaps struct {
 	MysqlTail     *ebpf.Map `ebpf:"mysql_tail"`
 	MysqlTlsConns *ebpf.Map `ebpf:"mysql_tls_conns"`
 	PooledConns   *ebpf.Map `ebpf:"pooled_conns"`
+	PooledTrips   *ebpf.Map `ebpf:"pooled_trips"`
 	PoolerLast    *ebpf.Map `ebpf:"pooler_last"`
 	PoolerReads   *ebpf.Map `ebpf:"pooler_reads"`
 	ProcRuns      *ebpf.Map `ebpf:"proc_runs"`
@@ -903,6 +905,7 @@ func (m *dbiolatMaps) Close() error {
 		m.MysqlTail,
 		m.MysqlTlsConns,
 		m.PooledConns,
+		m.PooledTrips,
 		m.PoolerLast,
 		m.PoolerReads,
 		m.ProcRuns,

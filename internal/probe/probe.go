@@ -137,6 +137,7 @@ type (
 	FSOp       = dbiolatFsOp
 	BlkOp      = dbiolatBlkOp
 	PooledFor  = dbiolatPooledFor
+	ClientEnd  = dbiolatClientEnd
 )
 
 // WaitEventsOther is the wait event of a query's last slot when its

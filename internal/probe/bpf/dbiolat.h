@@ -388,7 +388,6 @@ struct wire {
 	__u32 text_first; /* the statements before the first one in the captured bytes (a later read's) */
 	__u32 pad2;
 	__u64 portal_ns;  /* time of the earlier round trips of a statement whose portal was suspended */
-	struct pooled_for pooled; /* the round trip's client behind a pooler, when it began */
 };
 
 /* The task-local state of a traced thread. */

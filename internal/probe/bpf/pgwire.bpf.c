@@ -175,7 +175,7 @@ static __always_inline void pgwire_submit(struct query_event *e, struct wire *w,
 		n = 0;
 	e->text_kind = TEXT_PG_WIRE;
 	e->text_first = w->text_first;
-	e->pooled = w->pooled;
+	pooled_record(e);
 	query_submit(e, n, w->flags & WIRE_TRUNCATED);
 	w->text_sent = 1;
 }
@@ -258,7 +258,7 @@ static __always_inline void pgwire_request(struct task_struct *task, struct task
 	w->flags = ret > n ? WIRE_TRUNCATED : 0;
 	w->text_off = 0;
 	__builtin_memset(&w->in, 0, sizeof(w->in)); /* a read that begins a round trip begins a message */
-	pooled_begin(w);
+	pooled_begin(task, w);
 	pgwire_begin(tl, t, bpf_ktime_get_ns());
 	if (w->flags & WIRE_WALK) {
 		struct msg_walk mw = {};

@@ -12,7 +12,7 @@
  * buffer's address says whose request it is (pooler_reads, made at the
  * read). The send leaves that client on the server connection
  * (pooled_conns), and the backend takes it when it reads the request and
- * begins the round trip (pooled_begin). The send is seen at its entry (a
+ * begins the round trip (pooled_begin), for its records (pooled_record). The send is seen at its entry (a
  * uprobe on the C library's send, in the pooler's process only): the
  * kernel's sock_send_length fires after the bytes were queued, when the
  * backend may have read them already. The next client of the connection
@@ -38,10 +38,16 @@
 #define AF_INET 2
 #define AF_INET6 10
 
-/* Each server connection's client now, behind a pooler. */
+/*
+ * Each server connection's client now, behind a pooler. Every request the
+ * pooler sends puts its connection's entry again, just before the backend
+ * reads it: an entry evicted meanwhile costs only connections idle since.
+ */
+#define POOLED_CONNS 1024
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_THREADS);
+	__uint(max_entries, POOLED_CONNS);
 	__type(key, struct conn_key);
 	__type(value, struct pooled_for);
 } pooled_conns SEC(".maps");
@@ -55,7 +61,7 @@ struct pooler_read {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 1024); /* a request waiting for a server holds one: pgbouncer's max_client_conn is 100 by default */
 	__type(key, struct pooler_read);
 	__type(value, struct client_end);
 } pooler_reads SEC(".maps");
@@ -75,6 +81,17 @@ struct {
 	__type(key, __u16);
 	__type(value, __u32);
 } server_ports SEC(".maps");
+
+/*
+ * The current round trip's client, of a backend behind a pooler: apart
+ * from its wire state, so that the backends of no pooler do not carry it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pooled_for);
+} pooled_trips SEC(".maps");
 
 /* Set once a pooler sent to a server: until then no backend looks its client up. */
 volatile __u32 pooled_seen;
@@ -236,18 +253,35 @@ static __always_inline void pooler_sending(int fd, void *buf)
  * socket, which a later socket may take: it counts only if the process at
  * the other end (the socket's peer credentials) is the pooler that left it.
  */
-static __always_inline void pooled_begin(struct wire *w)
+static __always_inline void pooled_begin(struct task_struct *task, struct wire *w)
 {
 	struct sock *sk = (struct sock *)w->sk;
-	struct pooled_for *v;
+	struct pooled_for *v, *trip;
 	struct conn_key k;
 
-	__builtin_memset(&w->pooled, 0, sizeof(w->pooled));
-	if (!pooled_seen || !sk || !backend_conn_key(sk, &k))
+	if (!pooled_seen)
+		return;
+	trip = bpf_task_storage_get(&pooled_trips, task, 0, 0);
+	if (trip)
+		__builtin_memset(trip, 0, sizeof(*trip));
+	if (!sk || !backend_conn_key(sk, &k))
 		return;
 	v = bpf_map_lookup_elem(&pooled_conns, &k);
-	if (v && (!k.server_sk || v->pooler == peer_pid(sk)))
-		w->pooled = *v;
+	if (!v || (k.server_sk && v->pooler != peer_pid(sk)))
+		return;
+	if (!trip)
+		trip = bpf_task_storage_get(&pooled_trips, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (trip)
+		*trip = *v;
+}
+
+/* A record of the backend's round trip: its client behind a pooler, if any. */
+static __always_inline void pooled_record(struct query_event *e)
+{
+	struct pooled_for *trip;
+
+	if (pooled_seen && (trip = bpf_task_storage_get(&pooled_trips, bpf_get_current_task_btf(), 0, 0)))
+		e->pooled = *trip;
 }
 
 #endif /* POOLER_BPF_H */
