@@ -296,14 +296,16 @@ int BPF_PROG(pgwire_recv, struct sock *sk, int ret, int flags)
 	struct task_local *tl;
 	struct wire *w;
 
-	if (ret <= 0 || (flags & MSG_PEEK))
+	if (flags & MSG_PEEK)
 		return 0;
 	task = bpf_get_current_task_btf();
 	tl = task_local_of(task);
-	if (tl && tl->kind == PROC_POOLER) {
-		pooler_received(task, sk, sock_buf(task));
+	if (tl && tl->kind == PROC_POOLER) { /* a read that found nothing tells too: pooler.bpf.h */
+		pooler_received(task, sk, ret > 0 ? sock_buf(task) : NULL);
 		return 0;
 	}
+	if (ret <= 0)
+		return 0;
 	tl = pgwire_sync(tl);
 	if (!tl)
 		return 0;

@@ -21,11 +21,13 @@
  *
  * What the pooler sends from a buffer of its own (the SET of the client's
  * application_name before its first request on a connection, the
- * server_reset_query when its session ends) goes out in the turn of
- * pgbouncer's event loop that read that client, before any other socket
- * is read: it is the client the thread read last, unless it read a server
- * connection since (a waiting client linked as another's server came
- * free): then the client is not known.
+ * server_reset_query when its session ends) goes out right after it read
+ * that client, before any other socket is read: it is the client the
+ * thread read last. That read may have found nothing: pgbouncer tries a
+ * read of a waiting client it links to a server coming free before it
+ * takes the client's request out of its buffer; so a read counts whatever
+ * it returned. A read of a server connection since: the client is not
+ * known.
  */
 #ifndef POOLER_BPF_H
 #define POOLER_BPF_H
@@ -199,7 +201,7 @@ static __always_inline void client_end_of(struct sock *sk, struct client_end *c)
 	c->port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 }
 
-/* A pooler's thread read from a socket into buf: a client's request, or a server's reply. */
+/* A pooler's thread read from a socket into buf (NULL: it read nothing): a client's request, or a server's reply. */
 static __always_inline void pooler_received(struct task_struct *task, struct sock *sk, void *buf)
 {
 	struct client_end *last = bpf_task_storage_get(&pooler_last, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
