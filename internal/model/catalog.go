@@ -164,6 +164,8 @@ var Fields = []Field{
 	{"query_truncated", "true when the text was cut at 4 KiB", true, func(q *Query) any { return q.Truncated }},
 	{"role", "the process's role (client backend, connection...)", false, func(q *Query) any { return q.Role }},
 	{"application", "the application that sent it: PostgreSQL's application_name, MariaDB's program_name", true, func(q *Query) any { return q.Application }},
+	{"via", "the connection pooler it came through (pgbouncer pid N): the client fields are then the client it forwarded it for", true, func(q *Query) any { return q.Via }},
+	{"client_pid", "behind a pooler, the process of a client connected over a unix socket", true, func(q *Query) any { return q.ClientPID }},
 	{"instance", "the server's PID (PostgreSQL's postmaster)", false, func(q *Query) any { return q.Instance }},
 	{"data_dir", "the server's data directory", false, func(q *Query) any { return q.DataDir }},
 	{"tid", "a MySQL server's thread that ran it", true, func(q *Query) any { return q.TID }},

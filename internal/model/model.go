@@ -29,6 +29,12 @@ type Query struct {
 	User       string          `json:"user"`
 	ClientAddr string          `json:"client_addr,omitempty"` // a TCP client's address; absent over a unix socket
 	ClientPort int             `json:"client_port,omitempty"`
+	// Behind a connection pooler: the pooler the query came through
+	// ("pgbouncer pid 1234"); ClientAddr and ClientPort are then the
+	// client connection it forwarded the query for (absent when that could
+	// not be told), and ClientPID a unix-socket client's process.
+	Via       string `json:"via,omitempty"`
+	ClientPID int    `json:"client_pid,omitempty"`
 	// The application that sent it, as its client named itself: PostgreSQL's
 	// application_name when the query ended, MySQL's program_name
 	// connection attribute; absent when none is known. At most

@@ -32,7 +32,7 @@ var Conventions = []Convention{
 	{"user", string(semconv.UserNameKey), "the database user (the Collector's query_sample names it so)"},
 	{"port", string(semconv.ServerPortKey), "the server's port; server.address is the host's name"},
 	{"pid", string(semconv.ProcessPIDKey), "the backend process (a MySQL server's: the server)"},
-	{"client_addr", string(semconv.ClientAddressKey), "a TCP client's address (absent over a unix socket)"},
+	{"client_addr", string(semconv.ClientAddressKey), "a TCP client's address (absent over a unix socket); behind a pooler, the client it forwarded the query for"},
 	{"client_port", string(semconv.ClientPortKey), "its port"},
 	{"container", "container.id, container.runtime.name, k8s.pod.uid, k8s.namespace.name, k8s.pod.name", "the server's container and pod (absent on the host)"},
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,6 +158,9 @@ func Tree(w io.Writer, q *model.Query) {
 	if q.Application != "" {
 		who += " " + Application(q)
 	}
+	if q.Via != "" {
+		who += " " + Pooled(q)
+	}
 	fmt.Fprintf(w, "\nquery %s  %s pid %d %s\n  %s\n", dur(q.QueryNs), q.TS.Format("15:04:05.000"), q.PID, who, OneLine(q.Query))
 	for i, box := range model.Boxes {
 		ns := *box.Of(q)
@@ -207,6 +211,19 @@ func Who(q *model.Query) string {
 		return q.Role
 	}
 	return q.User + "@" + q.Database
+}
+
+// Pooled names a query's client behind a pooler in a line of text:
+// "from 127.0.0.1:5678 via pgbouncer pid 42" ("from pid 99" for a unix
+// socket's client, nothing for one not known).
+func Pooled(q *model.Query) string {
+	switch {
+	case q.ClientAddr != "":
+		return "from " + net.JoinHostPort(q.ClientAddr, strconv.Itoa(q.ClientPort)) + " via " + q.Via
+	case q.ClientPID != 0:
+		return "from pid " + strconv.Itoa(q.ClientPID) + " via " + q.Via
+	}
+	return "via " + q.Via
 }
 
 // Application names a query's application in a line of text: app=NAME,

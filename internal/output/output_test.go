@@ -179,3 +179,19 @@ func TestOTLPText(t *testing.T) {
 		t.Errorf("OTLPText:\n got %s\nwant %s", got, want)
 	}
 }
+
+func TestPooled(t *testing.T) {
+	for _, tc := range []struct {
+		q    model.Query
+		want string
+	}{
+		{model.Query{Via: "pgbouncer pid 42", ClientAddr: "127.0.0.1", ClientPort: 5678}, "from 127.0.0.1:5678 via pgbouncer pid 42"},
+		{model.Query{Via: "pgbouncer pid 42", ClientAddr: "::1", ClientPort: 5678}, "from [::1]:5678 via pgbouncer pid 42"},
+		{model.Query{Via: "pgbouncer pid 42", ClientPID: 99}, "from pid 99 via pgbouncer pid 42"},
+		{model.Query{Via: "pgbouncer pid 42"}, "via pgbouncer pid 42"},
+	} {
+		if got := Pooled(&tc.q); got != tc.want {
+			t.Errorf("Pooled(%+v) = %q, want %q", tc.q, got, tc.want)
+		}
+	}
+}

@@ -73,6 +73,24 @@ type dbiolatCapture struct {
 	Buf       [4096]int8
 }
 
+type dbiolatClientEnd struct {
+	_      structs.HostLayout
+	Addr   [16]uint8
+	Port   uint16
+	Family uint16
+	Pid    uint32
+}
+
+type dbiolatConnKey struct {
+	_          structs.HostLayout
+	ServerSk   uint64
+	ServerAddr [16]uint8
+	ClientAddr [16]uint8
+	ServerPort uint16
+	ClientPort uint16
+	Pad        uint32
+}
+
 type dbiolatEmitFlag uint32
 
 const (
@@ -177,7 +195,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [864]uint8
+	Head      [896]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -205,6 +223,20 @@ type dbiolatMysqlTlsKey struct {
 	Tgid uint32
 	Pad  uint32
 	Ssl  uint64
+}
+
+type dbiolatPooledFor struct {
+	_      structs.HostLayout
+	Client dbiolatClientEnd
+	Pooler uint32
+	Pad    uint32
+}
+
+type dbiolatPoolerRead struct {
+	_    structs.HostLayout
+	Buf  uint64
+	Tgid uint32
+	Pad  uint32
 }
 
 type dbiolatProcFlag uint32
@@ -235,6 +267,7 @@ const (
 	dbiolatProcKindPROC_POSTGRES dbiolatProcKind = 0
 	dbiolatProcKindPROC_MYSQL    dbiolatProcKind = 1
 	dbiolatProcKindPROC_STORAGE  dbiolatProcKind = 2
+	dbiolatProcKindPROC_POOLER   dbiolatProcKind = 3
 )
 
 type dbiolatProcRun struct {
@@ -291,6 +324,7 @@ type dbiolatQueryEvent struct {
 	Pad2           uint32
 	Title          [64]int8
 	Application    [64]int8
+	Pooled         dbiolatPooledFor
 	Acct           dbiolatQueryAcct
 	Waits          [8]dbiolatWaitTime
 	TextLen        uint32
@@ -529,10 +563,15 @@ const (
 	dbiolatMapMysqlReplies          = "mysql_replies"
 	dbiolatMapMysqlTail             = "mysql_tail"
 	dbiolatMapMysqlTlsConns         = "mysql_tls_conns"
+	dbiolatMapPooledConns           = "pooled_conns"
+	dbiolatMapPooledTrips           = "pooled_trips"
+	dbiolatMapPoolerLast            = "pooler_last"
+	dbiolatMapPoolerReads           = "pooler_reads"
 	dbiolatMapProcRuns              = "proc_runs"
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
 	dbiolatMapQueryScratch          = "query_scratch"
+	dbiolatMapServerPorts           = "server_ports"
 	dbiolatMapStats                 = "stats"
 	dbiolatMapTasks                 = "tasks"
 	dbiolatMapThreads               = "threads"
@@ -596,6 +635,7 @@ const (
 	dbiolatProgMysqlTlsRead         = "mysql_tls_read"
 	dbiolatProgMysqlTlsReadDone     = "mysql_tls_read_done"
 	dbiolatProgMysqlTlsWrite        = "mysql_tls_write"
+	dbiolatProgPgwirePoolerSend     = "pgwire_pooler_send"
 	dbiolatProgPgwireRecv           = "pgwire_recv"
 	dbiolatProgPgwireSend           = "pgwire_send"
 	dbiolatProgPgwireTlsRead        = "pgwire_tls_read"
@@ -611,6 +651,7 @@ const (
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 	dbiolatVarMysqlFence            = "mysql_fence"
+	dbiolatVarPooledSeen            = "pooled_seen"
 	dbiolatVarResyncNs              = "resync_ns"
 	dbiolatVarRqfFlushSeq           = "rqf_flush_seq"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
@@ -724,6 +765,7 @@ type dbiolatProgramSpecs struct {
 	MysqlTlsRead         *ebpf.ProgramSpec `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.ProgramSpec `ebpf:"mysql_tls_read_done"`
 	MysqlTlsWrite        *ebpf.ProgramSpec `ebpf:"mysql_tls_write"`
+	PgwirePoolerSend     *ebpf.ProgramSpec `ebpf:"pgwire_pooler_send"`
 	PgwireRecv           *ebpf.ProgramSpec `ebpf:"pgwire_recv"`
 	PgwireSend           *ebpf.ProgramSpec `ebpf:"pgwire_send"`
 	PgwireTlsRead        *ebpf.ProgramSpec `ebpf:"pgwire_tls_read"`
@@ -754,10 +796,15 @@ type dbiolatMapSpecs struct {
 	MysqlReplies  *ebpf.MapSpec `ebpf:"mysql_replies"`
 	MysqlTail     *ebpf.MapSpec `ebpf:"mysql_tail"`
 	MysqlTlsConns *ebpf.MapSpec `ebpf:"mysql_tls_conns"`
+	PooledConns   *ebpf.MapSpec `ebpf:"pooled_conns"`
+	PooledTrips   *ebpf.MapSpec `ebpf:"pooled_trips"`
+	PoolerLast    *ebpf.MapSpec `ebpf:"pooler_last"`
+	PoolerReads   *ebpf.MapSpec `ebpf:"pooler_reads"`
 	ProcRuns      *ebpf.MapSpec `ebpf:"proc_runs"`
 	ProcTotals    *ebpf.MapSpec `ebpf:"proc_totals"`
 	Procs         *ebpf.MapSpec `ebpf:"procs"`
 	QueryScratch  *ebpf.MapSpec `ebpf:"query_scratch"`
+	ServerPorts   *ebpf.MapSpec `ebpf:"server_ports"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	Tasks         *ebpf.MapSpec `ebpf:"tasks"`
 	Threads       *ebpf.MapSpec `ebpf:"threads"`
@@ -775,6 +822,7 @@ type dbiolatVariableSpecs struct {
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
+	PooledSeen        *ebpf.VariableSpec `ebpf:"pooled_seen"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
 	RqfFlushSeq       *ebpf.VariableSpec `ebpf:"rqf_flush_seq"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
@@ -823,10 +871,15 @@ type dbiolatMaps struct {
 	MysqlReplies  *ebpf.Map `ebpf:"mysql_replies"`
 	MysqlTail     *ebpf.Map `ebpf:"mysql_tail"`
 	MysqlTlsConns *ebpf.Map `ebpf:"mysql_tls_conns"`
+	PooledConns   *ebpf.Map `ebpf:"pooled_conns"`
+	PooledTrips   *ebpf.Map `ebpf:"pooled_trips"`
+	PoolerLast    *ebpf.Map `ebpf:"pooler_last"`
+	PoolerReads   *ebpf.Map `ebpf:"pooler_reads"`
 	ProcRuns      *ebpf.Map `ebpf:"proc_runs"`
 	ProcTotals    *ebpf.Map `ebpf:"proc_totals"`
 	Procs         *ebpf.Map `ebpf:"procs"`
 	QueryScratch  *ebpf.Map `ebpf:"query_scratch"`
+	ServerPorts   *ebpf.Map `ebpf:"server_ports"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	Tasks         *ebpf.Map `ebpf:"tasks"`
 	Threads       *ebpf.Map `ebpf:"threads"`
@@ -851,10 +904,15 @@ func (m *dbiolatMaps) Close() error {
 		m.MysqlReplies,
 		m.MysqlTail,
 		m.MysqlTlsConns,
+		m.PooledConns,
+		m.PooledTrips,
+		m.PoolerLast,
+		m.PoolerReads,
 		m.ProcRuns,
 		m.ProcTotals,
 		m.Procs,
 		m.QueryScratch,
+		m.ServerPorts,
 		m.Stats,
 		m.Tasks,
 		m.Threads,
@@ -873,6 +931,7 @@ type dbiolatVariables struct {
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
 	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
+	PooledSeen        *ebpf.Variable `ebpf:"pooled_seen"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
 	RqfFlushSeq       *ebpf.Variable `ebpf:"rqf_flush_seq"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
@@ -948,6 +1007,7 @@ type dbiolatPrograms struct {
 	MysqlTlsRead         *ebpf.Program `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.Program `ebpf:"mysql_tls_read_done"`
 	MysqlTlsWrite        *ebpf.Program `ebpf:"mysql_tls_write"`
+	PgwirePoolerSend     *ebpf.Program `ebpf:"pgwire_pooler_send"`
 	PgwireRecv           *ebpf.Program `ebpf:"pgwire_recv"`
 	PgwireSend           *ebpf.Program `ebpf:"pgwire_send"`
 	PgwireTlsRead        *ebpf.Program `ebpf:"pgwire_tls_read"`
@@ -1019,6 +1079,7 @@ func (p *dbiolatPrograms) Close() error {
 		p.MysqlTlsRead,
 		p.MysqlTlsReadDone,
 		p.MysqlTlsWrite,
+		p.PgwirePoolerSend,
 		p.PgwireRecv,
 		p.PgwireSend,
 		p.PgwireTlsRead,

@@ -136,6 +136,8 @@ type (
 	Hist       = dbiolatHist
 	FSOp       = dbiolatFsOp
 	BlkOp      = dbiolatBlkOp
+	PooledFor  = dbiolatPooledFor
+	ClientEnd  = dbiolatClientEnd
 )
 
 // WaitEventsOther is the wait event of a query's last slot when its

@@ -40,6 +40,7 @@ func (s *Session) follow() {
 			s.started(running(e))
 		}
 	}
+	s.followPoolers()
 }
 
 // started attaches to servers that started since the last look: a main

@@ -98,6 +98,9 @@ func (p *pgServer) attach(s *Session) error {
 	if err := s.tracer.Track(p.PID, info, false); err != nil {
 		return err
 	}
+	if err := s.tracer.ServerPort(p.Port, p.PID); err != nil { // a pooler's TCP connections to it: pooler.go
+		return err
+	}
 	pids, err := p.Processes()
 	if err != nil {
 		return err
@@ -200,6 +203,7 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 	q := s.accounted(t, e)
 	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(who.role), who.database, who.user, who.clientAddr, who.clientPort
 	q.Application = application(unsafe.Slice((*byte)(unsafe.Pointer(&e.Application[0])), len(e.Application)))
+	pooled(q, &e.Pooled)
 	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
 	return q
 }

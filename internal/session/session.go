@@ -68,16 +68,17 @@ type Session struct {
 	exited       map[uint32]time.Time // pid -> when its exit was seen
 	prevTotals   totals               // for Interval
 	prevQueries  uint64
-	statements   statements      // named prepared statements per backend, learned from the wire
-	pipelines    pipelines       // the statement texts of each backend's current round trip
-	exitedIO     rateRows        // what processes that exited did since the last interval
-	exitedHists  roleHists       // and their histograms' gains (RatesByServer)
-	leftForLater map[uint32]bool // units whose counts the last interval left for this one
-	unfolded     []uint32        // exited processes whose kernel totals are not folded yet
-	folded       time.Time       // when foldExited last ran
-	followed     time.Time       // when follow last looked for restarted servers
-	owners       map[uint32]int  // the server each tracked process (or MySQL thread) belongs to
-	boxes        []boxOf         // where each kernel box goes in a model.Query
+	statements   statements           // named prepared statements per backend, learned from the wire
+	pipelines    pipelines            // the statement texts of each backend's current round trip
+	exitedIO     rateRows             // what processes that exited did since the last interval
+	exitedHists  roleHists            // and their histograms' gains (RatesByServer)
+	leftForLater map[uint32]bool      // units whose counts the last interval left for this one
+	unfolded     []uint32             // exited processes whose kernel totals are not folded yet
+	folded       time.Time            // when foldExited last ran
+	followed     time.Time            // when follow last looked for restarted servers
+	owners       map[uint32]int       // the server each tracked process (or MySQL thread) belongs to
+	poolers      map[int]procfs.Start // the connection poolers followed (pooler.go), by pid
+	boxes        []boxOf              // where each kernel box goes in a model.Query
 }
 
 // boxOf is one waterfall box: its index in the kernel's query_acct, and
@@ -131,6 +132,7 @@ func Open(cfg Config) (*Session, error) {
 		}
 		s.current = append(s.current, t)
 	}
+	s.followPoolers()
 	return s, nil
 }
 
@@ -211,7 +213,7 @@ func open(cfg Config, attached, dormant probe.Families) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]proc{}, statements: statements{}, pipelines: pipelines{},
 		exited: map[uint32]time.Time{}, servers: map[int]*traced{}, untraced: &traced{server: &pgServer{}}, refused: map[int]bool{},
-		owners: map[uint32]int{}, start: time.Now(), wallOff: wallOffset()}
+		owners: map[uint32]int{}, poolers: map[int]procfs.Start{}, start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
 			s.boxes = append(s.boxes, boxOf{i, b.Of})

@@ -189,6 +189,38 @@ struct query_acct {
 	__u64 shared_read;
 };
 
+/*
+ * The client connection a pooler (pgbouncer) forwarded a request for, as
+ * the pooler's socket to that client shows it.
+ */
+struct client_end {
+	__u8 addr[16];  /* TCP: the client's address (IPv4: its first 4 bytes) */
+	__u16 port;     /* TCP: its port */
+	__u16 family;   /* AF_INET, AF_INET6, AF_UNIX; 0: not known */
+	__u32 pid;      /* a unix socket's: the client's process (its peer credentials) */
+};
+
+/* A server connection's current client behind a pooler (pooler.bpf.h). */
+struct pooled_for {
+	struct client_end client;
+	__u32 pooler; /* the pooler's process; 0: the connection is not a pooler's */
+	__u32 pad;
+};
+
+/*
+ * A server's client connection, named so that both of its ends compute
+ * the same key: a unix socket by the server end's struct sock * (the
+ * pooler's socket's peer), TCP by its two addresses and ports.
+ */
+struct conn_key {
+	__u64 server_sk;       /* unix: the server's end; TCP: 0 */
+	__u8 server_addr[16];  /* TCP: the server's address and port... */
+	__u8 client_addr[16];  /* ...and the client's (the pooler's) */
+	__u16 server_port;
+	__u16 client_port;
+	__u32 pad;
+};
+
 /* One finished query, sent through the ring buffer at query__done. */
 struct query_event {
 	__u64 start_ns; /* CLOCK_MONOTONIC */
@@ -220,6 +252,9 @@ struct query_event {
 	 * proc_info.application_off); empty when unknown or for MySQL, whose
 	 * connection attributes Go reads from the handshake record. */
 	char application[APPLICATION_MAX];
+	/* Behind a pooler: the client connection it forwarded the round trip
+	 * for (PostgreSQL's wire only; zero elsewhere). */
+	struct pooled_for pooled;
 	struct query_acct acct;
 	/* Its sleeps by the wait event the database named (kept in the
 	 * waterfall, not in every thread's state: they are only sent). */
@@ -388,6 +423,7 @@ enum proc_kind {
 	PROC_POSTGRES = 0, /* a PostgreSQL server's: its clients speak PostgreSQL's protocol, one per backend */
 	PROC_MYSQL = 1,    /* a MySQL or MariaDB server: its clients speak MySQL's protocol, on any thread */
 	PROC_STORAGE = 2,  /* a storage engine serving an instance from user space (a FUSE daemon) */
+	PROC_POOLER = 3,   /* a connection pooler in front of servers (pgbouncer): whom it forwards requests for */
 };
 
 enum proc_flag {

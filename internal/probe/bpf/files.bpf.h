@@ -13,6 +13,7 @@
 #define S_IFREG 0100000
 #define S_IFBLK 0060000
 #define S_IFCHR 0020000
+#define S_IFSOCK 0140000
 
 static __always_inline struct file *file_of(int fd)
 {

@@ -32,6 +32,7 @@
 
 #include "sock.bpf.h"
 #include "pgwire.bpf.h"
+#include "pooler.bpf.h"
 
 /* Startup codes of PostgreSQL's protocol (after the length word). */
 #define PG_SSL_REQUEST 80877103
@@ -87,9 +88,8 @@ static __always_inline void pgwire_encrypted(struct task_struct *task, struct wi
  * older than the trace, in step again at its next message (a round trip
  * in progress, its end, a startup's ReadyForQuery: pgwire_sent).
  */
-static __always_inline struct task_local *pgwire_task(struct task_struct *task)
+static __always_inline struct task_local *pgwire_sync(struct task_local *tl)
 {
-	struct task_local *tl = task_local_of(task);
 	struct wire *w;
 
 	if (!tl || tl->kind != PROC_POSTGRES)
@@ -109,6 +109,11 @@ static __always_inline struct task_local *pgwire_task(struct task_struct *task)
 		break;
 	}
 	return tl;
+}
+
+static __always_inline struct task_local *pgwire_task(struct task_struct *task)
+{
+	return pgwire_sync(task_local_of(task));
 }
 
 /*
@@ -170,6 +175,7 @@ static __always_inline void pgwire_submit(struct query_event *e, struct wire *w,
 		n = 0;
 	e->text_kind = TEXT_PG_WIRE;
 	e->text_first = w->text_first;
+	pooled_record(e);
 	query_submit(e, n, w->flags & WIRE_TRUNCATED);
 	w->text_sent = 1;
 }
@@ -252,6 +258,7 @@ static __always_inline void pgwire_request(struct task_struct *task, struct task
 	w->flags = ret > n ? WIRE_TRUNCATED : 0;
 	w->text_off = 0;
 	__builtin_memset(&w->in, 0, sizeof(w->in)); /* a read that begins a round trip begins a message */
+	pooled_begin(task, w);
 	pgwire_begin(tl, t, bpf_ktime_get_ns());
 	if (w->flags & WIRE_WALK) {
 		struct msg_walk mw = {};
@@ -289,10 +296,17 @@ int BPF_PROG(pgwire_recv, struct sock *sk, int ret, int flags)
 	struct task_local *tl;
 	struct wire *w;
 
-	if (ret <= 0 || (flags & MSG_PEEK))
+	if (flags & MSG_PEEK)
 		return 0;
 	task = bpf_get_current_task_btf();
-	tl = pgwire_task(task);
+	tl = task_local_of(task);
+	if (tl && tl->kind == PROC_POOLER) { /* a read that found nothing tells too: pooler.bpf.h */
+		pooler_received(task, sk, ret > 0 ? sock_buf(task) : NULL);
+		return 0;
+	}
+	if (ret <= 0)
+		return 0;
+	tl = pgwire_sync(tl);
 	if (!tl)
 		return 0;
 	w = &tl->wire;
@@ -522,5 +536,20 @@ int pgwire_tls_write(struct pt_regs *ctx)
 	if (!tl || !tl->wire.tls || num <= 0)
 		return 0;
 	pgwire_sent(task, tl, (void *)PT_REGS_PARM2(ctx), num);
+	return 0;
+}
+
+/*
+ * A pooler (pgbouncer) is about to send: ssize_t send(int fd, const void
+ * *buf, size_t len, int flags), the C library's, probed in the pooler's
+ * process only (pooler.bpf.h says why at its entry).
+ */
+SEC("uprobe")
+int pgwire_pooler_send(struct pt_regs *ctx)
+{
+	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
+
+	if (tl && tl->kind == PROC_POOLER)
+		pooler_sending(PT_REGS_PARM1(ctx), (void *)PT_REGS_PARM2(ctx));
 	return 0;
 }
