@@ -33,6 +33,7 @@ type driverCase struct {
 }
 
 func TestDriversStatementsCounted(t *testing.T) {
+	sideBySide(t)
 	python, jars := driverTools(t)
 	port := 20000 + (os.Getpid()+17)%20000
 	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})

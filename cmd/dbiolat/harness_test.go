@@ -90,6 +90,19 @@ func eachVersion(t *testing.T, settings map[string]string, fn func(t *testing.T,
 	versions(t, false, settings, fn)
 }
 
+// sideBySide runs a test beside the other such tests, once every other
+// test has run (t.Parallel; make test's -parallel says how many at
+// once): for a test whose traces name their server (--pid, --pgdata,
+// --datadir), which counts (against pg_stat_statements, Com_*) rather
+// than times, drops no page cache, and needs neither the machine nor
+// the kernel's state to itself (no other server running, the programs
+// loaded, the BPF run-time statistics). The suite's time is counted:
+// CI has thirty minutes.
+func sideBySide(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // eachVersionAtOnce is eachVersion with the versions' subtests run side
 // by side: for a test whose servers only count (statements against
 // pg_stat_statements, the waterfall's order of boxes), whose traces

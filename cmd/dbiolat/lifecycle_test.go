@@ -189,6 +189,7 @@ func TestKillNineLeavesNothingAttached(t *testing.T) {
 // statement of its own time, as pgbench and pg_stat_statements counted
 // them, with no drops: they share the kernel, not their state.
 func TestTwoTracersDoNotDisturbEachOther(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	ctx := context.Background()
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
@@ -225,6 +226,7 @@ func TestTwoTracersDoNotDisturbEachOther(t *testing.T) {
 // the USDT probes are attached to the new file: with --usdt, they are
 // the only source of queries.
 func TestRestartIsFollowed(t *testing.T) {
+	sideBySide(t)
 	for _, tc := range []struct {
 		name    string
 		replace bool

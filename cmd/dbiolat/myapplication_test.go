@@ -26,6 +26,7 @@ import (
 )
 
 func TestMySQLApplicationNamed(t *testing.T) {
+	sideBySide(t)
 	python, jars := driverTools(t)
 	port := 20000 + (os.Getpid()+43)%20000
 	s := startMariaDBWith(t, mysandbox.Options{Port: port, Settings: writeTLSFiles(t, t.TempDir())})

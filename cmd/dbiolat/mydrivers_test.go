@@ -22,6 +22,7 @@ import (
 )
 
 func TestMySQLDriversStatementsCounted(t *testing.T) {
+	sideBySide(t)
 	python, jars := driverTools(t)
 	port := 20000 + (os.Getpid()+29)%20000
 	s := startMariaDBWith(t, mysandbox.Options{Port: port, Settings: map[string]string{"general_log": "ON", "log_output": "TABLE"}})

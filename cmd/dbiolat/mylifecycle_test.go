@@ -147,6 +147,7 @@ func freePort(t *testing.T) int {
 // that it is back under its new pid; from then on it sees every statement
 // under the new server, as many SELECTs as the server counted.
 func TestMariaDBRestartIsFollowed(t *testing.T) {
+	sideBySide(t)
 	for _, tc := range []struct {
 		name string
 		kill bool

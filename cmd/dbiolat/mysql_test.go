@@ -193,6 +193,7 @@ func TestMySQLThreadPool(t *testing.T) {
 // accepted while traced is a connection read so (wire_tls), none unread.
 // A TLS session opened before the trace is read from its next statement.
 func TestMySQLTLS(t *testing.T) {
+	sideBySide(t)
 	dir := t.TempDir()
 	s := startMariaDBWith(t, mysandbox.Options{Port: 40000 + os.Getpid()%20000, Settings: writeTLSFiles(t, dir)})
 	early := openMariaDBSession(t, s)
@@ -358,6 +359,7 @@ func TestMySQLDoctor(t *testing.T) {
 // A row lock another session holds: the blocked statement's time is in
 // the lock box, named as MariaDB names the wait (thd_wait_begin's type).
 func TestMySQLRowLockWait(t *testing.T) {
+	sideBySide(t)
 	s := startMariaDB(t, nil)
 	ctx := mysqlContext(t)
 	if _, err := s.SQL(ctx, "", "CREATE DATABASE locks; CREATE TABLE locks.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; INSERT INTO locks.t VALUES (1, 0)"); err != nil {

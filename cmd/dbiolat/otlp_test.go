@@ -88,6 +88,7 @@ func serveMetrics(t *testing.T, tr *trace) string {
 // pgbench ran, as pg_stat_statements counts them by statement, each with
 // the semantic conventions' attributes and dbiolat's; none is dropped.
 func TestOTLPRecordsEqualPgStatStatements(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	ctx := context.Background()
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
@@ -146,6 +147,7 @@ func TestOTLPRecordsEqualPgStatStatements(t *testing.T) {
 // The same for MariaDB: one log record per statement sysbench ran, as
 // the server's Com_* counters count them by kind.
 func TestOTLPRecordsEqualComCounters(t *testing.T) {
+	sideBySide(t)
 	s := startMariaDB(t, nil)
 	ctx := mysqlContext(t)
 	o := mysandbox.SysbenchOptions{Test: "oltp_read_write", Tables: 2, TableSize: 2000, Threads: 4, Events: 200, PSMode: "disable"}
@@ -200,6 +202,7 @@ func TestOTLPRecordsEqualComCounters(t *testing.T) {
 // and the query span's children, the waterfall's boxes, add up to its
 // time (to Jaeger's microseconds, one per box).
 func TestOTLPSpanInApplicationTrace(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	j := oteltest.StartJaeger(t)
 	col := oteltest.StartCollector(t, oteltest.ForwardTraces(j.OTLPGRPC))
@@ -265,6 +268,7 @@ func TestOTLPSpanInApplicationTrace(t *testing.T) {
 // not send are counted on /metrics, and the export resumes once the
 // collector is back.
 func TestOTLPCollectorOutage(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	ctx := context.Background()
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {

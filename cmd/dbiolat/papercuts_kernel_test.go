@@ -27,6 +27,7 @@ import (
 // fix every flush was counted both ways: the flush machinery's own
 // request passes block_io_done but never block_io_start.
 func TestFlushesAreSeenWhole(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	ctx := context.Background()
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {

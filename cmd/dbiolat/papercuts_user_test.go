@@ -74,6 +74,7 @@ func TestUserPapercuts(t *testing.T) {
 // (LWLock/pg_stat_statements), not by the tranche's number, which is
 // the first after the built-in ones.
 func TestExtensionTrancheNamed(t *testing.T) {
+	sideBySide(t)
 	// Every sandbox preloads pg_stat_statements (and creates it): it keeps
 	// the fewest entries it may here.
 	c := startPG(t, map[string]string{"pg_stat_statements.max": "100"})

@@ -30,6 +30,7 @@ import (
 )
 
 func TestPgbouncerClientsNamed(t *testing.T) {
+	sideBySide(t)
 	port := 20000 + (os.Getpid()+53)%20000
 	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})
 	python, _ := driverTools(t)

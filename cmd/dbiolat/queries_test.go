@@ -25,6 +25,7 @@ import (
 // statements, or named prepared statements; on every version; and with
 // --usdt where the build has the probes, which fire for simple queries only.
 func TestPgbenchStatementsReportedOnce(t *testing.T) {
+	sideBySide(t)
 	eachVersionAtOnce(t, nil, testPgbenchStatementsReportedOnce)
 }
 
@@ -113,6 +114,7 @@ func checkPgbenchStatements(t *testing.T, c *pgsandbox.Cluster, queries []model.
 // before the trace is read from its next query; the summary counts them.
 // With --usdt, whose probes fire in the backend, the same queries are seen.
 func TestTLSConnectionsAreTraced(t *testing.T) {
+	sideBySide(t)
 	port := 20000 + os.Getpid()%20000
 	eachVersion(t, map[string]string{"listen_addresses": "127.0.0.1", "port": fmt.Sprint(port)}, testTLSConnectionsAreTraced)
 }
@@ -204,6 +206,7 @@ func chownLike(file string, like os.FileInfo) error {
 // warm (parsing a session's first query reads catalog buffers that no
 // statement counts).
 func TestSharedBuffersMatchPgStatStatements(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, map[string]string{"pg_stat_statements.track_planning": "on"})
 	makeBigTable(t, c)
 	const scan = "SELECT count(*) FROM big WHERE id >= 0"

@@ -15,6 +15,7 @@ import (
 // record → report: every statement pgbench ran is in the recording, and
 // the report reads it back.
 func TestRecordThenReport(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	if _, err := c.Pgbench(context.Background(), "postgres", "-i", "-q", "-s", "1"); err != nil {
 		t.Fatal(err)
@@ -47,6 +48,7 @@ func TestRecordThenReport(t *testing.T) {
 
 // A recording whose writer was killed with SIGKILL still reports what it had.
 func TestKilledRecordingStillReports(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	file := filepath.Join(t.TempDir(), "killed.dbiolat")
 	tr := startTrace(t, "record", "--fs", "-o", file, "--interval", "0.2s", "--pid", fmt.Sprint(c.PostmasterPID()))

@@ -43,6 +43,7 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 // as pg_stat_statements counts them, and its query histogram holds as
 // many; its metrics parse as Prometheus's text format.
 func TestServeCountsQueries(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	ctx := context.Background()
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
@@ -113,6 +114,7 @@ func TestServeCountsQueries(t *testing.T) {
 // 100,000 distinct statements: the fingerprints' series stay within the
 // bound (--top and "other"), and add up to every statement.
 func TestServeFingerprintsBounded(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	const top, statements = 10, 100000
 	tr := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--top", fmt.Sprint(top), "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
@@ -170,6 +172,7 @@ func TestServeFingerprintsBounded(t *testing.T) {
 // transaction) and a restart leave its series bounded, and once it says
 // the server is back it counts every query again, as pg_stat_statements.
 func TestServeSurvivesRestartAndChurn(t *testing.T) {
+	sideBySide(t)
 	c := startPG(t, nil)
 	ctx := context.Background()
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {

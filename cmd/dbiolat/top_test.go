@@ -137,6 +137,7 @@ func columnValue(screen, column, text string) (float64, bool) {
 // leaves the terminal as it was (out of the alternate screen, cooked mode,
 // echo on).
 func TestTopScreen(t *testing.T) {
+	sideBySide(t)
 	testenv.NeedRoot(t)
 	c := selectLoad(t, 20)
 	p := startTmux(t, fmt.Sprintf(`%s top --pid %d; echo "dbiolat exited $?"; stty -a; echo "stty said"`, binary, c.PostmasterPID()))
@@ -205,6 +206,7 @@ func TestTopScreen(t *testing.T) {
 // Not on a terminal, top prints its intervals as plain text (120
 // columns, no escape codes), or as JSON objects of type "top".
 func TestTopPlainAndJSON(t *testing.T) {
+	sideBySide(t)
 	c := selectLoad(t, 20)
 	pid := fmt.Sprint(c.PostmasterPID())
 	run := func(args ...string) string {

@@ -87,6 +87,7 @@ func TestCPUHogsShowAsRunQueueWait(t *testing.T) {
 // is named as pg_stat_activity names it. On every version, with or
 // without USDT probes: the backend's own wait event says it.
 func TestLockWaitIsLock(t *testing.T) {
+	sideBySide(t)
 	// No deadlock check in the middle of the wait: it runs on CPU.
 	eachVersionAtOnce(t, map[string]string{"deadlock_timeout": "1h"}, testLockWaitIsLock)
 }
@@ -169,6 +170,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // A CHECKPOINT after many writes: the checkpointer writes and syncs; the
 // client that asked only waits.
 func TestCheckpointWorkIsTheCheckpointers(t *testing.T) {
+	sideBySide(t)
 	// No background writer: only the checkpointer may write the dirty buffers.
 	eachVersionAtOnce(t, map[string]string{"checkpoint_timeout": "1h", "max_wal_size": "4GB", "bgwriter_lru_maxpages": "0"}, func(t *testing.T, c *pgsandbox.Cluster) {
 		psql(t, c, "CREATE TABLE dirty AS SELECT g AS id, repeat('d', 200) AS pad FROM generate_series(1, 200000) g; CHECKPOINT")
