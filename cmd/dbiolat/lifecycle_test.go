@@ -225,8 +225,11 @@ func TestTwoTracersDoNotDisturbEachOther(t *testing.T) {
 // binary replaced by a new file before the restart (a package upgrade),
 // the USDT probes are attached to the new file: with --usdt, they are
 // the only source of queries.
+//
+// Not side by side: USDT probes attached to a copied binary while another
+// trace has the lock probes on the original fail with "operation not
+// supported" (seen on 6.18; not yet understood: docs/safety.md).
 func TestRestartIsFollowed(t *testing.T) {
-	sideBySide(t)
 	for _, tc := range []struct {
 		name    string
 		replace bool
