@@ -20,6 +20,8 @@ import (
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/oteltest"
 	"github.com/dbiolat/dbiolat/internal/otlp"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/jackc/pgx/v5"
 )
 
 // everyQuery are serve's options that send every query the trace sees:
@@ -218,9 +220,17 @@ func TestOTLPSpanInApplicationTrace(t *testing.T) {
 	ctx, span := app.Tracer("shop").Start(ctx, "GET /orders", oteltrace.WithSpanKind(oteltrace.SpanKindServer))
 	sc := span.SpanContext()
 	traceparent := fmt.Sprintf("00-%s-%s-01", sc.TraceID(), sc.SpanID())
-	// What sqlcommenter appends; the sleep makes the query long enough
-	// for boxes of some microseconds.
-	psql(t, c, "SELECT pg_sleep(0.05), count(*) FROM pg_class /*controller='orders',framework='net%2Fhttp',traceparent='"+traceparent+"'*/")
+	// The application's driver (pgx, as a Go service talks: the extended
+	// protocol, its statement prepared) sends what sqlcommenter appends;
+	// the sleep makes the query long enough for boxes of some microseconds.
+	conn, err := pgx.Connect(ctx, connString(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_sleep(0.05), count(*) FROM pg_class /*controller='orders',framework='net%2Fhttp',traceparent='"+traceparent+"'*/"); err != nil {
+		t.Fatal(err)
+	}
 	span.End()
 	if err := app.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -340,4 +350,15 @@ func rss(t *testing.T, pid int) uint64 {
 	}
 	t.Fatalf("no VmRSS in /proc/%d/status", pid)
 	return 0
+}
+
+// connString is a Go driver's way to a sandbox's server: its unix socket,
+// as its superuser.
+func connString(c *pgsandbox.Cluster) string {
+	kv := map[string]string{}
+	for _, e := range c.Env() {
+		k, v, _ := strings.Cut(e, "=")
+		kv[k] = v
+	}
+	return fmt.Sprintf("host=%s port=%s user=%s dbname=postgres", kv["PGHOST"], kv["PGPORT"], kv["PGUSER"])
 }
