@@ -26,7 +26,7 @@ import (
 
 func TestApplicationNamed(t *testing.T) {
 	sideBySide(t)
-	port := 20000 + (os.Getpid()+41)%20000
+	port := freePort(t)
 	eachVersion(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)}, func(t *testing.T, c *pgsandbox.Cluster) {
 		testApplicationNamed(t, c, port)
 	})

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -28,12 +27,10 @@ import (
 func TestMySQLApplicationNamed(t *testing.T) {
 	sideBySide(t)
 	python, jars := driverTools(t)
-	port := 20000 + (os.Getpid()+43)%20000
+	port := freePort(t)
 	s := startMariaDBWith(t, mysandbox.Options{Port: port, Settings: writeTLSFiles(t, t.TempDir())})
 	ctx := mysqlContext(t)
-	if _, err := s.SQL(ctx, "", "CREATE DATABASE IF NOT EXISTS test; CREATE USER drv@'127.0.0.1' IDENTIFIED BY 'drv'; GRANT ALL ON test.* TO drv@'127.0.0.1'"); err != nil {
-		t.Fatal(err)
-	}
+	addDriverUser(t, s)
 	early := openMariaDBSession(t, s) // its handshake is not seen: no application
 	if _, err := s.SQL(ctx, "", "TRUNCATE performance_schema.events_statements_summary_by_digest"); err != nil {
 		t.Fatal(err)

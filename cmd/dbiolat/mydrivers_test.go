@@ -27,9 +27,7 @@ func TestMySQLDriversStatementsCounted(t *testing.T) {
 	port := 20000 + (os.Getpid()+29)%20000
 	s := startMariaDBWith(t, mysandbox.Options{Port: port, Settings: map[string]string{"general_log": "ON", "log_output": "TABLE"}})
 	ctx := mysqlContext(t)
-	if _, err := s.SQL(ctx, "", "CREATE DATABASE IF NOT EXISTS test; CREATE USER drv@'127.0.0.1' IDENTIFIED BY 'drv'; GRANT ALL ON test.* TO drv@'127.0.0.1'"); err != nil {
-		t.Fatal(err)
-	}
+	addDriverUser(t, s)
 	cases := []driverCase{
 		{"pymysql", "executemany", regexp.MustCompile(`drv_executemany\b`)},
 		{"pymysql", "multi", regexp.MustCompile(`drv_multi\b`)},
@@ -109,4 +107,13 @@ func TestMySQLDriversStatementsCounted(t *testing.T) {
 	}
 	checkConnectionTimeline(t, queries)
 	checkRepliesEnded(t, sum)
+}
+
+// addDriverUser gives the drivers, which connect over TCP, their user
+// drv (password drv) and its database test.
+func addDriverUser(t *testing.T, s *mysandbox.Server) {
+	t.Helper()
+	if _, err := s.SQL(mysqlContext(t), "", "CREATE DATABASE IF NOT EXISTS test; CREATE USER drv@'127.0.0.1' IDENTIFIED BY 'drv'; GRANT ALL ON test.* TO drv@'127.0.0.1'"); err != nil {
+		t.Fatal(err)
+	}
 }

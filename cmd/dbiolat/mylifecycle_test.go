@@ -11,7 +11,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +30,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/postgres"
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 	"github.com/dbiolat/dbiolat/internal/storage"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
@@ -131,15 +131,15 @@ func checkSaidInOrder(t *testing.T, tr *trace, texts ...string) {
 	}
 }
 
-// freePort is a TCP port on the loopback nothing listens on now.
+// freePort is a TCP port on the loopback nothing listens on now
+// (sandbox.FreePort).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sandbox.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // MariaDB restarts under slowlog --pid (cleanly, or killed with SIGKILL

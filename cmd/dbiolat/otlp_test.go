@@ -24,9 +24,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// everyQuery are serve's options that send every query the trace sees:
-// no threshold to pass, no sample, no rate to speak of.
-var everyQuery = []string{"--duty", "off", "--otlp-threshold", "0", "--otlp-sample", "1", "--otlp-rate", "1e6"}
+// serveEveryQuery starts serve on the server of pid sending every query
+// the trace sees to a collector: no duty cycle, no threshold to pass, no
+// sample, no rate to speak of.
+func serveEveryQuery(t *testing.T, pid int, collector string) *trace {
+	t.Helper()
+	return startTrace(t, "serve", "--listen", "127.0.0.1:0", "--otlp", collector, "--pid", strconv.Itoa(pid),
+		"--duty", "off", "--otlp-threshold", "0", "--otlp-sample", "1", "--otlp-rate", "1e6")
+}
 
 // logRecords are a collector's log records, flat.
 func logRecords(logs plog.Logs) []plog.LogRecord {
@@ -98,7 +103,7 @@ func TestOTLPRecordsEqualPgStatStatements(t *testing.T) {
 	}
 	col := oteltest.StartCollector(t)
 	psql(t, c, "SELECT pg_stat_statements_reset()")
-	tr := startTrace(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--otlp", col.HTTP, "--pid", fmt.Sprint(c.PostmasterPID())}, everyQuery...)...)
+	tr := serveEveryQuery(t, c.PostmasterPID(), col.HTTP)
 	// -R: a pace the export keeps up with on a busy machine, so that
 	// the queue never fills (the outage test makes it fill).
 	if _, err := c.Pgbench(ctx, "postgres", "-n", "-c", "2", "-t", "200", "-R", "200"); err != nil {
@@ -158,7 +163,7 @@ func TestOTLPRecordsEqualComCounters(t *testing.T) {
 	}
 	col := oteltest.StartCollector(t)
 	before := comCounters(t, s)
-	tr := startTrace(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--otlp", col.HTTP, "--pid", fmt.Sprint(s.PID())}, everyQuery...)...)
+	tr := serveEveryQuery(t, s.PID(), col.HTTP)
 	// sysbench has no pace to set: it runs in steps of 20 transactions
 	// (about 400 statements, less than the export's queue holds), each
 	// once the collector has the last one's records, so none is dropped
@@ -208,7 +213,7 @@ func TestOTLPSpanInApplicationTrace(t *testing.T) {
 	c := startPG(t, nil)
 	j := oteltest.StartJaeger(t)
 	col := oteltest.StartCollector(t, oteltest.ForwardTraces(j.OTLPGRPC))
-	tr := startTrace(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--otlp", col.HTTP, "--pid", fmt.Sprint(c.PostmasterPID())}, everyQuery...)...)
+	tr := serveEveryQuery(t, c.PostmasterPID(), col.HTTP)
 
 	ctx := context.Background()
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(j.OTLPHTTP+"/v1/traces"))
@@ -285,7 +290,7 @@ func TestOTLPCollectorOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := oteltest.StartCollector(t)
-	tr := startTrace(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--otlp", col.HTTP, "--pid", fmt.Sprint(c.PostmasterPID())}, everyQuery...)...)
+	tr := serveEveryQuery(t, c.PostmasterPID(), col.HTTP)
 	url := serveMetrics(t, tr)
 	load := make(chan error, 1)
 	go func() { // select-only, as fast as it goes: more records than the queue holds in the outage

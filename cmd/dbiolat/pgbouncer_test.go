@@ -31,7 +31,7 @@ import (
 
 func TestPgbouncerClientsNamed(t *testing.T) {
 	sideBySide(t)
-	port := 20000 + (os.Getpid()+53)%20000
+	port := freePort(t)
 	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})
 	python, _ := driverTools(t)
 	if _, err := c.Pgbench(context.Background(), "postgres", "-i", "-q", "-s", "1"); err != nil {

@@ -49,3 +49,15 @@ func LogTail(file string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Stop ends a started program: sig, then SIGKILL if it has not exited
+// (exited delivers or is closed) within grace.
+func Stop[T any](p *os.Process, sig os.Signal, exited <-chan T, grace time.Duration) {
+	p.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		p.Kill()
+		<-exited
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
@@ -44,17 +45,15 @@ func Tool(t testing.TB, name string) string {
 	return bin
 }
 
-// freePort is a loopback TCP port nothing listens on now. Another
-// program may take it before ours does; a component that then cannot
-// listen fails to start with its log saying so.
+// freePort is a loopback TCP port nothing listens on now
+// (sandbox.FreePort).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sandbox.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // loopback is 127.0.0.1:port.
@@ -131,17 +130,11 @@ func (p *process) stop() error {
 		return fmt.Errorf("%s had exited (%v):\n%s", p.name, p.err, p.tail())
 	default:
 	}
+	var sig os.Signal = syscall.SIGTERM
 	if p.kill {
-		p.cmd.Process.Kill()
-	} else {
-		p.cmd.Process.Signal(syscall.SIGTERM)
+		sig = os.Kill
 	}
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
-	}
+	cmdrun.Stop(p.cmd.Process, sig, p.exited, 30*time.Second)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/cmdrun"
 	"github.com/dbiolat/dbiolat/internal/sandbox"
 )
 
@@ -57,7 +58,7 @@ func (c *Cluster) StartPgbouncer(ctx context.Context, opts PgbouncerOptions) (*P
 			return nil, fmt.Errorf("pgsandbox: %w", ErrNoPgbouncer)
 		}
 	}
-	port, err := freePort()
+	port, err := sandbox.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("pgsandbox: pgbouncer's port: %w", err)
 	}
@@ -145,16 +146,6 @@ ignore_startup_parameters = extra_float_digits
 	}
 }
 
-// freePort is a TCP port of 127.0.0.1 that nothing listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // PID is pgbouncer's process.
 func (p *Pgbouncer) PID() int { return p.cmd.Process.Pid }
 
@@ -177,13 +168,7 @@ func (p *Pgbouncer) Stop() error {
 		if p.cmd == nil || p.cmd.Process == nil {
 			return nil
 		}
-		p.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-p.exit:
-		case <-time.After(30 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.exit
-		}
+		cmdrun.Stop(p.cmd.Process, syscall.SIGINT, p.exit, 30*time.Second)
 		return nil
 	})
 }
