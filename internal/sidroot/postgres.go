@@ -100,11 +100,26 @@ func (p *Postgres) Stop() { p.Server.Stop(syscall.SIGINT) }
 
 // Psql runs SQL with the root's own psql over the server's unix socket, as
 // postgres in database postgres, and returns its output (unaligned, tuples
-// only) trimmed.
+// only) trimmed. The SQL is read as a script: each statement is a simple
+// Query of its own.
 func (p *Postgres) Psql(ctx context.Context, sql string) (string, error) {
+	return p.psql(ctx, sql, false)
+}
+
+// PsqlTLS is Psql over TCP to 127.0.0.1 and TLS (sslmode=require).
+func (p *Postgres) PsqlTLS(ctx context.Context, sql string) (string, error) {
+	return p.psql(ctx, sql, true)
+}
+
+func (p *Postgres) psql(ctx context.Context, sql string, tls bool) (string, error) {
+	host, mode := p.Dir, "disable"
+	if tls {
+		host, mode = "127.0.0.1", "require"
+	}
 	cmd := exec.CommandContext(ctx, "chroot", p.Root, "/usr/lib/postgresql/"+p.Version+"/bin/psql", "-X", "-q", "-A", "-t",
-		"-v", "ON_ERROR_STOP=1", "-h", p.Dir, "-p", fmt.Sprint(p.Port), "-U", "postgres", "-d", "postgres", "-c", sql)
-	cmd.Env = rootEnv
+		"-v", "ON_ERROR_STOP=1", "-h", host, "-p", fmt.Sprint(p.Port), "-U", "postgres", "-d", "postgres", "-f", "-")
+	cmd.Env = append(slices.Clone(rootEnv), "PGSSLMODE="+mode)
+	cmd.Stdin = strings.NewReader(sql)
 	out, err := cmdrun.Run(cmd, nil, "sidroot")
 	return strings.TrimSpace(out), err
 }
