@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dbiolat/dbiolat/internal/sandbox"
@@ -58,6 +59,38 @@ func TestPostgresEachWay(t *testing.T) {
 			p.Stop()
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("%s is left behind: %v", dir, err)
+			}
+		})
+	}
+}
+
+// MySQL 9.7 of the mysql root runs each way; a client over TCP is on TLS.
+func TestMySQLEachWay(t *testing.T) {
+	testenv.NeedRoot(t)
+	root, err := Root("mysql")
+	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range Hows {
+		t.Run(how.String(), func(t *testing.T) {
+			port, err := sandbox.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := StartMySQL(context.Background(), root, how, port, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Stop()
+			out, err := m.SQLTLS(context.Background(), "SHOW SESSION STATUS LIKE 'Ssl_version'")
+			if err != nil || !strings.HasPrefix(out, "Ssl_version\tTLSv1.") {
+				t.Errorf("over TCP: %q, %v", out, err)
+			}
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", m.PID())); err != nil || filepath.Base(exe) != "mysqld" {
+				t.Errorf("the main process %d runs %q (%v)", m.PID(), exe, err)
 			}
 		})
 	}
