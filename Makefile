@@ -7,12 +7,12 @@ GOTESTFLAGS ?=
 # thread once attached (the Go runtime cannot with cgo).
 export CGO_ENABLED = 0
 
-.PHONY: demo test deps build generate check-generated check-gofmt unit fuzz bench-overhead
+.PHONY: demo test deps roots build generate check-generated check-gofmt unit fuzz bench-overhead
 
 demo: deps
 	$(GO) run ./cmd/dbiolat demo
 
-test: deps .tools/prometheus3 .tools/otelcol .tools/jaeger check-generated check-gofmt
+test: deps roots .tools/prometheus3 .tools/otelcol .tools/jaeger check-generated check-gofmt
 	$(GO) vet ./...
 	# -p 1: the tests share one kernel and page cache (drop_caches, block I/O by
 	# other processes); packages must not run at the same time. -parallel 3:
@@ -22,6 +22,13 @@ test: deps .tools/prometheus3 .tools/otelcol .tools/jaeger check-generated check
 
 deps:
 	scripts/install-deps
+
+# Tests only: the Debian sid roots the tests start MySQL 9.7, MariaDB 11.8
+# and PostgreSQL 18 and 19 in (internal/sidroot), built once per machine
+# into /var/cache/dbiolat/roots and rebuilt only when their package lists
+# change: a few minutes the first time, nothing after.
+roots: deps
+	scripts/sid-root
 
 # Tests only: Prometheus 3 (Debian's is 2.42), from the Go module proxy, to
 # scrape serve's classic histograms as native ones (TestDashboardQueriesReturnData).

@@ -107,8 +107,9 @@ func loadBias(pid int, binary string, f *elf.File) (uint64, error) {
 
 // Library returns the file of a shared library process pid has mapped
 // whose name starts with prefix ("libssl.so"), as a path that opens it
-// from here even when the process runs in another mount namespace; "" if
-// none is mapped.
+// from here whether the process runs in our root, a chroot, another mount
+// namespace (a container) or a chroot inside one (procfs.MappedFile); ""
+// if none is mapped.
 func Library(pid int, prefix string) (string, error) {
 	maps, err := procfs.Maps(pid)
 	if err != nil {
@@ -116,7 +117,7 @@ func Library(pid int, prefix string) (string, error) {
 	}
 	for _, m := range maps {
 		if m.Path != "" && strings.HasPrefix(filepath.Base(m.Path), prefix) {
-			return procfs.Path(pid, "root") + m.Path, nil
+			return procfs.MappedFile(pid, m)
 		}
 	}
 	return "", nil

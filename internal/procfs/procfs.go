@@ -183,25 +183,40 @@ func Maps(pid int) ([]Mapping, error) {
 	var out []Mapping
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// start-end perms offset major:minor inode path
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 5 {
-			continue
+		if m, ok := parseMapping(sc.Text()); ok {
+			out = append(out, m)
 		}
-		lo, hi, _ := strings.Cut(fl[0], "-")
-		major, minor, _ := strings.Cut(fl[3], ":")
-		m := Mapping{Perms: fl[1]}
-		m.Lo, _ = strconv.ParseUint(lo, 16, 64)
-		m.Hi, _ = strconv.ParseUint(hi, 16, 64)
-		m.Offset, _ = strconv.ParseUint(fl[2], 16, 64)
-		maj, _ := strconv.ParseUint(major, 16, 32)
-		mnr, _ := strconv.ParseUint(minor, 16, 32)
-		m.Dev = unix.Mkdev(uint32(maj), uint32(mnr))
-		m.Inode, _ = strconv.ParseUint(fl[4], 10, 64)
-		if len(fl) > 5 {
-			m.Path = fl[5]
-		}
-		out = append(out, m)
 	}
 	return out, sc.Err()
+}
+
+// parseMapping reads one line of maps: "start-end perms offset
+// major:minor inode", then, after padding, the path, which is the rest of
+// the line: a path may hold spaces (a root's directory named so), and ends
+// in " (deleted)" when the file was removed or replaced since it was mapped.
+func parseMapping(line string) (Mapping, bool) {
+	var fl [5]string
+	rest := line
+	for i := range fl {
+		rest = strings.TrimLeft(rest, " ")
+		end := strings.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		fl[i], rest = rest[:end], rest[end:]
+		if fl[i] == "" {
+			return Mapping{}, false
+		}
+	}
+	lo, hi, _ := strings.Cut(fl[0], "-")
+	major, minor, _ := strings.Cut(fl[3], ":")
+	m := Mapping{Perms: fl[1], Path: strings.TrimLeft(rest, " ")}
+	m.Lo, _ = strconv.ParseUint(lo, 16, 64)
+	m.Hi, _ = strconv.ParseUint(hi, 16, 64)
+	m.Offset, _ = strconv.ParseUint(fl[2], 16, 64)
+	maj, _ := strconv.ParseUint(major, 16, 32)
+	mnr, _ := strconv.ParseUint(minor, 16, 32)
+	m.Dev = unix.Mkdev(uint32(maj), uint32(mnr))
+	m.Inode, _ = strconv.ParseUint(fl[4], 10, 64)
+	return m, true
 }
