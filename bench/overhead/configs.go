@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -429,11 +430,14 @@ type programStat struct {
 }
 
 // programStats sums the kernel's statistics of the BPF programs loaded
-// since the tracer started, by name.
+// since the tracer started, by name: those it holds, when it holds any
+// (on a shared machine, other tracers load programs of the same names
+// meanwhile, and their runs are not its cost).
 func (t *tracerProc) programStats() (byName map[string]programStat, ns, runs uint64) {
 	byName = map[string]programStat{}
+	own := heldPrograms(t.cmd.Process.Pid)
 	for id := range programIDs() {
-		if t.before[id] {
+		if t.before[id] || (own != nil && !own[id]) {
 			continue
 		}
 		p, err := ebpf.NewProgramFromID(id)
@@ -454,6 +458,35 @@ func (t *tracerProc) programStats() (byName map[string]programStat, ns, runs uin
 		runs += st.RunCount
 	}
 	return byName, ns, runs
+}
+
+// heldPrograms are the BPF programs a process holds a descriptor of,
+// itself or through a link (the prog_id of its descriptors' fdinfo); nil
+// if none.
+func heldPrograms(pid int) map[ebpf.ProgramID]bool {
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var held map[ebpf.ProgramID]bool
+	for _, ent := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "prog_id:"); ok {
+				if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
+					if held == nil {
+						held = map[ebpf.ProgramID]bool{}
+					}
+					held[ebpf.ProgramID(id)] = true
+				}
+			}
+		}
+	}
+	return held
 }
 
 func programIDs() map[ebpf.ProgramID]bool {

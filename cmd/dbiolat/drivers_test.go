@@ -23,6 +23,8 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/jackc/pgx/v5"
 )
 
 // driverCase is one way a driver talks: the program that runs it, and the
@@ -172,4 +174,124 @@ func driverTools(t *testing.T) (python string, jars driverJars) {
 		t.Skip(msg)
 	}
 	return python, jars
+}
+
+// pgxStatement is one statement of the pgx batch: how it is queued, and
+// the marker its text (ours and pg_stat_statements') holds.
+type pgxStatement struct {
+	marker string
+	sql    string // or the name of a statement prepared on the connection
+	args   func(i int) []any
+}
+
+// A Go service's batch (pgx's SendBatch) of 500 mixed statements, sent
+// twice: in pgx's default mode (its statements prepared by a round trip
+// of their own, then Bind/Execute by name) and in its exec mode (a Parse
+// of the text before each statement, as psycopg's pipelines do). Some
+// parameters are long, so that PostgreSQL's 8 KiB reads are full and
+// messages are cut at the ends of reads and of captures; one statement is
+// prepared by name on the connection. Every record is named by its
+// statements (none "past the bytes captured"), they count as
+// pg_stat_statements counts them, and no wire counter lost any.
+func TestPgxBatchStatementsNamed(t *testing.T) {
+	eachVersionAtOnce(t, nil, func(t *testing.T, c *pgsandbox.Cluster) {
+		psql(t, c, "CREATE TABLE pgx_ins (id int, v text); CREATE TABLE pgx_upd (id int PRIMARY KEY, n int); "+
+			"INSERT INTO pgx_upd SELECT g, 0 FROM generate_series(0, 99) g; CREATE TABLE pgx_sel (id int); "+
+			"CREATE TABLE pgx_del AS SELECT g AS id FROM generate_series(0, 999) g; SELECT pg_stat_statements_reset()")
+		long := func(i int) string { return strings.Repeat("v", 100+(i*379)%3000) }
+		// Each returns more than the server's 8 KiB send buffer holds, so
+		// that each of its sends ends one statement at most: each record
+		// holds one, and counts per statement are exact.
+		const reply = "repeat('r', 8300)"
+		stmts := []pgxStatement{
+			{"pgx_ins", "INSERT INTO pgx_ins (id, v) VALUES ($1, $2) RETURNING " + reply, func(i int) []any { return []any{i, long(i)} }},
+			{"pgx_sel", "SELECT count(*), " + reply + " FROM pgx_sel WHERE id = $1", func(i int) []any { return []any{i} }},
+			{"pgx_upd", "pgx_upd_named", func(i int) []any { return []any{1, i % 100} }},
+			{"pgx_long", "SELECT length($1::text) AS pgx_long, " + reply + ", '" + strings.Repeat("a long statement text ", 40) + "'",
+				func(i int) []any { return []any{long(i * 7)} }},
+			{"pgx_del", "DELETE FROM pgx_del WHERE id = $1 RETURNING " + reply, func(i int) []any { return []any{i} }},
+		}
+		tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", fmt.Sprint(c.PostmasterPID()))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for m, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeExec} {
+			cfg, err := pgx.ParseConfig(connString(c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.DefaultQueryExecMode = mode
+			conn, err := pgx.ConnectConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Prepare(ctx, "pgx_upd_named", "UPDATE pgx_upd SET n = n + $1 WHERE id = $2 RETURNING "+reply); err != nil {
+				t.Fatal(err)
+			}
+			b := &pgx.Batch{}
+			for i := range 500 {
+				s := stmts[(i*7+i/5)%len(stmts)] // mixed, not in a fixed cycle
+				b.Queue(s.sql, s.args(m*500+i)...)
+			}
+			if err := conn.SendBatch(ctx, b).Close(); err != nil {
+				t.Fatalf("pgx batch (%v): %v", mode, err)
+			}
+			conn.Close(ctx)
+		}
+		queries, _, sum := tr.stop(t)
+
+		theirs := map[string]int{}
+		for _, line := range strings.Split(psql(t, c, "SELECT calls, query FROM pg_stat_statements WHERE query LIKE '%pgx\\_%' AND query NOT ILIKE 'create%'"), "\n") {
+			calls, query, _ := strings.Cut(line, "|")
+			n, _ := strconv.Atoi(calls)
+			for _, s := range stmts {
+				if strings.Contains(query, s.marker) {
+					theirs[s.marker] += n
+				}
+			}
+		}
+		// A record of several statements (their replies went out in one
+		// send) names each distinct one: a statement's count would lie
+		// between the statements of the records naming it alone and those
+		// of the records naming it at all. Here every send ends one at
+		// most: the three agree.
+		alone, among := map[string]int{}, map[string]int{}
+		total, records := 0, 0
+		for _, q := range queries {
+			if strings.Contains(q.Query, "past the bytes captured") || strings.Contains(q.Query, "-- ") {
+				t.Errorf("a record not named by its statements: %q (%d statements)", q.Query, q.Statements)
+			}
+			var named []string
+			for _, s := range stmts {
+				if strings.Contains(q.Query, s.marker) {
+					named = append(named, s.marker)
+					among[s.marker] += q.Statements - q.Failed
+				}
+			}
+			if len(named) == 1 {
+				alone[named[0]] += q.Statements - q.Failed
+			}
+			if len(named) > 0 {
+				total += q.Statements - q.Failed
+				records++
+			}
+		}
+		want := 0
+		for _, s := range stmts {
+			t.Logf("%-8s pg_stat_statements %4d, dbiolat %4d in records of it alone, %4d in records naming it", s.marker, theirs[s.marker], alone[s.marker], among[s.marker])
+			if theirs[s.marker] == 0 || alone[s.marker] != theirs[s.marker] || among[s.marker] != theirs[s.marker] {
+				t.Errorf("%s: pg_stat_statements counted %d, dbiolat %d in its own records and %d in any", s.marker, theirs[s.marker], alone[s.marker], among[s.marker])
+			}
+			want += theirs[s.marker]
+		}
+		t.Logf("all: pg_stat_statements %d, dbiolat %d in %d records; wire_grouped %d", want, total, records, sum.Drops.Of("wire_grouped"))
+		if total != want || want != 1000 {
+			t.Errorf("dbiolat counted %d statements, pg_stat_statements %d, the batches sent 1000", total, want)
+		}
+		for _, name := range []string{"wire_unseen", "wire_unwalked", "wire_uncaptured", "wire_unnamed", "wire_unreadable"} {
+			if n := sum.Drops.Of(name); n != 0 {
+				t.Errorf("%s: %d", name, n)
+			}
+		}
+		checkConnectionTimeline(t, queries)
+	})
 }

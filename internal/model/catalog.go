@@ -38,6 +38,8 @@ var Counters = []Counter{
 	{"wire_unreadable", true, true, "client messages unreadable"},
 	{"wire_unseen", true, true, "pipelined round trips not seen"},
 	{"wire_unwalked", true, true, "round trips of several statements whose replies could not be walked (their statements counted as one)"},
+	{"wire_uncaptured", true, true, "reads of pipelines' requests not captured whole (statements in them may be named by their place only)"},
+	{"wire_unnamed", true, false, "statements of the records shown named by their place only (no capture held their messages)"},
 	{"programs_skipped", true, false, "program runs skipped by the kernel (already running on that CPU)"},
 	{"wait_hists_full", true, true, "sleeps left out of the wait event histograms (map full)"},
 	{"fuse_full", true, true, "FUSE requests not followed (map full)"},

@@ -29,6 +29,11 @@ type RoundTrip struct {
 	Portals    []Statement // portals it bound (Bind; "": the unnamed one): a later Execute may run one
 	Closed     []string    // named statements it closed (Close)
 	Cut        bool        // the bytes end inside a message: Query may be cut short
+	// Tail is how many bytes at the end are a message cut short, from its
+	// start (0: none): a later part of the round trip's bytes completes it
+	// (a pipeline's request is captured in parts). TailAfter is the number
+	// of Statements before it.
+	Tail, TailAfter int
 }
 
 // Statement is a named prepared statement, or a named portal.
@@ -48,7 +53,7 @@ func ParseRoundTrip(b []byte, known Known) RoundTrip {
 	portals := map[string]string{} // and portals
 	for end := false; len(b) > 0 && !end; {
 		if len(b) < 5 {
-			rt.Cut = true
+			rt.Cut, rt.Tail, rt.TailAfter = true, len(b), len(rt.Statements)
 			break
 		}
 		typ, n := b[0], int(binary.BigEndian.Uint32(b[1:5]))
@@ -60,7 +65,7 @@ func ParseRoundTrip(b []byte, known Known) RoundTrip {
 		if n-4 <= len(body) {
 			body, b = body[:n-4], body[n-4:]
 		} else {
-			rt.Cut, b = true, nil
+			rt.Cut, rt.Tail, rt.TailAfter, b = true, len(b), len(rt.Statements), nil
 		}
 		f := fields(body)
 		// A Sync, a simple Query or a FunctionCall ends the round trip;
@@ -76,18 +81,30 @@ func ParseRoundTrip(b []byte, known Known) RoundTrip {
 			}
 			rt.Statements = append(rt.Statements, split...)
 		case 'P':
-			name, text := f.next(), f.next()
+			name, whole := f.whole()
+			if !whole {
+				break // its name cut short: the part that completes it tells
+			}
+			text := f.next() // cut short, the start of the text is still the statement's
 			parsed = cmp.Or(parsed, text)
 			stmts[name] = text
 			rt.Prepared = append(rt.Prepared, Statement{name, text})
 		case 'B':
-			portal, name := f.next(), f.next()
+			portal, whole := f.whole()
+			name, whole2 := f.whole()
+			if !whole || !whole2 {
+				break // a name cut short would find the wrong statement
+			}
 			text := lookup(stmts, 'S', name, known)
 			portals[portal] = text
 			rt.Portals = append(rt.Portals, Statement{portal, text})
 			rt.Query = cmp.Or(rt.Query, text)
 		case 'E':
-			text := lookup(portals, 'P', f.next(), known)
+			portal, whole := f.whole()
+			if !whole {
+				break
+			}
+			text := lookup(portals, 'P', portal, known)
 			rt.Statements = append(rt.Statements, text)
 			rt.Query = cmp.Or(rt.Query, text)
 		case 'F':
@@ -138,6 +155,12 @@ func (f *fields) next() string {
 	s := string((*f)[:i])
 	*f = (*f)[i+1:]
 	return s
+}
+
+// whole is the next string and whether it was whole (its NUL seen).
+func (f *fields) whole() (string, bool) {
+	whole := bytes.IndexByte(*f, 0) >= 0
+	return f.next(), whole
 }
 
 func (f *fields) byte() byte {

@@ -70,6 +70,9 @@ type dbiolatCapture struct {
 	_         structs.HostLayout
 	Len       uint32
 	Truncated uint32
+	Part      uint32
+	At        uint32
+	Walked    uint32
 	Buf       [4096]int8
 }
 
@@ -314,14 +317,14 @@ type dbiolatQueryEvent struct {
 	Instance       uint32
 	TextKind       uint8
 	EmitFlags      uint8
-	Pad            uint16
+	TextSkip       uint16
 	Conn           uint64
 	ReplyId        uint32
 	Statements     uint32
 	FirstStatement uint32
 	Failed         uint32
 	TextFirst      uint32
-	Pad2           uint32
+	TextAt         uint32
 	Title          [64]int8
 	Application    [64]int8
 	Pooled         dbiolatPooledFor
@@ -372,7 +375,8 @@ const (
 	dbiolatStatIdSTAT_WIRE_GROUPED        dbiolatStatId = 27
 	dbiolatStatIdSTAT_WIRE_UNWALKED       dbiolatStatId = 28
 	dbiolatStatIdSTAT_RUNQ_UNKNOWN        dbiolatStatId = 29
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 30
+	dbiolatStatIdSTAT_WIRE_UNCAPTURED     dbiolatStatId = 30
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 31
 )
 
 type dbiolatTaskLocal struct {
@@ -437,9 +441,10 @@ type dbiolatTaskLocal struct {
 type dbiolatTextKind uint32
 
 const (
-	dbiolatTextKindTEXT_SQL     dbiolatTextKind = 0
-	dbiolatTextKindTEXT_PG_WIRE dbiolatTextKind = 1
-	dbiolatTextKindTEXT_MYSQL   dbiolatTextKind = 2
+	dbiolatTextKindTEXT_SQL          dbiolatTextKind = 0
+	dbiolatTextKindTEXT_PG_WIRE      dbiolatTextKind = 1
+	dbiolatTextKindTEXT_MYSQL        dbiolatTextKind = 2
+	dbiolatTextKindTEXT_PG_WIRE_PART dbiolatTextKind = 3
 )
 
 type dbiolatThreadState struct {

@@ -168,6 +168,9 @@ const (
 	TextSQL    = dbiolatTextKindTEXT_SQL
 	TextPGWire = dbiolatTextKindTEXT_PG_WIRE
 	TextMySQL  = dbiolatTextKindTEXT_MYSQL
+	// A later part of a round trip's messages: its first TextSkip bytes end
+	// the message the part before it ended inside.
+	TextPGWirePart = dbiolatTextKindTEXT_PG_WIRE_PART
 
 	EmitWanted    = dbiolatEmitFlagEMIT_WANTED
 	EmitStatement = dbiolatEmitFlagEMIT_STATEMENT

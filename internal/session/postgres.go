@@ -178,13 +178,15 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 // (or, from USDT, its text) and its backend's role, database and client.
 func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte) *model.Query {
 	truncated := e.TextTruncated != 0
-	if e.TextKind == uint8(probe.TextPGWire) {
-		rt := s.statements.roundTrip(e.Tgid, text)
-		pl := s.pipelines.learn(e.Tgid, int(e.TextFirst), rt.Statements)
+	if e.TextKind == uint8(probe.TextPGWire) || e.TextKind == uint8(probe.TextPGWirePart) {
+		pl, query, cut := s.pipelines.read(s.statements, e.Tgid, capture{part: e.TextKind == uint8(probe.TextPGWirePart),
+			first: int(e.TextFirst), skip: int(e.TextSkip), at: e.TextAt, text: text})
 		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
 			return nil
 		}
-		text, truncated = []byte(pl.textOf(int(e.FirstStatement), int(e.Statements), rt.Query)), truncated || rt.Cut
+		named, unnamed := pl.textOf(int(e.FirstStatement), int(e.Statements), query)
+		s.unnamed += uint64(unnamed)
+		text, truncated = []byte(named), truncated || cut
 	}
 	who := s.describe(e.Tgid)
 	if who.role == model.Role(postgres.Postmaster) || who.role == model.RoleUnknown {

@@ -70,6 +70,7 @@ type Session struct {
 	prevQueries  uint64
 	statements   statements           // named prepared statements per backend, learned from the wire
 	pipelines    pipelines            // the statement texts of each backend's current round trip
+	unnamed      uint64               // statements of records shown that no capture named (wire_unnamed)
 	exitedIO     rateRows             // what processes that exited did since the last interval
 	exitedHists  roleHists            // and their histograms' gains (RatesByServer)
 	leftForLater map[uint32]bool      // units whose counts the last interval left for this one

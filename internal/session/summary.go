@@ -77,13 +77,15 @@ func (s *Session) WaitHists() (model.Hists, error) {
 }
 
 // Drops returns the counters of what could not be delivered or
-// attributed: the kernel's, and the runs the kernel skipped.
+// attributed: the kernel's, the runs the kernel skipped, and the
+// statements no capture named.
 func (s *Session) Drops() (model.Drops, error) {
 	st, err := s.tracer.Stats()
 	if err != nil {
 		return nil, err
 	}
 	_, st["programs_skipped"] = s.tracer.ProgramRuns()
+	st["wire_unnamed"] = s.unnamed
 	return model.Drops(st), nil
 }
 

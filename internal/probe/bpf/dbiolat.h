@@ -107,7 +107,8 @@ enum stat_id {
 				    * whose replies were sent together, a multi-statement command's) */
 	STAT_WIRE_UNWALKED = 28,   /* a reply whose messages could not be walked: its statements counted as one */
 	STAT_RUNQ_UNKNOWN = 29,    /* not a loss: a query's wake whose run-queue wait the kernel's clock did not measure */
-	STAT_IDS = 30,
+	STAT_WIRE_UNCAPTURED = 30, /* a read of a pipeline's request not captured whole: statements in it may go unnamed */
+	STAT_IDS = 31,
 };
 
 /*
@@ -142,6 +143,8 @@ enum text_kind {
 	TEXT_SQL = 0,     /* the statement (USDT query__start's argument) */
 	TEXT_PG_WIRE = 1, /* the frontend protocol messages of the round trip, as received */
 	TEXT_MYSQL = 2,   /* a MySQL command packet's payload; a connection's first: its handshake response */
+	TEXT_PG_WIRE_PART = 3, /* a later part of a round trip's messages: its first text_skip bytes end the
+				* message the part before ended inside (text_at says where each lies) */
 };
 
 /* Why a query record was sent (bits). */
@@ -230,7 +233,7 @@ struct query_event {
 	__u32 instance; /* postmaster pid */
 	__u8 text_kind;  /* enum text_kind */
 	__u8 emit_flags; /* enum emit_flag */
-	__u16 pad;
+	__u16 text_skip; /* TEXT_PG_WIRE_PART: where the first message starting in the text starts */
 	/* A MySQL connection: the server's id for it (its greeting's), or, for
 	 * one older than the trace, its socket's address (above 2^32). */
 	__u64 conn;
@@ -243,7 +246,8 @@ struct query_event {
 	__u32 first_statement; /* the place of its first among its round trip's statements (0: the first) */
 	__u32 failed;          /* of its statements, those the server answered with an error */
 	__u32 text_first;      /* the place among them of the first statement in its text */
-	__u32 pad2;
+	__u32 text_at;         /* PostgreSQL: where the text starts in the bytes its backend read since
+				* the round trip (or the one it was sent with) began */
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];

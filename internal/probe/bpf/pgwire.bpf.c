@@ -8,7 +8,7 @@
  * extended protocol (Parse/Bind/Execute), which USDT query__start misses.
  *
  * The messages of a round trip are copied when it begins (up to
- * QUERY_TEXT_MAX - 1 bytes) and sent with the record; Go reads the statement
+ * QUERY_TEXT_MAX bytes) and sent with the record; Go reads the statement
  * out of them (internal/postgres/wire.go). Encrypted connections cannot be
  * read: they are counted, and --usdt sees their simple-protocol queries.
  *
@@ -158,6 +158,7 @@ static __always_inline int pgwire_request_walk(struct wire *w, struct msg_walk *
 	mw->request = 1;
 	if (!buf || !msg_walk(&w->in, mw, (__u64)buf, n)) {
 		w->flags |= WIRE_IN_LOST;
+		stat_inc(STAT_WIRE_UNCAPTURED);
 		return 0;
 	}
 	w->execs += mw->done;
@@ -169,11 +170,18 @@ static __always_inline void pgwire_submit(struct query_event *e, struct wire *w,
 {
 	__u32 off = w->text_off & TEXT_MASK, n = 0;
 
+	e->text_kind = TEXT_PG_WIRE;
+	e->text_skip = 0;
+	if (t && t->part) { /* sent whole: its first bytes end the message the part before ended in */
+		e->text_kind = TEXT_PG_WIRE_PART;
+		e->text_skip = w->text_off < t->len ? w->text_off : t->len;
+		off = 0;
+	}
 	if (t && t->len > off)
-		n = text_bound(t->len - off);
+		n = capture_bound(t->len - off);
 	if (n && bpf_probe_read_kernel(e->text, n, t->buf + off))
 		n = 0;
-	e->text_kind = TEXT_PG_WIRE;
+	e->text_at = t ? t->at + off : 0;
 	e->text_first = w->text_first;
 	pooled_record(e);
 	query_submit(e, n, w->flags & WIRE_TRUNCATED);
@@ -203,35 +211,89 @@ static __always_inline void pgwire_teach(struct task_struct *task, struct wire *
 }
 
 /*
- * A later read of a walked round trip: the server is done with every
- * message before it, and what it runs next is in it. Its bytes replace
- * the captured ones, so that the records of the statements it holds have
- * their text (Go keeps the earlier captures' texts: session.pipelines).
+ * A part of a walked round trip's request: the bytes of a read from `from`
+ * on, as many as a capture holds, replace the captured ones (after a record
+ * that teaches Go those: pgwire_teach), so that the records of the
+ * statements they hold have their text (Go keeps the earlier parts' texts:
+ * session.pipelines). Sent whole: the message that began in the part
+ * before ends in it, and Go joins the two. read_at: where the read starts
+ * in the round trip's bytes; start: where its first message starting at or
+ * after `from` starts, first: the Executes before that one; next_at: where
+ * the next round trip starts in the read (0: not in it).
  */
-static __always_inline void pgwire_recapture(struct task_struct *task, struct wire *w, void *buf, int ret)
+static __always_inline void pgwire_part(struct task_struct *task, struct wire *w, struct capture *t, const char *buf,
+					__u32 from, __u32 ret, __u32 read_at, __u64 start, __u32 first, __u32 next_at)
 {
-	__u32 before = w->execs, n = text_bound(ret);
-	struct msg_walk mw = {};
-	struct capture *t;
+	__u32 n = capture_bound(ret - from);
 
-	if (!pgwire_request_walk(w, &mw, buf, ret) || mw.first_at >= n)
-		return; /* no message begins in what we would capture */
-	t = bpf_task_storage_get(&captures, task, 0, 0);
-	if (!t)
-		return;
 	pgwire_teach(task, w, t);
-	if (bpf_probe_read_user(t->buf, n, buf)) {
+	if (bpf_probe_read_user(t->buf, n, buf + from)) {
 		stat_inc(STAT_WIRE_UNREADABLE);
 		t->len = 0;
 		return;
 	}
 	t->len = n;
+	t->part = 1;
+	t->at = read_at + from;
 	w->text_sent = 0;
-	w->text_off = mw.first_at;
-	w->text_first = before + mw.execs_first;
-	w->next_off = mw.next_at < n ? mw.next_at : 0;
-	w->flags = (w->flags & ~(WIRE_NAMED_PARSE | WIRE_TRUNCATED)) | (mw.named_parse ? WIRE_NAMED_PARSE : 0) |
-		   (ret > n ? WIRE_TRUNCATED : 0);
+	w->text_off = start - from < n ? start - from : n;
+	w->text_first = first;
+	w->next_off = next_at > from && next_at - from < n ? next_at - from : 0;
+	w->flags &= ~(WIRE_NAMED_PARSE | WIRE_TRUNCATED);
+}
+
+/*
+ * The rest of a walked round trip's read, past its first part (at `from`):
+ * PostgreSQL reads up to 8 KiB at a time, a capture holds 4, so a read has
+ * at most two parts. Taken while the round trip goes on past the first.
+ */
+static __always_inline void pgwire_rest(struct task_struct *task, struct wire *w, struct capture *t, const char *buf,
+					__u32 from, __u32 ret, __u32 read_at, __u32 before, struct msg_walk *mw)
+{
+	if (ret <= from)
+		return;
+	if (mw->next_at && mw->next_at <= from) { /* the next round trip began in the first part: its
+						     * rest is not captured (pgwire_end begins it there) */
+		stat_inc(STAT_WIRE_UNCAPTURED);
+		w->flags |= WIRE_TRUNCATED;
+		return;
+	}
+	pgwire_part(task, w, t, buf, from, ret, read_at, mw->rest_at ? mw->rest_at : ret, before + mw->execs_rest,
+		    mw->next_at);
+	if (mw->named_parse)
+		w->flags |= WIRE_NAMED_PARSE;
+	if (ret - from > QUERY_TEXT_MAX) { /* more than two parts: not PostgreSQL's reads */
+		stat_inc(STAT_WIRE_UNCAPTURED);
+		w->flags |= WIRE_TRUNCATED;
+	}
+}
+
+/*
+ * A later read of a walked round trip: the server is done with every
+ * message before it, and what it runs next is in it. Its parts (those that
+ * hold a message's start, and the rest of one that did) are captured in
+ * turn.
+ */
+static __always_inline void pgwire_recapture(struct task_struct *task, struct wire *w, void *buf, int ret)
+{
+	__u32 before = w->execs, read_at;
+	struct msg_walk mw = {};
+	struct capture *t = bpf_task_storage_get(&captures, task, 0, 0);
+
+	if (!t)
+		return;
+	read_at = t->walked;
+	t->walked += ret;
+	if (!pgwire_request_walk(w, &mw, buf, ret))
+		return;
+	if (mw.first_at < QUERY_TEXT_MAX && mw.first_at < (__u32)ret) { /* a message begins in the first part */
+		pgwire_part(task, w, t, buf, 0, ret, read_at, mw.first_at, before + mw.execs_first, mw.next_at);
+		if (mw.named_parse)
+			w->flags |= WIRE_NAMED_PARSE;
+		pgwire_rest(task, w, t, buf, QUERY_TEXT_MAX, ret, read_at, before, &mw);
+	} else if (mw.rest_at && mw.rest_at < (__u32)ret) { /* only in the second */
+		pgwire_rest(task, w, t, buf, QUERY_TEXT_MAX, ret, read_at, before, &mw);
+	}
 }
 
 /* A request from an idle client: copy its messages, begin a round trip. */
@@ -239,13 +301,15 @@ static __always_inline void pgwire_request(struct task_struct *task, struct task
 {
 	struct capture *t = bpf_task_storage_get(&captures, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct wire *w = &tl->wire;
-	__u32 n = text_bound(ret);
+	__u32 n = capture_bound(ret);
 
 	if (!t || !buf || bpf_probe_read_user(t->buf, n, buf)) {
 		stat_inc(STAT_WIRE_UNREADABLE);
 		return;
 	}
 	t->len = n;
+	t->part = t->at = 0;
+	t->walked = ret;
 	/* A connection older than the trace: a TLS record header is no message. */
 	if (w->state == WIRE_ATTACHED && !w->tls && t->buf[0] >= 0x14 && t->buf[0] <= 0x17 && t->buf[1] == 0x03) {
 		pgwire_encrypted(task, w, 1);
@@ -263,7 +327,8 @@ static __always_inline void pgwire_request(struct task_struct *task, struct task
 	if (w->flags & WIRE_WALK) {
 		struct msg_walk mw = {};
 
-		pgwire_request_walk(w, &mw, buf, ret);
+		if (pgwire_request_walk(w, &mw, buf, ret) && (__u32)ret > n) /* its rest: a second part */
+			pgwire_rest(task, w, t, buf, n, ret, 0, 0, &mw);
 	}
 }
 
@@ -374,6 +439,7 @@ static __always_inline void pgwire_end(struct task_struct *task, struct task_loc
 	if (e)
 		pgwire_submit(e, w, t);
 	if (w->next_off && t) { /* the client sent the next round trip already: it begins now */
+		t->part = 0; /* its first messages */
 		w->text_off = w->next_off;
 		pgwire_begin(tl, t, now);
 	}

@@ -89,6 +89,8 @@ struct msg_walk {
 	__u64 first_at;     /* where the first message that starts in the call starts (n or more: none) */
 	__u32 execs_first;  /* request: the Executes before it */
 	__u32 next_at;      /* request: where the next round trip starts (past its Sync), 0: not in the call */
+	__u64 rest_at;      /* request: where the first message that starts past a capture's length starts (0: none) */
+	__u32 execs_rest;   /* request: the Executes before it */
 	__u32 done, failed; /* reply: statements ended, and of them by an error; request: Executes */
 	__u8 request;       /* the frontend's messages, not the backend's */
 	__u8 ready, suspended, lost;
@@ -120,6 +122,10 @@ static __always_inline long msg_seen(struct msg_walk *w, char type, __u32 len, c
 			if (!w->next_at && w->off < w->n)
 				w->next_at = w->off;
 			break;
+		}
+		if (!w->rest_at && w->off >= QUERY_TEXT_MAX) { /* where the read's second part begins */
+			w->rest_at = w->off;
+			w->execs_rest = w->done;
 		}
 		return 0;
 	}
@@ -196,6 +202,10 @@ __noinline int msg_walk(struct msg_carry *c, struct msg_walk *walk, __u64 buf, _
 	}
 	w.first_at = w.off; /* the first message that starts in the call */
 	w.execs_first = w.done;
+	if (w.request && !w.rest_at && w.off >= QUERY_TEXT_MAX) {
+		w.rest_at = w.off;
+		w.execs_rest = w.done;
+	}
 	if (!w.ready && bpf_loop(MSG_MAX_WALK, msg_step, &w, 0) == MSG_MAX_WALK && w.off + 5 <= n)
 		w.lost = 1;
 	if (w.lost)

@@ -27,6 +27,11 @@
 struct capture {
 	__u32 len;       /* bytes captured */
 	__u32 truncated; /* mysql.bpf.c: the command was longer (pgwire.bpf.c keeps its own flag) */
+	/* pgwire.bpf.c: a round trip's request is read in parts (a read may hold
+	 * twice what a capture holds), and Go joins a message cut between two */
+	__u32 part;      /* the bytes are a later part of the request: its first text_off end a message */
+	__u32 at;        /* where buf starts in the bytes the backend read since its round trip began */
+	__u32 walked;    /* those bytes read so far */
 	char buf[QUERY_TEXT_MAX];
 };
 
@@ -67,6 +72,17 @@ static __always_inline __u32 text_bound(__u64 n)
 		n = TEXT_MASK;
 	barrier_var(n); /* keep the mask: clang would pass an unbounded copy */
 	return n & TEXT_MASK;
+}
+
+/* n, at most QUERY_TEXT_MAX (a whole capture), bounded where the verifier can see it. */
+static __always_inline __u32 capture_bound(__u64 n)
+{
+	if (!n)
+		return 0;
+	if (n > QUERY_TEXT_MAX)
+		n = QUERY_TEXT_MAX;
+	barrier_var(n);
+	return ((n - 1) & TEXT_MASK) + 1;
 }
 
 #endif /* SOCK_BPF_H */
