@@ -53,9 +53,9 @@ type Query struct {
 	// that is not the only statement of its round trip (a pipeline's, a
 	// multi-statement Query's: the server keeps one id per backend), or
 	// where the version's layout is not known.
-	QueryID int64 `json:"queryid,omitempty"`
-	Query        string `json:"query"`       // normalized unless --raw-sql
-	Truncated    bool   `json:"query_truncated,omitempty"`
+	QueryID   int64  `json:"queryid,omitempty"`
+	Query     string `json:"query"` // normalized unless --raw-sql
+	Truncated bool   `json:"query_truncated,omitempty"`
 	// The application's trace context, from a W3C traceparent in a
 	// sqlcommenter comment of the query's text (sqlnorm.TraceParent):
 	// its trace and the span that sent the query. Absent without one, or
