@@ -193,8 +193,9 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 			return nil
 		}
 		text, truncated = []byte(pl.textOf(int(e.FirstStatement), int(e.Statements), rt.Query)), truncated || rt.Cut
-		// The backend keeps one query id, its last statement's (a simple
-		// Query's first): a record's own only when its round trip ran it alone.
+		// The backend keeps one query id at a time, whichever statement of
+		// the round trip set it last: a record's own only when the round
+		// trip ran that statement alone.
 		only = e.FirstStatement == 0 && len(rt.Statements) == 1 && pl.first == 0 && len(pl.texts) == 1
 	} else { // USDT's: a simple Query's text
 		only = len(sqlnorm.Statements(string(text))) == 1
