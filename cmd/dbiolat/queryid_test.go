@@ -29,7 +29,7 @@ func TestQueryIDJoinsPgStatStatements(t *testing.T) {
 	python, _ := driverTools(t)
 	eachVersionAtOnce(t, nil, func(t *testing.T, c *pgsandbox.Cluster) {
 		testQueryID(t, qidServer{
-			version: c.Version(), pid: c.PostmasterPID(), python: python, env: c.Env(),
+			version: c.Version(), pid: c.PostmasterPID(), python: python, env: c.Env(), usdt: hasUSDT(c),
 			psql: func(sql string) (string, error) { return c.Psql(context.Background(), "postgres", sql) },
 		})
 	})
@@ -53,7 +53,7 @@ func TestQueryIDJoinsPgStatStatements(t *testing.T) {
 			p.Stop()
 		})
 		testQueryID(t, qidServer{
-			version: p.Version, pid: p.PID(), python: python,
+			version: p.Version, pid: p.PID(), python: python, usdt: true, // Debian's build
 			env:  []string{"PGHOST=127.0.0.1", "PGPORT=" + strconv.Itoa(port), "PGUSER=postgres", "PGDATABASE=postgres", "PGSSLMODE=require"},
 			psql: func(sql string) (string, error) { return p.Psql(ctx, sql) },
 		})
@@ -68,6 +68,7 @@ type qidServer struct {
 	python  string
 	env     []string
 	psql    func(sql string) (string, error)
+	usdt    bool // its binary has USDT probes: --usdt is checked too
 }
 
 // psycopgQueryIDs runs argv[1] statements of each kind in the extended
@@ -256,5 +257,29 @@ func testQueryID(t *testing.T, s qidServer) {
 	checkNoWarning(t, tr.stderr.String())
 	if strings.Contains(tr.stderr.String(), "queryid") {
 		t.Errorf("dbiolat warned of query ids: %s", tr.stderr.String())
+	}
+	if !s.usdt {
+		return
+	}
+
+	// With --usdt (simple Queries from the query__start/done probes): the same ids.
+	id, _ = idOf("SELECT count(*) FROM qid_log")
+	tr = startTrace(t, "slowlog", "--usdt", "--json", "--min-query", "0", "--pid", strconv.Itoa(s.pid))
+	script.Reset()
+	for i := range n {
+		fmt.Fprintf(&script, "SELECT count(*) FROM qid_log WHERE k > %d;\n", i)
+	}
+	sql(script.String())
+	queries, _, _ = tr.stop(t)
+	usdt := matching(queries, "SELECT count(*) FROM qid_log")
+	named = 0
+	for _, q := range usdt {
+		if q.QueryID == id {
+			named++
+		}
+	}
+	t.Logf("with --usdt, %d sent: dbiolat %d records, %d named by queryid %d", n, len(usdt), named, id)
+	if len(usdt) != n || named != n {
+		t.Errorf("with --usdt, %d sent: dbiolat %d records, %d named by pg_stat_statements' queryid %d", n, len(usdt), named, id)
 	}
 }
