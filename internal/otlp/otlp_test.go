@@ -194,7 +194,7 @@ func TestLogRecord(t *testing.T) {
 		"dbiolat.fingerprint": "0123456789abcdef", "dbiolat.query_ns": int64(10_000_000), "dbiolat.statements": int64(1),
 		"dbiolat.cpu_ns": int64(2_000_000), "dbiolat.unaccounted_ns": int64(500_000), "dbiolat.fs_read_miss_count": int64(2),
 		"dbiolat.waits.Lock/relation": int64(1_000_000),
-		"postgresql.query_id": "-8716437223111042003", // as pg_stat_activity.query_id::text, exact past 2^53
+		"postgresql.query_id":         "-8716437223111042003", // as pg_stat_activity.query_id::text, exact past 2^53
 	} {
 		if got := a[k].AsInterface(); got != want {
 			t.Errorf("attribute %s = %v (%T), want %v", k, got, got, want)
