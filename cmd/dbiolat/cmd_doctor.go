@@ -66,7 +66,9 @@ func runDoctor(o targetOptions) error {
 			if check(sv.Name, sv.Err, "") {
 				info("%s", sv.Info)
 			}
-			checkStorage(check, info, sv.DataDir)
+			if sv.DataDir != "" { // a server's last check
+				checkStorage(check, info, sv.DataDir)
+			}
 		}
 	}
 

@@ -93,7 +93,8 @@ func serveMetrics(t *testing.T, tr *trace) string {
 
 // serve --otlp sends one db.server.query_sample log record per statement
 // pgbench ran, as pg_stat_statements counts them by statement, each with
-// the semantic conventions' attributes and dbiolat's; none is dropped.
+// the semantic conventions' attributes and dbiolat's, and the statement's
+// query id as pg_stat_statements has it; none is dropped.
 func TestOTLPRecordsEqualPgStatStatements(t *testing.T) {
 	sideBySide(t)
 	c := startPG(t, nil)
@@ -110,7 +111,7 @@ func TestOTLPRecordsEqualPgStatStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds := []string{"UPDATE pgbench_accounts", "UPDATE pgbench_tellers", "UPDATE pgbench_branches", "SELECT abalance", "INSERT INTO pgbench_history", "BEGIN", "END"}
-	want := map[string]int{}
+	want, ids := map[string]int{}, map[string]string{}
 	total := 0
 	for _, k := range kinds {
 		n, err := strconv.Atoi(psql(t, c, fmt.Sprintf("SELECT coalesce(sum(calls),0) FROM pg_stat_statements WHERE query LIKE '%s%%'", k)))
@@ -118,6 +119,8 @@ func TestOTLPRecordsEqualPgStatStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		want[k], total = n, total+n
+		// pgbench's statements go one per simple Query: each has its id.
+		ids[k] = psql(t, c, fmt.Sprintf("SELECT string_agg(queryid::text, ',') FROM pg_stat_statements WHERE query LIKE '%s%%'", k))
 	}
 	records := logRecords(col.WaitLogs(t, total))
 	got := map[string]int{}
@@ -130,6 +133,9 @@ func TestOTLPRecordsEqualPgStatStatements(t *testing.T) {
 					attr(r, "server.port") != fmt.Sprint(c.Port()) || attr(r, "dbiolat.fingerprint") == "" || attr(r, "dbiolat.role") != "client backend" ||
 					attr(r, "db.query.summary") == "" || attr(r, "dbiolat.query_ns") == "" || r.TraceID().IsEmpty() || r.SpanID().IsEmpty() {
 					t.Errorf("a log record lacks what a query sample has: %s %v", r.EventName(), r.Attributes().AsRaw())
+				}
+				if id := attr(r, otlp.QueryIDKey); id != ids[k] {
+					t.Errorf("%s: a log record's %s is %q, pg_stat_statements' queryid %q", k, otlp.QueryIDKey, id, ids[k])
 				}
 				if literalDigit.MatchString(text) {
 					t.Errorf("a literal left in db.query.text %q", text)

@@ -46,8 +46,16 @@ type Query struct {
 	TID          int    `json:"tid,omitempty"`
 	ConnectionID uint32 `json:"connection_id,omitempty"`
 	Fingerprint  string `json:"fingerprint"` // 16 hex digits, stable across runs
-	Query        string `json:"query"`       // normalized unless --raw-sql
-	Truncated    bool   `json:"query_truncated,omitempty"`
+	// QueryID is PostgreSQL's query id of the statement, as
+	// pg_stat_statements' queryid and pg_stat_activity's query_id show it
+	// (a signed 64-bit number): the key to join them. Absent when the
+	// server computes none (compute_query_id off), for MySQL, for a record
+	// that is not the only statement of its round trip (a pipeline's, a
+	// multi-statement Query's: the server keeps one id per backend), or
+	// where the version's layout is not known.
+	QueryID   int64  `json:"queryid,omitempty"`
+	Query     string `json:"query"` // normalized unless --raw-sql
+	Truncated bool   `json:"query_truncated,omitempty"`
 	// The application's trace context, from a W3C traceparent in a
 	// sqlcommenter comment of the query's text (sqlnorm.TraceParent):
 	// its trace and the span that sent the query. Absent without one, or

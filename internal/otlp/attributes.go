@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -34,8 +35,13 @@ var Conventions = []Convention{
 	{"pid", string(semconv.ProcessPIDKey), "the backend process (a MySQL server's: the server)"},
 	{"client_addr", string(semconv.ClientAddressKey), "a TCP client's address (absent over a unix socket); behind a pooler, the client it forwarded the query for"},
 	{"client_port", string(semconv.ClientPortKey), "its port"},
+	{"queryid", QueryIDKey, "PostgreSQL's query id of the statement, as a decimal string (pg_stat_activity.query_id::text, the Collector's query_sample names it so; its top_query's postgresql.queryid, pg_stat_statements' queryid, is the same number): absent when not known"},
 	{"container", "container.id, container.runtime.name, k8s.pod.uid, k8s.namespace.name, k8s.pod.name", "the server's container and pod (absent on the host)"},
 }
+
+// QueryIDKey is the attribute of PostgreSQL's query id: the name the
+// Collector's PostgreSQL receiver gives it in db.server.query_sample.
+const QueryIDKey = "postgresql.query_id"
 
 // Attributes are what a query's log record and span carry: the semantic
 // conventions' attributes, then dbiolat's own from the catalog. host
@@ -52,6 +58,9 @@ func Attributes(q *model.Query, host string) []attribute.KeyValue {
 		semconv.ServerPortKey.Int(q.Port),
 		semconv.ProcessPIDKey.Int(q.PID),
 	)
+	if q.QueryID != 0 {
+		a = append(a, attribute.String(QueryIDKey, strconv.FormatInt(q.QueryID, 10)))
+	}
 	if q.ClientAddr != "" {
 		a = append(a, semconv.ClientAddressKey.String(q.ClientAddr), semconv.ClientPortKey.Int(q.ClientPort))
 	}

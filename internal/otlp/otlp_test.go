@@ -34,7 +34,7 @@ func aQuery() *model.Query {
 		CPUNs: 2_000_000, RunqNs: 500_000, IOWaitNs: 6_000_000, LockNs: 1_000_000,
 		Waits:     map[string]uint64{"IO/DataFileRead": 6_000_000, "Lock/relation": 1_000_000},
 		Container: &container.Info{Runtime: "containerd", ID: strings.Repeat("ab", 32), Namespace: "db", Pod: "pg-0", PodUID: "uid"},
-		TraceID:   appTrace, ParentSpanID: appSpan}
+		TraceID:   appTrace, ParentSpanID: appSpan, QueryID: -8_716_437_223_111_042_003}
 	q.FSReadCount, q.FSReadMissCount, q.BlkCount = 3, 2, 2
 	q.UnaccountedNs = q.Unaccounted()
 	return q
@@ -194,6 +194,7 @@ func TestLogRecord(t *testing.T) {
 		"dbiolat.fingerprint": "0123456789abcdef", "dbiolat.query_ns": int64(10_000_000), "dbiolat.statements": int64(1),
 		"dbiolat.cpu_ns": int64(2_000_000), "dbiolat.unaccounted_ns": int64(500_000), "dbiolat.fs_read_miss_count": int64(2),
 		"dbiolat.waits.Lock/relation": int64(1_000_000),
+		"postgresql.query_id":         "-8716437223111042003", // as pg_stat_activity.query_id::text, exact past 2^53
 	} {
 		if got := a[k].AsInterface(); got != want {
 			t.Errorf("attribute %s = %v (%T), want %v", k, got, got, want)
@@ -214,8 +215,14 @@ func TestLogRecord(t *testing.T) {
 // log record carries; a failed one has an error status.
 func TestNoTraceContext(t *testing.T) {
 	q := aQuery()
-	q.TraceID, q.ParentSpanID, q.Failed = "", "", 1
+	q.TraceID, q.ParentSpanID, q.Failed, q.QueryID = "", "", 1, 0
 	spans, logs, _ := exportOne(t, q)
+	logs[0].WalkAttributes(func(kv attribute.KeyValue) bool {
+		if kv.Key == QueryIDKey {
+			t.Errorf("a query without a query id has %s %q", kv.Key, kv.Value.Emit())
+		}
+		return true
+	})
 	for _, s := range spans {
 		if s.SpanKind != trace.SpanKindServer {
 			continue

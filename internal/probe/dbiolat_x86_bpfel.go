@@ -198,7 +198,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [896]uint8
+	Head      [904]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -257,6 +257,8 @@ type dbiolatProcInfo struct {
 	Flags          uint32
 	Kind           uint32
 	ApplicationOff int32
+	StatusOff      int32
+	QueryIdOff     uint32
 }
 
 type dbiolatProcIo struct {
@@ -325,6 +327,7 @@ type dbiolatQueryEvent struct {
 	Failed         uint32
 	TextFirst      uint32
 	TextAt         uint32
+	Queryid        uint64
 	Title          [64]int8
 	Application    [64]int8
 	Pooled         dbiolatPooledFor

@@ -24,6 +24,13 @@ type ProcInfo struct {
 	// WaitEventPtr, a variable of the same executable: without that one,
 	// or farther from it than 2 GiB, it is not read.
 	ApplicationPtr uint64
+	// StatusPtr is the address of the process's pointer to its status
+	// entry (PostgreSQL's MyBEEntry, its PgBackendStatus), and QueryIDOffset
+	// where the current statement's query id lies in that entry
+	// (st_query_id, by major version); either 0: query ids are not read.
+	// Kept as an offset from WaitEventPtr, as ApplicationPtr is.
+	StatusPtr     uint64
+	QueryIDOffset uint32
 	// AIOWaitEvent is the wait event of waiting for asynchronous I/O that
 	// another process does (PostgreSQL 18's IO/AioIoCompletion); 0: none.
 	AIOWaitEvent uint32
@@ -60,6 +67,9 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 		Version: uint32(p.Version), Kind: uint32(p.Kind)}
 	if off := int64(p.ApplicationPtr - p.WaitEventPtr); p.ApplicationPtr != 0 && p.WaitEventPtr != 0 && off == int64(int32(off)) {
 		info.ApplicationOff = int32(off)
+	}
+	if off := int64(p.StatusPtr - p.WaitEventPtr); p.StatusPtr != 0 && p.WaitEventPtr != 0 && off == int64(int32(off)) {
+		info.StatusOff, info.QueryIdOff = int32(off), p.QueryIDOffset
 	}
 	if p.TLSProbed {
 		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)

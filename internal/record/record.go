@@ -20,14 +20,14 @@ import (
 )
 
 // Version is the recording format's version, stored in meta. Columns
-// added since (queries.application) come last, with a default, and reads
+// added since (queries.application, queries.queryid) come last, with a default, and reads
 // use only the records: a recording without them reads as before.
 const Version = "1"
 
 const schema = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE queries (ts INTEGER NOT NULL, fingerprint TEXT NOT NULL, query_ns INTEGER NOT NULL, record TEXT NOT NULL,
-	application TEXT NOT NULL DEFAULT '');
+	application TEXT NOT NULL DEFAULT '', queryid INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE processes (ts INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE TABLE intervals (ts INTEGER NOT NULL, record TEXT NOT NULL);
 CREATE TABLE summaries (ts INTEGER NOT NULL, record TEXT NOT NULL);
@@ -85,8 +85,8 @@ const maxPending = 4096
 
 // Query adds a query record; it writes what is pending when that is a lot.
 func (w *Writer) Query(q *model.Query) error {
-	w.pending = append(w.pending, insert("INSERT INTO queries (ts, fingerprint, query_ns, record, application) VALUES (?, ?, ?, ?, ?)",
-		q.TS.UnixNano(), q.Fingerprint, q.QueryNs, encode(q), q.Application))
+	w.pending = append(w.pending, insert("INSERT INTO queries (ts, fingerprint, query_ns, record, application, queryid) VALUES (?, ?, ?, ?, ?, ?)",
+		q.TS.UnixNano(), q.Fingerprint, q.QueryNs, encode(q), q.Application, q.QueryID))
 	if len(w.pending) >= maxPending {
 		return w.Flush()
 	}

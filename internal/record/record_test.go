@@ -69,9 +69,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// Each query's application is a column too (users' own tools query by
-// it); a recording made before that column still reads, its queries
-// naming no application.
+// Each query's application and query id are columns too (users' own
+// tools query and join by them: the query id as pg_stat_statements shows
+// it, a signed 64-bit integer kept exactly); a recording made before
+// those columns still reads, its queries naming neither.
 func TestApplicationColumn(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "apps.dbiolat")
 	w, err := Create(path, nil)
@@ -80,6 +81,7 @@ func TestApplicationColumn(t *testing.T) {
 	}
 	q := sampleQuery(1)
 	q.Application = "psql"
+	q.QueryID = -8_716_437_223_111_042_003 // past 2^53: a float would round it
 	w.Query(q)
 	w.Query(sampleQuery(2))
 	if err := w.Close(); err != nil {
@@ -94,11 +96,16 @@ func TestApplicationColumn(t *testing.T) {
 	if err := db.QueryRow("SELECT group_concat(application, ',') FROM queries").Scan(&apps); err != nil || apps != "psql," {
 		t.Errorf("the application column holds %q (%v), want \"psql,\"", apps, err)
 	}
+	var ids string
+	if err := db.QueryRow("SELECT group_concat(queryid, ',') FROM queries").Scan(&ids); err != nil || ids != "-8716437223111042003,0" {
+		t.Errorf("the queryid column holds %q (%v), want \"-8716437223111042003,0\"", ids, err)
+	}
 	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if qs := slices.Collect(r.Queries); len(qs) != 2 || qs[0].Application != "psql" || qs[1].Application != "" {
+	if qs := slices.Collect(r.Queries); len(qs) != 2 || qs[0].Application != "psql" || qs[1].Application != "" ||
+		qs[0].QueryID != q.QueryID || qs[1].QueryID != 0 {
 		t.Errorf("read back: %+v", qs)
 	}
 
@@ -127,7 +134,7 @@ func TestApplicationColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if qs := slices.Collect(r.Queries); len(qs) != 1 || qs[0].Application != "" || qs[0].QueryNs != 5 || r.Err() != nil {
+	if qs := slices.Collect(r.Queries); len(qs) != 1 || qs[0].Application != "" || qs[0].QueryID != 0 || qs[0].QueryNs != 5 || r.Err() != nil {
 		t.Errorf("an older recording read back: %+v, %v", qs, r.Err())
 	}
 }

@@ -57,7 +57,7 @@ type server interface {
 	// where each thread is a unit, a thread of it.
 	unit(unit uint32) (pid, tid int)
 	// check says what a trace of it will see (doctor), or what it lacks.
-	check() ServerCheck
+	check() []ServerCheck
 	// tick is called every second: learning threads' roles, forgetting
 	// idle connections.
 	tick(s *Session, now time.Time)
@@ -158,7 +158,7 @@ type ServerCheck struct {
 	Name    string // the check: the server and its binary
 	Err     error  // what it lacks
 	Info    string // what a trace of it will see
-	DataDir string
+	DataDir string // on a server's last check: the storage under it is checked next
 }
 
 // Doctor finds the servers a trace would attach to (servers) and says
@@ -167,9 +167,9 @@ func Doctor(pid int, dir string) ([]ServerCheck, error) {
 	found, err := servers(pid, dir)
 	var out []ServerCheck
 	for _, sv := range found {
-		c := sv.check()
-		c.DataDir = sv.about().DataDir
-		out = append(out, c)
+		cs := sv.check()
+		cs[len(cs)-1].DataDir = sv.about().DataDir // its storage is checked after its last
+		out = append(out, cs...)
 	}
 	return out, err
 }

@@ -211,7 +211,7 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 
 // check says what a trace of the server will see, by what its binary and
 // libraries export and what its threads' stacks tell.
-func (m *mysqlServer) check() ServerCheck {
+func (m *mysqlServer) check() []ServerCheck {
 	in := m.Instance
 	exe, _ := os.Readlink(in.Binary)
 	c := ServerCheck{Name: fmt.Sprintf("%s server pid %d (data %s, binary %s)", in.Flavor, in.PID, in.DataDir, exe)}
@@ -246,7 +246,7 @@ func (m *mysqlServer) check() ServerCheck {
 		says = append(says, "threads by role: "+strings.Join(rs, ", "))
 	}
 	c.Info = strings.Join(says, "; ")
-	return c
+	return []ServerCheck{c}
 }
 
 // exports says the ELF file defines every function named.

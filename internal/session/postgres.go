@@ -165,6 +165,13 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 	info.WaitEventPtr = addr
 	// Unknown, queries have no application: not worth a warning of its own.
 	info.ApplicationPtr, _ = elfvar.Address(p.PID, p.Binary, postgres.ApplicationVariable)
+	// The statement's query id, where the version's layout is known.
+	if off, err := p.queryIDOffset(); err != nil {
+		s.warnOnce("queryid "+strconv.Itoa(p.Version), fmt.Sprintf("PostgreSQL %d: %v", p.PID, err))
+	} else {
+		info.StatusPtr, _ = elfvar.Address(p.PID, p.Binary, postgres.StatusVariable)
+		info.QueryIDOffset = off
+	}
 	if code, ok := postgres.WaitEventCode(p.Version, "IO/AioIoCompletion"); ok {
 		info.AIOWaitEvent = uint32(code)
 	}
@@ -178,8 +185,10 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 // (or, from USDT, its text) and its backend's role, database and client.
 func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte) *model.Query {
 	truncated := e.TextTruncated != 0
+	only := false // the record's statement is the only one of its round trip
 	if e.TextKind == uint8(probe.TextPGWire) || e.TextKind == uint8(probe.TextPGWirePart) {
-		pl, query, cut := s.pipelines.read(s.statements, e.Tgid, capture{part: e.TextKind == uint8(probe.TextPGWirePart),
+		part := e.TextKind == uint8(probe.TextPGWirePart)
+		pl, query, cut := s.pipelines.read(s.statements, e.Tgid, capture{part: part,
 			first: int(e.TextFirst), skip: int(e.TextSkip), at: e.TextAt, text: text})
 		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
 			return nil
@@ -187,6 +196,12 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 		named, unnamed := pl.textOf(int(e.FirstStatement), int(e.Statements), query)
 		s.unnamed += uint64(unnamed)
 		text, truncated = []byte(named), truncated || cut
+		// The backend keeps one query id at a time, whichever statement of
+		// the round trip set it last: a record's own only when the round
+		// trip ran that statement alone.
+		only = !part && !cut && e.FirstStatement == 0 && pl.first == 0 && len(pl.texts) == 1
+	} else { // USDT's: a simple Query's text
+		only = len(sqlnorm.Statements(string(text))) == 1
 	}
 	who := s.describe(e.Tgid)
 	if who.role == model.Role(postgres.Postmaster) || who.role == model.RoleUnknown {
@@ -207,12 +222,43 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 	q.Application = application(unsafe.Slice((*byte)(unsafe.Pointer(&e.Application[0])), len(e.Application)))
 	pooled(q, &e.Pooled)
 	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
+	if only && !truncated && e.Statements == 1 {
+		q.QueryID = int64(e.Queryid) // as pg_stat_statements shows it: signed
+	}
 	return q
 }
 
-// check counts the USDT probes of its binary: without them lock waits
-// are other waits, and --usdt and --buffers do not work.
-func (p *pgServer) check() ServerCheck {
+// check counts the USDT probes of its binary (without them lock waits
+// are other waits, and --usdt and --buffers do not work), and says
+// whether records will carry the server's query ids.
+func (p *pgServer) check() []ServerCheck {
+	return []ServerCheck{p.checkUSDT(), p.checkQueryID()}
+}
+
+// checkQueryID says whether query ids are read: the version's layout is
+// known and the binary exports where each backend's status entry is.
+func (p *pgServer) checkQueryID() ServerCheck {
+	c := ServerCheck{Name: fmt.Sprintf("query ids of instance pid %d (PostgreSQL %d)", p.PID, p.Version)}
+	if _, c.Err = p.queryIDOffset(); c.Err == nil {
+		c.Info = "records carry the statement's queryid, as pg_stat_statements and pg_stat_activity name it, when the server computes one (compute_query_id on, or auto with pg_stat_statements loaded)"
+	}
+	return c
+}
+
+// queryIDOffset is where the server's backends keep their statement's
+// query id in their status entry, if that and the entry can be found.
+func (p *pgServer) queryIDOffset() (uint32, error) {
+	off, err := postgres.QueryIDOffset(p.Version)
+	if err != nil {
+		return 0, fmt.Errorf("records carry no queryid: %w", err)
+	}
+	if _, err := elfvar.Address(p.PID, p.Binary, postgres.StatusVariable); err != nil {
+		return 0, fmt.Errorf("records carry no queryid: the server's status entry cannot be found (%v)", err)
+	}
+	return off, nil
+}
+
+func (p *pgServer) checkUSDT() ServerCheck {
 	exe, _ := os.Readlink(p.Binary)
 	c := ServerCheck{Name: fmt.Sprintf("USDT probes of instance pid %d (data %s, binary %s)", p.PID, p.DataDir, exe)}
 	probes, err := usdt.Open(p.Binary)

@@ -62,8 +62,9 @@ type Session struct {
 	// the order found (a restarted server takes its old place).
 	servers  map[int]*traced
 	current  []*traced
-	untraced *traced      // what reads the records of processes traced on their own (Track)
-	refused  map[int]bool // servers found but not traceable with the families chosen (warned once)
+	untraced *traced         // what reads the records of processes traced on their own (Track)
+	refused  map[int]bool    // servers found but not traceable with the families chosen (warned once)
+	warned   map[string]bool // warnOnce's keys: what was said already
 
 	exited       map[uint32]time.Time // pid -> when its exit was seen
 	prevTotals   totals               // for Interval
@@ -214,6 +215,7 @@ func open(cfg Config, attached, dormant probe.Families) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]proc{}, statements: statements{}, pipelines: pipelines{},
 		exited: map[uint32]time.Time{}, servers: map[int]*traced{}, untraced: &traced{server: &pgServer{}}, refused: map[int]bool{},
+		warned: map[string]bool{},
 		owners: map[uint32]int{}, poolers: map[int]procfs.Start{}, start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
@@ -249,6 +251,15 @@ func (s *Session) attachOpenSSL(pid int, server string, protocol probe.Families)
 func (s *Session) warn(msg string) {
 	if s.cfg.Warn != nil {
 		s.cfg.Warn(msg)
+	}
+}
+
+// warnOnce warns the first time only for a key: a limit of a version,
+// say, is not repeated for every server of it or every restart.
+func (s *Session) warnOnce(key, msg string) {
+	if !s.warned[key] {
+		s.warned[key] = true
+		s.warn(msg)
 	}
 }
 

@@ -80,7 +80,23 @@ func (s *Stats) fold(o *Stats) {
 // grain a filter selects and a fingerprint's row sums.
 type Cell struct {
 	Fingerprint, Query, Database, User, Application, Role string
+	// QueryID is PostgreSQL's query id of its queries, when those that
+	// have one agree (a fingerprint's in several databases have several:
+	// the id covers the relations' OIDs); 0 when none has or they differ.
+	QueryID int64
+	mixed   bool // queries of different ids were seen
 	Stats
+}
+
+// noteQueryID counts a query id of the cell's queries (0: none).
+func (c *Cell) noteQueryID(id int64) {
+	switch {
+	case id == 0 || c.mixed || id == c.QueryID:
+	case c.QueryID == 0:
+		c.QueryID = id
+	default:
+		c.QueryID, c.mixed = 0, true
+	}
 }
 
 // Backend is what one backend's queries spent in an interval, and its
@@ -94,6 +110,7 @@ type Backend struct {
 	Role         string
 	Fingerprint  string // of its last query
 	Query        string
+	QueryID      int64 // of its last query: PostgreSQL's query id, 0: none
 	Stats
 }
 
@@ -193,6 +210,7 @@ func (a *Aggregator) Observe(q *model.Query) {
 	}
 	if c != nil {
 		c.add(q)
+		c.noteQueryID(q.QueryID)
 	} else {
 		a.unlistedFP++
 	}
@@ -207,7 +225,7 @@ func (a *Aggregator) Observe(q *model.Query) {
 		// The last query's session: a MySQL connection may change user or
 		// database, a PostgreSQL one its application_name.
 		b.Database, b.User, b.Application, b.Role = q.Database, q.User, q.Application, q.Role
-		b.Fingerprint, b.Query = q.Fingerprint, q.Query
+		b.Fingerprint, b.Query, b.QueryID = q.Fingerprint, q.Query, q.QueryID
 		b.add(q)
 	} else {
 		a.unlistedBE++

@@ -3,6 +3,7 @@ package top
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -578,5 +579,64 @@ func TestFrameJSON(t *testing.T) {
 	}
 	if _, ok := fp["BoxNs"]; ok || got.Backends[0]["pid"] == nil {
 		t.Errorf("rows in JSON: %v", got)
+	}
+}
+
+// A row names PostgreSQL's query id of its queries when they share one: a
+// fingerprint run in two databases has two (the ids cover the relations'
+// OIDs) and shows none, unless a filter keeps one database; a query with
+// no id does not hide its fingerprint's; a backend's is its last query's.
+func TestQueryIDInRows(t *testing.T) {
+	a := started("PostgreSQL pid 1 (/data)")
+	for i := range 3 {
+		q := query("aaaa", pgbenchSelect, 10, "shop", "app", 1, 1, 0, 0, 2, 1)
+		if i > 0 { // the first had none (compute_query_id was off, say)
+			q.QueryID = 111
+		}
+		a.Observe(q)
+	}
+	upd := query("bbbb", "UPDATE t SET x = $1", 11, "shop", "app", 1, 0, 9, 0, 0, 0)
+	upd.QueryID = -333
+	a.Observe(upd)
+	nightly := query("aaaa", pgbenchSelect, 12, "crm", "batch", 4, 0, 0, 0, 0, 0)
+	nightly.QueryID = 222
+	a.Observe(nightly)
+	snap := a.Tick(interval(2, 5))
+
+	ids := func(rows []Row, key func(Row) string) map[string]int64 {
+		m := map[string]int64{}
+		for _, r := range rows {
+			m[key(r)] = r.QueryID
+		}
+		return m
+	}
+	byFP := func(r Row) string { return r.Fingerprint }
+	byPID := func(r Row) string { return fmt.Sprint(r.PID) }
+	for _, c := range []struct {
+		filter   Filter
+		fps, pid map[string]int64
+	}{
+		{Filter{}, map[string]int64{"aaaa": 0, "bbbb": -333}, map[string]int64{"10": 111, "11": -333, "12": 222}},
+		{Filter{Database: "shop"}, map[string]int64{"aaaa": 111, "bbbb": -333}, map[string]int64{"10": 111, "11": -333}},
+		{Filter{Database: "crm"}, map[string]int64{"aaaa": 222}, map[string]int64{"12": 222}},
+	} {
+		v, err := NewView("total", c.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := v.Frame(snap)
+		if got := ids(f.Fingerprints, byFP); !maps.Equal(got, c.fps) {
+			t.Errorf("filter %+v: fingerprints' query ids %v, want %v", c.filter, got, c.fps)
+		}
+		if got := ids(f.Backends, byPID); !maps.Equal(got, c.pid) {
+			t.Errorf("filter %+v: backends' query ids %v, want %v", c.filter, got, c.pid)
+		}
+	}
+	b, err := json.Marshal(Row{Fingerprint: "bbbb", QueryID: -8_716_437_223_111_042_003})
+	if err != nil || !strings.Contains(string(b), `"queryid":-8716437223111042003,`) {
+		t.Errorf("a row's JSON: %s, %v", b, err)
+	}
+	if b, _ := json.Marshal(Row{Fingerprint: "aaaa"}); strings.Contains(string(b), "queryid") {
+		t.Errorf("a row without a query id has one in JSON: %s", b)
 	}
 }

@@ -19,8 +19,11 @@ import (
 // Row is one line of a table: a fingerprint's, or a backend's (with its
 // PID, session and last query).
 type Row struct {
-	Fingerprint  string `json:"fingerprint"`
-	Query        string `json:"query"` // a backend's: its last query
+	Fingerprint string `json:"fingerprint"`
+	Query       string `json:"query"` // a backend's: its last query
+	// QueryID is PostgreSQL's query id of the row's queries when they
+	// share one (a backend's: its last query's); absent otherwise.
+	QueryID      int64  `json:"queryid,omitempty"`
 	PID          int    `json:"pid,omitempty"`
 	ConnectionID uint32 `json:"connection_id,omitempty"`
 	Database     string `json:"database,omitempty"`
@@ -372,10 +375,15 @@ func (v *View) Frame(s *Snapshot) *Frame {
 			sums[c.Fingerprint] = sum
 		}
 		sum.fold(&c.Stats)
+		if c.mixed {
+			sum.QueryID, sum.mixed = 0, true
+		} else {
+			sum.noteQueryID(c.QueryID)
+		}
 	}
 	for _, c := range sums {
 		r := row(&c.Stats, s.Seconds)
-		r.Fingerprint, r.Query = c.Fingerprint, c.Query
+		r.Fingerprint, r.Query, r.QueryID = c.Fingerprint, c.Query, c.QueryID
 		f.Fingerprints = append(f.Fingerprints, r)
 	}
 	for i := range s.Backends {
@@ -384,7 +392,7 @@ func (v *View) Frame(s *Snapshot) *Frame {
 			continue
 		}
 		r := row(&b.Stats, s.Seconds)
-		r.Fingerprint, r.Query, r.PID, r.ConnectionID = b.Fingerprint, b.Query, b.PID, b.ConnectionID
+		r.Fingerprint, r.Query, r.QueryID, r.PID, r.ConnectionID = b.Fingerprint, b.Query, b.QueryID, b.PID, b.ConnectionID
 		r.Database, r.User, r.Application, r.Role = b.Database, b.User, b.Application, b.Role
 		f.Backends = append(f.Backends, r)
 	}

@@ -248,6 +248,11 @@ struct query_event {
 	__u32 text_first;      /* the place among them of the first statement in its text */
 	__u32 text_at;         /* PostgreSQL: where the text starts in the bytes its backend read since
 				* the round trip (or the one it was sent with) began */
+	/* The statement's query id as the server computed it (PostgreSQL's
+	 * st_query_id, what pg_stat_statements keys by), read from the
+	 * backend's memory when the record ends (proc_info.status_off); 0 when
+	 * unknown: compute_query_id off, MySQL, an unknown layout. */
+	__u64 queryid;
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
@@ -420,6 +425,13 @@ struct proc_info {
 	 * offset holds it, and the map (an entry per traced process) does not
 	 * grow; 0: unknown. */
 	__s32 application_off;
+	/* Where the process keeps the pointer to its status entry (PostgreSQL:
+	 * MyBEEntry, its PgBackendStatus), from wait_event_ptr as
+	 * application_off; 0: unknown. */
+	__s32 status_off;
+	/* Where the current statement's query id lies in that entry
+	 * (PgBackendStatus.st_query_id, by major version); 0: unknown. */
+	__u32 query_id_off;
 };
 
 /* What a traced process is. */
