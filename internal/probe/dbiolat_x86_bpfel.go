@@ -321,7 +321,8 @@ type dbiolatQueryEvent struct {
 	FirstStatement uint32
 	Failed         uint32
 	TextFirst      uint32
-	Pad2           uint32
+	PortalsOpen    uint16
+	PortalsEnded   uint16
 	Title          [64]int8
 	Application    [64]int8
 	Pooled         dbiolatPooledFor
@@ -404,31 +405,38 @@ type dbiolatTaskLocal struct {
 		TextOff  uint32
 		NextOff  uint32
 		State    uint8
-		Flags    uint8
 		Tls      uint8
-		TextSent uint8
+		Flags    uint16
 		SyncedNs uint64
 		Out      struct {
 			_      structs.HostLayout
 			Skip   uint32
 			HdrLen uint8
-			Pad    [3]uint8
+			Bound  uint8
+			Pad    [2]uint8
 			Hdr    [8]uint8
 		}
 		In struct {
 			_      structs.HostLayout
 			Skip   uint32
 			HdrLen uint8
-			Pad    [3]uint8
+			Bound  uint8
+			Pad    [2]uint8
 			Hdr    [8]uint8
 		}
-		Done      uint32
-		Recorded  uint32
-		Failed    uint32
-		Execs     uint32
-		TextFirst uint32
-		Pad2      uint32
-		PortalNs  uint64
+		Done        uint32
+		Recorded    uint32
+		Failed      uint32
+		Execs       uint32
+		TextFirst   uint32
+		TextSent    uint8
+		OpenUnnamed uint8
+		Opened      uint8
+		Resumed     uint8
+		Open        uint32
+		BindPending uint8
+		Pad2        [3]uint8
+		PortalNs    uint64
 	}
 	Kind uint32
 	Pad  uint32

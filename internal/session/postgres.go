@@ -181,10 +181,22 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 	if e.TextKind == uint8(probe.TextPGWire) {
 		rt := s.statements.roundTrip(e.Tgid, text)
 		pl := s.pipelines.learn(e.Tgid, int(e.TextFirst), rt.Statements)
+		named := pl.textOf(int(e.FirstStatement), int(e.Statements), rt.Query)
+		switch {
+		case e.PortalsEnded > 0: // statements of earlier round trips, ended in this one
+			named, rt.Cut, truncated = s.suspended.ended(e.Tgid, int(e.PortalsEnded), postgres.ParsePortals(text)), false, false
+		case e.PortalsOpen > 0: // it left a fresh portal suspended: the statement after those it ended
+			place := int(e.FirstStatement + e.Statements)
+			p := openPortal{text: pl.textOf(place, 1, rt.Query)}
+			if executed := postgres.ParsePortals(text).Executed; place-int(e.TextFirst) < len(executed) && place >= int(e.TextFirst) {
+				p.portal = executed[place-int(e.TextFirst)]
+			}
+			s.suspended.opened(e.Tgid, p, int(e.PortalsOpen))
+		}
 		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
 			return nil
 		}
-		text, truncated = []byte(pl.textOf(int(e.FirstStatement), int(e.Statements), rt.Query)), truncated || rt.Cut
+		text, truncated = []byte(named), truncated || rt.Cut
 	}
 	who := s.describe(e.Tgid)
 	if who.role == model.Role(postgres.Postmaster) || who.role == model.RoleUnknown {

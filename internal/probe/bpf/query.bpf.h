@@ -111,6 +111,7 @@ static __always_inline void query_fill(struct query_event *e, struct thread_stat
 	e->first_statement = 0;
 	e->failed = 0;
 	e->text_first = 0;
+	e->portals_open = e->portals_ended = 0;
 	__builtin_memset(&e->pooled, 0, sizeof(e->pooled)); /* pgwire_submit sets it behind a pooler */
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;

@@ -9,6 +9,15 @@
 //             with a row limit, resumed by the next Executes
 //   application  20 runs of "SELECT ? AS app_probe" (the URL names the
 //             application: ApplicationName=)
+//   onerow    100 one-row fetches with setMaxRows(1), autocommit: an Execute
+//             whose row limit is 1, its portal suspended, dropped at the Sync
+//   onerow_tx the same 50 times in one transaction: each new unnamed portal
+//             drops the one before, the commit the last
+//   onerow_rollback  20 in one transaction, rolled back: the last portal is
+//             dropped by the rollback (not counted by the server)
+//   closed    30 result sets of a fetch size of 5 in one transaction, each
+//             closed after its first row: named portals suspended, then
+//             closed (Close), the last one with the commit
 //
 // Run as `java -cp postgresql.jar PgJdbc.java URL CASE` (a single-file
 // program: no build step). Prints what it ran.
@@ -64,6 +73,40 @@ public class PgJdbc {
                             ps.executeQuery().close();
                         }
                     }
+                }
+                case "onerow", "onerow_tx", "onerow_rollback" -> {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("INSERT INTO " + table + " SELECT g, 'row' FROM generate_series(1, 10) g");
+                    }
+                    int n = switch (c) { case "onerow" -> 100; case "onerow_tx" -> 50; default -> 20; };
+                    conn.setAutoCommit(c.equals("onerow"));
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT id, v FROM " + table + " WHERE id > ? ORDER BY id")) {
+                        ps.setMaxRows(1);
+                        for (int i = 0; i < n; i++) {
+                            ps.setInt(1, i % 5);
+                            try (ResultSet rs = ps.executeQuery()) {
+                                if (!rs.next()) throw new IllegalStateException("no row");
+                            }
+                        }
+                    }
+                    if (c.equals("onerow_tx")) conn.commit();
+                    if (c.equals("onerow_rollback")) conn.rollback();
+                }
+                case "closed" -> {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("INSERT INTO " + table + " SELECT g, 'row' FROM generate_series(1, 50) g");
+                    }
+                    conn.setAutoCommit(false); // a fetch size needs a transaction
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT id, v FROM " + table + " WHERE id > ? ORDER BY id")) {
+                        ps.setFetchSize(5);
+                        for (int i = 0; i < 30; i++) {
+                            ps.setInt(1, i);
+                            try (ResultSet rs = ps.executeQuery()) {
+                                if (!rs.next()) throw new IllegalStateException("no row");
+                            }
+                        }
+                    }
+                    conn.commit();
                 }
                 default -> throw new IllegalArgumentException("unknown case " + c);
             }
