@@ -130,11 +130,10 @@ func ParsePortals(b []byte) Portals {
 			break
 		}
 		body := b[5:]
-		if n-4 <= len(body) {
-			body, b = body[:n-4], body[n-4:]
-		} else {
-			b = nil
+		if n-4 > len(body) {
+			break // cut short: a name in it may be too
 		}
+		body, b = body[:n-4], body[n-4:]
 		f := fields(body)
 		end = typ == 'S' || typ == 'Q' || typ == 'F'
 		switch typ {
