@@ -431,11 +431,13 @@ type dbiolatTaskLocal struct {
 		TextFirst   uint32
 		TextSent    uint8
 		OpenUnnamed uint8
-		Opened      uint8
-		Resumed     uint8
+		Opened      uint16
+		Resumed     uint16
+		_           [2]byte
 		Open        uint32
 		BindPending uint8
 		Pad2        [3]uint8
+		_           [4]byte
 		PortalNs    uint64
 	}
 	Kind uint32

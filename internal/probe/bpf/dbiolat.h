@@ -406,8 +406,8 @@ struct wire {
 	 * transaction drops it uncounted.
 	 */
 	__u8 open_unnamed; /* of them, the unnamed portal's */
-	__u8 opened;       /* this round trip's fresh executions that suspended (not in open yet) */
-	__u8 resumed;      /* this round trip's resumed portals that completed, not yet in a record */
+	__u16 opened;      /* this round trip's fresh executions that suspended (not in open yet) */
+	__u16 resumed;     /* this round trip's resumed portals that completed, not yet in a record */
 	__u32 open;        /* earlier round trips' suspended portals, not yet counted */
 	__u8 bind_pending; /* the last round trip bound a portal and ran none: its first Execute is a fresh one's */
 	__u8 pad2[3];

@@ -471,7 +471,8 @@ static __always_inline void pgwire_end(struct task_struct *task, struct task_loc
 		w->opened = 0;
 		w->flags &= ~WIRE_SUSPENDED; /* no part: its time is its statements' */
 	}
-	pgwire_portals_ended(task, w, ended, now);
+	if (ended)
+		pgwire_portals_ended(task, w, ended, now);
 	if (aborted) { /* the rest were dropped uncounted */
 		w->open = w->open_unnamed = 0;
 		w->portal_ns = 0;
