@@ -99,6 +99,26 @@ func TestDriversSuspendedPortalsCounted(t *testing.T) {
 			}
 			queries, _, sum := tr.stop(t)
 			checkDriverCounts(t, c, cases, queries, sum, true)
+			// Those a later round trip ended make records of their own,
+			// which say so; in autocommit the round trip's own record
+			// counts its portal.
+			ended := map[string]int{}
+			for _, q := range queries {
+				if q.PortalsEnded > 0 && q.Statements != q.PortalsEnded {
+					t.Errorf("a record of %d statements, %d of them portals ended: %q", q.Statements, q.PortalsEnded, q.Query)
+				}
+				for _, dc := range cases {
+					if dc.marker.MatchString(q.Query) {
+						ended[dc.name] += q.PortalsEnded
+					}
+				}
+			}
+			want := map[string]int{"onerow": 0, "fetchrow": 0, "onerow_tx": 50, "onerow_rollback": 19, "closed": 30, "cursor": 20}
+			for name, n := range want {
+				if ended[name] != n {
+					t.Errorf("%s: %d statements in records of portals ended, want %d", name, ended[name], n)
+				}
+			}
 		})
 	}
 }

@@ -65,6 +65,11 @@ type Query struct {
 	// error (pg_stat_statements counts only the others).
 	Statements int `json:"statements"`
 	Failed     int `json:"failed,omitempty"`
+	// PortalsEnded: its statements are PostgreSQL portals that earlier
+	// records left suspended ("in part"), ended by this round trip (a
+	// Close, a new unnamed portal, the commit): their time is in those
+	// records, not in this one's.
+	PortalsEnded int `json:"portals_ended,omitempty"`
 
 	FSTotals
 
