@@ -113,7 +113,7 @@ func TestDriversSuspendedPortalsCounted(t *testing.T) {
 					}
 				}
 			}
-			want := map[string]int{"onerow": 0, "fetchrow": 0, "onerow_tx": 50, "onerow_rollback": 19, "closed": 30, "cursor": 20}
+			want := map[string]int{"onerow": 0, "fetchrow": 0, "onerow_tx": 50, "onerow_rollback": 20, "closed": 30, "cursor": 20}
 			for name, n := range want {
 				if ended[name] != n {
 					t.Errorf("%s: %d statements in records of portals ended, want %d", name, ended[name], n)
