@@ -76,7 +76,10 @@ func TestDriversStatementsCounted(t *testing.T) {
 // (ExecutorEnd) when it drops the portal, at the Sync that ends an
 // autocommit transaction, at a Close, a new unnamed portal or the commit,
 // and pg_stat_statements counts it there; so does dbiolat. A rollback
-// drops the portal uncounted, by both. On every major version.
+// drops the portals still open uncounted, by both (open_rollback: pgJDBC
+// closes a statement's result set when it runs it again, so 9 of its 10
+// SELECTs are closed and count, the last one is rolled back and does
+// not). On every major version.
 func TestDriversSuspendedPortalsCounted(t *testing.T) {
 	sideBySide(t)
 	python, jars := driverTools(t)
@@ -90,6 +93,7 @@ func TestDriversSuspendedPortalsCounted(t *testing.T) {
 				{"pgjdbc", "onerow_tx", regexp.MustCompile(`drv_onerow_tx\b`)},
 				{"pgjdbc", "onerow_rollback", regexp.MustCompile(`drv_onerow_rollback\b`)},
 				{"pgjdbc", "closed", regexp.MustCompile(`drv_closed\b`)},
+				{"pgjdbc", "open_rollback", regexp.MustCompile(`drv_open_rollback\b`)},
 				{"asyncpg", "fetchrow", regexp.MustCompile(`drv_afetchrow\b`)},
 				{"asyncpg", "cursor", regexp.MustCompile(`drv_acursor\b`)},
 			}
@@ -113,7 +117,7 @@ func TestDriversSuspendedPortalsCounted(t *testing.T) {
 					}
 				}
 			}
-			want := map[string]int{"onerow": 0, "fetchrow": 0, "onerow_tx": 50, "onerow_rollback": 20, "closed": 30, "cursor": 20}
+			want := map[string]int{"onerow": 0, "fetchrow": 0, "onerow_tx": 50, "onerow_rollback": 20, "closed": 30, "open_rollback": 9, "cursor": 20}
 			for name, n := range want {
 				if ended[name] != n {
 					t.Errorf("%s: %d statements in records of portals ended, want %d", name, ended[name], n)
@@ -194,7 +198,7 @@ func checkDriverCounts(t *testing.T, c *pgsandbox.Cluster, cases []driverCase, q
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {
 		t.Logf("%-32s pg_stat_statements %4d, dbiolat %4d in %d records", k, theirs[k], ours[k], records[k])
-		if ours[k] != theirs[k] || theirs[k] == 0 {
+		if ours[k] != theirs[k] || (theirs[k] == 0 && !byKind) { // by kind: none may be right (a rollback's)
 			t.Errorf("%s: dbiolat counted %d statements that succeeded, pg_stat_statements %d", k, ours[k], theirs[k])
 		}
 	}

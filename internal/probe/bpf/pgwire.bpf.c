@@ -361,7 +361,7 @@ static __always_inline struct query_event *pgwire_record(struct thread_state *ts
 		.timed = timed,
 		/* and a round trip that binds a named portal it does not run: Go learns its statement */
 		.teaches = ((w->flags & WIRE_NAMED_PARSE) && !w->text_sent) || opens ||
-			   ((w->flags & WIRE_NAMED_PORTAL) && !w->done && !statements && !(w->flags & WIRE_SUSPENDED)),
+			   (!statements && !w->done && (w->flags & (WIRE_NAMED_PORTAL | WIRE_SUSPENDED)) == WIRE_NAMED_PORTAL),
 		.earlier_ns = earlier_ns,
 	};
 	struct query_event *e;
@@ -440,44 +440,50 @@ static __always_inline void pgwire_end(struct task_struct *task, struct task_loc
 	/* One statement, unless its portal was suspended; a walked reply's:
 	 * those it ended (if the walk lost its place: at least one). */
 	statements = (w->flags & (WIRE_EXEC | WIRE_SUSPENDED)) == WIRE_EXEC;
-	if (!(w->flags & WIRE_WALK)) {
-		/* an Execute with a Bind before it, in this round trip or alone in the last */
-		fresh = !(w->flags & WIRE_RESUME) || w->bind_pending;
-		if (w->flags & WIRE_SUSPENDED) /* fresh, or resumed but opened before we saw it */
-			w->opened = fresh || !w->open;
-		else if (statements && !fresh)
-			w->resumed = 1;
+	/* Most round trips run a statement and leave no portal: one test. */
+	if (w->open | w->opened | w->resumed | w->bind_pending | (w->flags & (WIRE_SUSPENDED | WIRE_RESUME))) {
+		if (!(w->flags & WIRE_WALK)) {
+			/* an Execute with a Bind before it, in this round trip or alone in the last */
+			fresh = !(w->flags & WIRE_RESUME) || w->bind_pending;
+			if (w->flags & WIRE_SUSPENDED) /* fresh, or resumed but opened before we saw it */
+				w->opened = fresh || !w->open;
+			else if (statements && !fresh)
+				w->resumed = 1;
+		}
+		w->bind_pending = 0;
 	}
-	w->bind_pending = !(w->done || statements || (w->flags & WIRE_SUSPENDED)) &&
-			  (w->flags & (WIRE_NAMED_PORTAL | WIRE_UNNAMED));
+	if (!statements && !w->done && !(w->flags & WIRE_SUSPENDED)) /* it bound a portal to run later? */
+		w->bind_pending = !!(w->flags & (WIRE_NAMED_PORTAL | WIRE_UNNAMED));
 	if ((w->flags & WIRE_WALK) || w->done - w->recorded > statements)
 		statements = w->done - w->recorded;
-	if (w->resumed) {
-		earlier = portal_take(w, w->resumed);
-		w->resumed = 0;
-	}
-	/* Portals it dropped: one it closed, the unnamed one if it made a new one. */
-	if (w->open && (w->flags & (WIRE_CLOSE_PORTAL | WIRE_UNNAMED))) {
-		ended = !!(w->flags & WIRE_CLOSE_PORTAL) + ((w->flags & WIRE_UNNAMED) && w->open_unnamed);
-		if (w->flags & WIRE_UNNAMED)
-			w->open_unnamed = 0;
-	}
-	if ((w->open || w->opened) && status && status != 'T') { /* the transaction is over */
-		aborted = status != 'I' || !tx_committed(buf, zend);
-		if (!aborted) {
-			statements += w->opened; /* suspended and ended in this round trip */
-			ended = w->open;
+	if (w->open | w->opened | w->resumed) {
+		if (w->resumed) {
+			earlier = portal_take(w, w->resumed);
+			w->resumed = 0;
 		}
-		w->opened = 0;
-		w->flags &= ~WIRE_SUSPENDED; /* no part: its time is its statements' */
+		/* Portals it dropped: one it closed, the unnamed one if it made a new one. */
+		if (w->open && (w->flags & (WIRE_CLOSE_PORTAL | WIRE_UNNAMED))) {
+			ended = !!(w->flags & WIRE_CLOSE_PORTAL) + ((w->flags & WIRE_UNNAMED) && w->open_unnamed);
+			if (w->flags & WIRE_UNNAMED)
+				w->open_unnamed = 0;
+		}
+		if ((w->open || w->opened) && status && status != 'T') { /* the transaction is over */
+			aborted = status != 'I' || !tx_committed(buf, zend);
+			if (!aborted) {
+				statements += w->opened; /* suspended and ended in this round trip */
+				ended = w->open;
+			}
+			w->opened = 0;
+			w->flags &= ~WIRE_SUSPENDED; /* no part: its time is its statements' */
+		}
+		if (ended)
+			pgwire_portals_ended(task, w, ended, now);
+		if (aborted) { /* the rest were dropped uncounted */
+			w->open = w->open_unnamed = 0;
+			w->portal_ns = 0;
+		}
+		opens = w->opened;
 	}
-	if (ended)
-		pgwire_portals_ended(task, w, ended, now);
-	if (aborted) { /* the rest were dropped uncounted */
-		w->open = w->open_unnamed = 0;
-		w->portal_ns = 0;
-	}
-	opens = w->opened;
 	e = pgwire_record(ts, tl, now, statements, statements || (w->flags & WIRE_SUSPENDED), earlier, opens);
 	if (opens) {
 		w->open += opens;
