@@ -70,6 +70,11 @@ type Query struct {
 	// Close, a new unnamed portal, the commit): their time is in those
 	// records, not in this one's.
 	PortalsEnded int `json:"portals_ended,omitempty"`
+	// EarlierNs: the time of its statements' earlier parts, which earlier
+	// records held (their portals were suspended at their row limit): a
+	// statement's latency is QueryNs + EarlierNs; the time of this record
+	// alone is QueryNs.
+	EarlierNs uint64 `json:"earlier_ns,omitempty"`
 
 	FSTotals
 

@@ -195,7 +195,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [896]uint8
+	Head      [904]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -323,6 +323,7 @@ type dbiolatQueryEvent struct {
 	TextFirst      uint32
 	PortalsOpen    uint16
 	PortalsEnded   uint16
+	EarlierNs      uint64
 	Title          [64]int8
 	Application    [64]int8
 	Pooled         dbiolatPooledFor

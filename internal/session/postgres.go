@@ -213,7 +213,7 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 		s.procs[e.Tgid] = who
 	}
 	q := s.accounted(t, e)
-	q.PortalsEnded = int(e.PortalsEnded)
+	q.PortalsEnded, q.EarlierNs = int(e.PortalsEnded), e.EarlierNs
 	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(who.role), who.database, who.user, who.clientAddr, who.clientPort
 	q.Application = application(unsafe.Slice((*byte)(unsafe.Pointer(&e.Application[0])), len(e.Application)))
 	pooled(q, &e.Pooled)

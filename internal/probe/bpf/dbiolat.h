@@ -252,6 +252,9 @@ struct query_event {
 	 * suspended them). */
 	__u16 portals_open;
 	__u16 portals_ended;
+	/* The time of its statements' earlier parts, in earlier records (their
+	 * portals were suspended): not within start..end. */
+	__u64 earlier_ns;
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];

@@ -410,6 +410,7 @@ static __noinline void pgwire_portals_ended(struct task_struct *task, struct wir
 	query_fill(e, ts, now, now, EMIT_WANTED);
 	e->statements = n;
 	e->portals_ended = n;
+	e->earlier_ns = ns;
 	pgwire_submit(e, w, bpf_task_storage_get(&captures, task, 0, 0));
 }
 
