@@ -100,7 +100,7 @@ func (e *Exporter) Observe(q *model.Query) {
 		h = &hist.Hist{}
 		e.queryPending[k] = h
 	}
-	h.AddN(q.QueryNs, uint64(q.Statements))
+	h.AddN(q.QueryNs+q.EarlierNs, uint64(q.Statements)) // a statement's latency: its earlier parts' too
 }
 
 // EndWindow gives the window's busiest fingerprints their series (at most

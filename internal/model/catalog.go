@@ -175,6 +175,8 @@ var Fields = []Field{
 	{"query_ns", "the query's time", false, func(q *Query) any { return q.QueryNs }},
 	{"statements", "statements the record holds (a pipeline's, a multi-statement query's)", false, func(q *Query) any { return q.Statements }},
 	{"failed", "of them, those that ended in an error", true, func(q *Query) any { return q.Failed }},
+	{"portals_ended", "its statements are portals earlier records left suspended, ended now (their time is in those records)", true, func(q *Query) any { return q.PortalsEnded }},
+	{"earlier_ns", "the time of its statements' earlier parts, in earlier records (portals suspended at their row limit)", true, func(q *Query) any { return q.EarlierNs }},
 	{"waits", "time asleep by wait event, one attribute per event: dbiolat.waits.IO/DataFileRead", true, func(q *Query) any { return q.Waits }},
 	{"fs_read_count", "file system reads (--fs)", false, func(q *Query) any { return q.FSReadCount }},
 	{"fs_read_bytes", "bytes they read", false, func(q *Query) any { return q.FSReadBytes }},

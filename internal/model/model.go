@@ -73,6 +73,16 @@ type Query struct {
 	// error (pg_stat_statements counts only the others).
 	Statements int `json:"statements"`
 	Failed     int `json:"failed,omitempty"`
+	// PortalsEnded: its statements are PostgreSQL portals that earlier
+	// records left suspended ("in part"), ended by this round trip (a
+	// Close, a new unnamed portal, the commit): their time is in those
+	// records, not in this one's.
+	PortalsEnded int `json:"portals_ended,omitempty"`
+	// EarlierNs: the time of its statements' earlier parts, which earlier
+	// records held (their portals were suspended at their row limit): a
+	// statement's latency is QueryNs + EarlierNs; the time of this record
+	// alone is QueryNs.
+	EarlierNs uint64 `json:"earlier_ns,omitempty"`
 
 	FSTotals
 

@@ -44,6 +44,9 @@ func AppendSlowLine(b []byte, q *model.Query) []byte {
 		b = strconv.AppendInt(append(b, " for "...), int64(q.Statements), 10)
 		b = append(b, " statements"...)
 	}
+	if q.PortalsEnded > 0 { // their time is in the records of their parts
+		b = append(b, ", ended with their portal"...)
+	}
 	if q.Failed > 0 {
 		b = strconv.AppendInt(append(b, ", "...), int64(q.Failed), 10)
 		b = append(b, " failed"...)

@@ -55,6 +55,11 @@ func TestSlowLine(t *testing.T) {
 	if got := SlowLine(q); !strings.Contains(got, " query 0ns in part (cpu 0ns)") {
 		t.Errorf("a suspended portal: %q", got)
 	}
+	// Its statement, ended by a later round trip (a Close, a commit).
+	q.Statements, q.PortalsEnded = 1, 1
+	if got := SlowLine(q); !strings.Contains(got, " query 0ns, ended with their portal (cpu 0ns)") {
+		t.Errorf("a suspended portal ended: %q", got)
+	}
 }
 
 // A CHECKPOINT's line once said "other wait 91.2ms" though its wait event

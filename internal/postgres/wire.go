@@ -124,6 +124,56 @@ func ParseRoundTrip(b []byte, known Known) RoundTrip {
 	return rt
 }
 
+// Portals is what a round trip's messages do to portals, for the
+// statements whose portal was suspended at its row limit: PostgreSQL
+// counts such a statement when the portal ends, which a later round trip
+// may do (internal/probe/bpf/pgwire.bpf.c).
+type Portals struct {
+	// Executed names the portal each statement of the round trip ran in,
+	// in the order of RoundTrip.Statements ("": the unnamed portal, where
+	// a simple Query's statements run too).
+	Executed []string
+	Closed   []string // portals it closed (Close 'P')
+	Unnamed  bool     // it made a new unnamed portal (a Bind of "", a simple Query), dropping the old one
+}
+
+// ParsePortals reads the portals of a round trip's frontend messages, as
+// ParseRoundTrip reads its statements.
+func ParsePortals(b []byte) Portals {
+	var p Portals
+	for end := false; len(b) >= 5 && !end; {
+		typ, n := b[0], int(binary.BigEndian.Uint32(b[1:5]))
+		if n < 4 {
+			break
+		}
+		body := b[5:]
+		if n-4 > len(body) {
+			break // cut short: a name in it may be too
+		}
+		body, b = body[:n-4], body[n-4:]
+		f := fields(body)
+		end = typ == 'S' || typ == 'Q' || typ == 'F'
+		switch typ {
+		case 'Q':
+			p.Unnamed = true
+			for range max(len(sqlnorm.Statements(f.next())), 1) {
+				p.Executed = append(p.Executed, "")
+			}
+		case 'F':
+			p.Executed = append(p.Executed, "")
+		case 'B':
+			p.Unnamed = p.Unnamed || f.next() == ""
+		case 'E':
+			p.Executed = append(p.Executed, f.next())
+		case 'C':
+			if f.byte() == 'P' {
+				p.Closed = append(p.Closed, f.next())
+			}
+		}
+	}
+	return p
+}
+
 // lookup finds a statement's or portal's text: this round trip's, else an
 // earlier one's, else says what it is.
 func lookup(here map[string]string, kind byte, name string, known Known) string {

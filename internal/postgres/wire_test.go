@@ -100,6 +100,29 @@ func TestParseRoundTrip(t *testing.T) {
 	}
 }
 
+func TestParsePortals(t *testing.T) {
+	closePortal := msg('C', "P", cstr("C_1"))
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want Portals
+	}{
+		{"one-row fetch, unnamed portal", cat(bindAnon, execute, sync), Portals{Executed: []string{""}, Unnamed: true}},
+		{"a named portal, bound and run", cat(bindPortal, execute100, sync), Portals{Executed: []string{"C_2"}}},
+		{"a portal resumed", cat(msg('E', cstr("C_1"), "\x00\x00\x00\x64"), sync), Portals{Executed: []string{"C_1"}}},
+		{"a portal closed, the next one run", cat(closePortal, bindPortal, execute100, sync),
+			Portals{Executed: []string{"C_2"}, Closed: []string{"C_1"}}},
+		{"a statement closed is no portal", cat(closeStmt, sync), Portals{}},
+		{"a simple Query of two statements", msg('Q', cstr("COMMIT; SELECT 1")), Portals{Executed: []string{"", ""}, Unnamed: true}},
+		{"the next round trip's messages are not its own", cat(sync, closePortal), Portals{}},
+		{"cut", cat(bindPortal, execute100[:7]), Portals{}},
+	} {
+		if got := ParsePortals(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+}
+
 func FuzzParseRoundTrip(f *testing.F) {
 	for _, seed := range [][]byte{simple, cat(parseNamed, bindNamed, execute, sync), cat(closeStmt, sync), simple[:7]} {
 		f.Add(seed)
@@ -108,6 +131,9 @@ func FuzzParseRoundTrip(f *testing.F) {
 		rt := ParseRoundTrip(b, func(byte, string) (string, bool) { return "", false })
 		if len(rt.Statements) > len(b) || len(rt.Query) > len(b)+80 {
 			t.Fatalf("%+v from %d bytes", rt, len(b))
+		}
+		if p := ParsePortals(b); len(p.Executed)+len(p.Closed) > len(b) {
+			t.Fatalf("%+v from %d bytes", p, len(b))
 		}
 	})
 }

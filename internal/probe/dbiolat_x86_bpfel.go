@@ -198,7 +198,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [904]uint8
+	Head      [920]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -328,6 +328,10 @@ type dbiolatQueryEvent struct {
 	TextFirst      uint32
 	TextAt         uint32
 	Queryid        uint64
+	PortalsOpen    uint16
+	PortalsEnded   uint16
+	_              [4]byte
+	EarlierNs      uint64
 	Title          [64]int8
 	Application    [64]int8
 	Pooled         dbiolatPooledFor
@@ -411,31 +415,40 @@ type dbiolatTaskLocal struct {
 		TextOff  uint32
 		NextOff  uint32
 		State    uint8
-		Flags    uint8
 		Tls      uint8
-		TextSent uint8
+		Flags    uint16
 		SyncedNs uint64
 		Out      struct {
 			_      structs.HostLayout
 			Skip   uint32
 			HdrLen uint8
-			Pad    [3]uint8
+			Bound  uint8
+			Pad    [2]uint8
 			Hdr    [8]uint8
 		}
 		In struct {
 			_      structs.HostLayout
 			Skip   uint32
 			HdrLen uint8
-			Pad    [3]uint8
+			Bound  uint8
+			Pad    [2]uint8
 			Hdr    [8]uint8
 		}
-		Done      uint32
-		Recorded  uint32
-		Failed    uint32
-		Execs     uint32
-		TextFirst uint32
-		Pad2      uint32
-		PortalNs  uint64
+		Done        uint32
+		Recorded    uint32
+		Failed      uint32
+		Execs       uint32
+		TextFirst   uint32
+		TextSent    uint8
+		OpenUnnamed uint8
+		Opened      uint16
+		Resumed     uint16
+		_           [2]byte
+		Open        uint32
+		BindPending uint8
+		Pad2        [3]uint8
+		_           [4]byte
+		PortalNs    uint64
 	}
 	Kind uint32
 	Pad  uint32

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/postgres"
 )
 
 // A long pipeline's captures come in turn, each with the place of its
@@ -148,5 +150,45 @@ func TestPipelinePartsNameEveryStatement(t *testing.T) {
 		if got, _ := p.textOf(i, 1, ""); got != w && !strings.HasPrefix(got, "-- statements") {
 			t.Errorf("statement %d, a part lost: %q, want %q or none", i, got, w)
 		}
+	}
+}
+
+// Statements whose portal was left suspended are counted by a later
+// record, which names them from the records that suspended them: those
+// its Closes name first, then the unnamed portal a new one replaced, then
+// the newest; what the kernel no longer holds open is forgotten.
+func TestSuspendedPortalsNamed(t *testing.T) {
+	su := suspended{}
+	su.opened(7, openPortal{"C_1", "SELECT a"}, 1)
+	su.opened(7, openPortal{"C_2", "SELECT b"}, 2)
+	su.opened(7, openPortal{"", "SELECT c"}, 3)
+	if got := su.ended(7, 1, postgres.Portals{Closed: []string{"C_1"}}); got != "SELECT a" {
+		t.Errorf("closed C_1: %q", got)
+	}
+	if got := su.ended(7, 1, postgres.Portals{Unnamed: true}); got != "SELECT c" {
+		t.Errorf("a new unnamed portal: %q", got)
+	}
+	if got := su.ended(7, 1, postgres.Portals{Closed: []string{"C_9"}}); got != "SELECT b" {
+		t.Errorf("a portal closed that was not open: %q", got)
+	}
+	// The kernel holds one open: the older ones completed unseen.
+	su.opened(7, openPortal{"C_3", "SELECT d"}, 1)
+	su.opened(7, openPortal{"C_4", "SELECT e"}, 1)
+	if len(su[7]) != 1 {
+		t.Errorf("kept %+v, the kernel holds one", su[7])
+	}
+	// A commit ending more than were seen suspend (before the trace).
+	if got := su.ended(7, 3, postgres.Portals{}); got != "SELECT e" {
+		t.Errorf("the commit: %q", got)
+	}
+	if got := su.ended(8, 1, postgres.Portals{}); got != "-- a portal suspended before the trace began" {
+		t.Errorf("none seen: %q", got)
+	}
+	// Several of one text are one.
+	for range 3 {
+		su.opened(9, openPortal{"", "SELECT f"}, 3)
+	}
+	if got := su.ended(9, 3, postgres.Portals{}); got != "SELECT f" || len(su[9]) != 0 {
+		t.Errorf("three of one: %q, left %+v", got, su[9])
 	}
 }

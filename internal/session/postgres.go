@@ -190,16 +190,33 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 		part := e.TextKind == uint8(probe.TextPGWirePart)
 		pl, query, cut := s.pipelines.read(s.statements, e.Tgid, capture{part: part,
 			first: int(e.TextFirst), skip: int(e.TextSkip), at: e.TextAt, text: text})
+		named, unnamed := pl.textOf(int(e.FirstStatement), int(e.Statements), query)
+		msgs := text // the messages from the first whole one on (a part's first bytes end an earlier one)
+		if part {
+			msgs = text[min(int(e.TextSkip), len(text)):]
+		}
+		switch {
+		case e.PortalsEnded > 0: // statements of earlier round trips, ended in this one
+			named, unnamed, cut, truncated = s.suspended.ended(e.Tgid, int(e.PortalsEnded), postgres.ParsePortals(msgs)), 0, false, false
+		case e.PortalsOpen > 0: // it left a fresh portal suspended: the statement after those it ended
+			place := int(e.FirstStatement + e.Statements)
+			opened, _ := pl.textOf(place, 1, query)
+			p := openPortal{text: opened}
+			if executed := postgres.ParsePortals(msgs).Executed; place-int(e.TextFirst) < len(executed) && place >= int(e.TextFirst) {
+				p.portal = executed[place-int(e.TextFirst)]
+			}
+			s.suspended.opened(e.Tgid, p, int(e.PortalsOpen))
+		}
 		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
 			return nil
 		}
-		named, unnamed := pl.textOf(int(e.FirstStatement), int(e.Statements), query)
 		s.unnamed += uint64(unnamed)
 		text, truncated = []byte(named), truncated || cut
 		// The backend keeps one query id at a time, whichever statement of
 		// the round trip set it last: a record's own only when the round
-		// trip ran that statement alone.
-		only = !part && !cut && e.FirstStatement == 0 && pl.first == 0 && len(pl.texts) == 1
+		// trip ran that statement alone (not statements ended with their
+		// portals, which an earlier round trip ran).
+		only = !part && !cut && e.PortalsEnded == 0 && e.FirstStatement == 0 && pl.first == 0 && len(pl.texts) == 1
 	} else { // USDT's: a simple Query's text
 		only = len(sqlnorm.Statements(string(text))) == 1
 	}
@@ -218,6 +235,7 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 		s.procs[e.Tgid] = who
 	}
 	q := s.accounted(t, e)
+	q.PortalsEnded, q.EarlierNs = int(e.PortalsEnded), e.EarlierNs
 	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(who.role), who.database, who.user, who.clientAddr, who.clientPort
 	q.Application = application(unsafe.Slice((*byte)(unsafe.Pointer(&e.Application[0])), len(e.Application)))
 	pooled(q, &e.Pooled)

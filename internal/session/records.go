@@ -133,6 +133,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 			delete(s.exited, pid)
 			delete(s.statements, pid)
 			delete(s.pipelines, pid)
+			delete(s.suspended, pid)
 		}
 	}
 	return err

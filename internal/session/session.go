@@ -72,6 +72,7 @@ type Session struct {
 	statements   statements           // named prepared statements per backend, learned from the wire
 	pipelines    pipelines            // the statement texts of each backend's current round trip
 	unnamed      uint64               // statements of records shown that no capture named (wire_unnamed)
+	suspended    suspended            // the statements each backend's suspended portals run, not yet counted
 	exitedIO     rateRows             // what processes that exited did since the last interval
 	exitedHists  roleHists            // and their histograms' gains (RatesByServer)
 	leftForLater map[uint32]bool      // units whose counts the last interval left for this one
@@ -213,7 +214,7 @@ func open(cfg Config, attached, dormant probe.Families) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]proc{}, statements: statements{}, pipelines: pipelines{},
+	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]proc{}, statements: statements{}, pipelines: pipelines{}, suspended: suspended{},
 		exited: map[uint32]time.Time{}, servers: map[int]*traced{}, untraced: &traced{server: &pgServer{}}, refused: map[int]bool{},
 		warned: map[string]bool{},
 		owners: map[uint32]int{}, poolers: map[int]procfs.Start{}, start: time.Now(), wallOff: wallOffset()}

@@ -246,3 +246,73 @@ func (p *pipeline) textOf(first, n int, query string) (text string, unnamed int)
 	}
 	return strings.Join(texts, ";\n"), unnamed
 }
+
+// suspended holds, per backend, the statements whose portal a round trip
+// left suspended at its row limit and that no record counted yet, newest
+// last. PostgreSQL counts such a statement when it ends the portal, which
+// a later round trip may do (a Close, a new unnamed portal, the
+// transaction's commit): the kernel then sends a record of them alone
+// (portals_ended), named from here.
+type suspended map[uint32][]openPortal
+
+// openPortal is a suspended statement: the portal it runs in and its text.
+type openPortal struct{ portal, text string }
+
+// maxSuspended bounds what one backend's list may hold (the kernel says
+// how many are open: a client seldom keeps more than a few).
+const maxSuspended = 256
+
+// opened: a record of backend pid left the statement p suspended; open
+// is how many the kernel holds open after it. Those it no longer holds
+// (completed or dropped without Go seeing it) are the oldest.
+func (su suspended) opened(pid uint32, p openPortal, open int) {
+	list := append(su[pid], p)
+	if over := len(list) - min(max(open, 1), maxSuspended); over > 0 {
+		list = slices.Delete(list, 0, over)
+	}
+	su[pid] = list
+}
+
+// ended: n of backend pid's suspended statements ended in a round trip
+// whose messages did ps; returns their text (each distinct one once).
+// Those its Closes name end first, then the unnamed portal's if it made a
+// new one, then the newest.
+func (su suspended) ended(pid uint32, n int, ps postgres.Portals) string {
+	list := su[pid]
+	var texts []string
+	take := func(i int) {
+		if !slices.Contains(texts, list[i].text) {
+			texts = append(texts, list[i].text)
+		}
+		list = slices.Delete(list, i, i+1)
+		n--
+	}
+	named := func(name string) int {
+		for i := len(list) - 1; i >= 0; i-- {
+			if list[i].portal == name {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, name := range ps.Closed {
+		if i := named(name); n > 0 && i >= 0 {
+			take(i)
+		}
+	}
+	if i := named(""); n > 0 && ps.Unnamed && i >= 0 {
+		take(i)
+	}
+	for n > 0 && len(list) > 0 {
+		take(len(list) - 1)
+	}
+	su[pid] = list
+	if n > 0 {
+		texts = append(texts, "-- a portal suspended before the trace began")
+	}
+	// What the bytes did not name ("-- ...") only when nothing else is known.
+	if known := slices.DeleteFunc(slices.Clone(texts), func(t string) bool { return strings.HasPrefix(t, "-- ") }); len(known) > 0 {
+		texts = known
+	}
+	return strings.Join(texts, ";\n")
+}

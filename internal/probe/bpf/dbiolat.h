@@ -253,6 +253,18 @@ struct query_event {
 	 * backend's memory when the record ends (proc_info.status_off); 0 when
 	 * unknown: compute_query_id off, MySQL, an unknown layout. */
 	__u64 queryid;
+	/* PostgreSQL's portals suspended at their row limit, whose statements
+	 * count when the portal ends (struct wire's open): a record whose round
+	 * trip left a fresh one suspended says how many are open after it; a
+	 * record of those that ended in a later round trip (a Close, a new
+	 * unnamed portal, the transaction's commit) says how many it holds,
+	 * which are all its statements (Go names them from the records that
+	 * suspended them). */
+	__u16 portals_open;
+	__u16 portals_ended;
+	/* The time of its statements' earlier parts, in earlier records (their
+	 * portals were suspended): not within start..end. */
+	__u64 earlier_ns;
 	/* The start of the process title ("postgres: user db host …"): a
 	 * short session may be gone before Go can read /proc. */
 	char title[TITLE_MAX];
@@ -364,13 +376,17 @@ enum wire_flag {
 	WIRE_SUSPENDED = 32,  /* its reply ended with a portal suspended at its row limit */
 	WIRE_NAMED_PORTAL = 64, /* it binds a named portal, which a later round trip may resume */
 	WIRE_IN_LOST = 128,   /* its request could not be walked: a later read's statements are not captured */
+	WIRE_RESUME = 256,    /* an Execute with no Bind before it in the round trip: it resumes a suspended portal */
+	WIRE_CLOSE_PORTAL = 512, /* it closes a portal (Close 'P'), which drops it if suspended */
+	WIRE_UNNAMED = 1024,  /* it makes a new unnamed portal (a Bind of "", a simple Query), which drops the old one */
 };
 
 /* Where a walk of a message stream stands between two socket calls (pgwire.bpf.c). */
 struct msg_carry {
 	__u32 skip;   /* bytes of the message in progress still to come */
 	__u8 hdr_len; /* bytes of a header the last call ended in... */
-	__u8 pad[3];
+	__u8 bound;   /* a reply's: a BindComplete since the last statement's end (a fresh portal runs) */
+	__u8 pad[2];
 	__u8 hdr[8];  /* ...and those bytes */
 };
 
@@ -383,9 +399,8 @@ struct wire {
 	__u32 text_off; /* where the round trip's messages start in the captured bytes */
 	__u32 next_off; /* where the next, pipelined, round trip starts in them (0: none) */
 	__u8 state;     /* enum wire_state */
-	__u8 flags;     /* enum wire_flag */
 	__u8 tls;       /* the socket carries TLS: its messages come from the TLS library */
-	__u8 text_sent; /* a record carried the captured bytes to Go */
+	__u16 flags;    /* enum wire_flag */
 	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
 	/* A round trip that may run several statements (WIRE_WALK): its reply
 	 * and its request are walked message by message across calls. */
@@ -395,8 +410,21 @@ struct wire {
 	__u32 failed;     /* of the unrecorded, those ended by an ErrorResponse */
 	__u32 execs;      /* Executes its request held so far */
 	__u32 text_first; /* the statements before the first one in the captured bytes (a later read's) */
-	__u32 pad2;
-	__u64 portal_ns;  /* time of the earlier round trips of a statement whose portal was suspended */
+	__u8 text_sent;   /* a record carried the captured bytes to Go */
+	/*
+	 * Portals suspended at their row limit (PortalSuspended) whose statement
+	 * is not counted yet: PostgreSQL ends it (ExecutorEnd, where
+	 * pg_stat_statements counts it) when the portal completes, is closed, is
+	 * replaced (the unnamed one) or its transaction commits; an aborted
+	 * transaction drops it uncounted.
+	 */
+	__u8 open_unnamed; /* of them, the unnamed portal's */
+	__u16 opened;      /* this round trip's fresh executions that suspended (not in open yet) */
+	__u16 resumed;     /* this round trip's resumed portals that completed, not yet in a record */
+	__u32 open;        /* earlier round trips' suspended portals, not yet counted */
+	__u8 bind_pending; /* the last round trip bound a portal and ran none: its first Execute is a fresh one's */
+	__u8 pad2[3];
+	__u64 portal_ns;   /* the time of their parts so far (the round trips that suspended or resumed them) */
 };
 
 /* The task-local state of a traced thread. */

@@ -47,6 +47,7 @@ static __always_inline void pgwire_begin(struct task_local *tl, struct capture *
 	w->flags &= WIRE_TRUNCATED;
 	__builtin_memset(&w->out, 0, sizeof(w->out));
 	w->done = w->recorded = w->failed = w->execs = w->text_first = 0;
+	w->opened = w->resumed = 0;
 	w->text_sent = 0;
 	pgwire_walk(t, w);
 	/* What was not captured may hold the Execute. */
@@ -106,6 +107,9 @@ static __always_inline struct task_local *pgwire_sync(struct task_local *tl)
 	case WIRE_BUSY:
 		w->state = WIRE_ATTACHED;
 		w->next_off = 0;
+		/* portals may have ended unseen: counted at their end only if seen again */
+		w->open = w->open_unnamed = 0;
+		w->portal_ns = 0;
 		break;
 	}
 	return tl;
@@ -162,6 +166,7 @@ static __always_inline int pgwire_request_walk(struct wire *w, struct msg_walk *
 		return 0;
 	}
 	w->execs += mw->done;
+	w->flags |= mw->portal_flags;
 	return 1;
 }
 
@@ -383,27 +388,52 @@ int BPF_PROG(pgwire_recv, struct sock *sk, int ret, int flags)
 	return 0;
 }
 /*
+ * n of the suspended portals end (a resumed one completed, or they were
+ * dropped): the time of their parts, an even share of it if others stay
+ * open.
+ */
+static __always_inline __u64 portal_take(struct wire *w, __u32 n)
+{
+	__u64 ns;
+
+	if (!n || !w->open)
+		return 0;
+	if (n >= w->open) {
+		ns = w->portal_ns;
+		w->open = w->open_unnamed = 0;
+		w->portal_ns = 0;
+		return ns;
+	}
+	ns = w->portal_ns / w->open * n;
+	w->portal_ns -= ns;
+	w->open -= n;
+	return ns;
+}
+
+/*
  * The round trip's statements its replies ended since the last record
  * are done, now: a record holding them (the first of the round trip
- * teaches Go the statements it prepares).
+ * teaches Go the statements it prepares; one that leaves a fresh portal
+ * suspended, its statement: a later record may end it). earlier_ns: the
+ * time of the earlier parts of the resumed portals among them.
  */
 static __always_inline struct query_event *pgwire_record(struct thread_state *ts, struct task_local *tl, __u64 now,
-						       __u32 statements, int timed)
+						       __u32 statements, int timed, __u64 earlier_ns, int opens)
 {
 	struct wire *w = &tl->wire;
 	struct query_ending how = {
 		.statements = statements,
 		.timed = timed,
-		.teaches = (w->flags & WIRE_NAMED_PARSE) && !w->text_sent,
+		/* and a round trip that binds a named portal it does not run: Go learns its statement */
+		.teaches = ((w->flags & WIRE_NAMED_PARSE) && !w->text_sent) || opens ||
+			   (!statements && !w->done && (w->flags & (WIRE_NAMED_PORTAL | WIRE_SUSPENDED)) == WIRE_NAMED_PORTAL),
+		.earlier_ns = earlier_ns,
 	};
 	struct query_event *e;
 
 	if (w->flags & WIRE_SUSPENDED) { /* a part of a statement: the rest comes in a later round trip */
 		how.teaches |= !!(w->flags & WIRE_NAMED_PORTAL);
 		w->portal_ns += now - ts->query_start_ns;
-	} else if (statements) {
-		how.earlier_ns = w->portal_ns;
-		w->portal_ns = 0;
 	}
 	e = query_end(ts, &tl->wf, now, how);
 	if (e) {
@@ -415,15 +445,60 @@ static __always_inline struct query_event *pgwire_record(struct thread_state *ts
 	return e;
 }
 
-/* The round trip ends with its ReadyForQuery: the last record goes out. */
-static __always_inline void pgwire_end(struct task_struct *task, struct task_local *tl)
+/*
+ * n suspended portals of earlier round trips ended in this one (a Close,
+ * a new unnamed portal, the transaction's commit): PostgreSQL ended their
+ * statements (ExecutorEnd), so they count now, with the time of their
+ * parts, in a record of their own that Go names from the records that
+ * suspended them (it carries this round trip's messages: the Closes name
+ * the portals).
+ */
+static __noinline void pgwire_portals_ended(struct task_struct *task, struct wire *w, __u32 n, __u64 now)
+{
+	struct thread_state *ts = thread_current();
+	struct query_event *e;
+	__u32 zero = 0;
+	__u64 ns;
+
+	if (!w || !n)
+		return;
+	ns = portal_take(w, n);
+	if (n > 1) /* the kernel cannot tell their times apart */
+		stat_add(STAT_WIRE_GROUPED, n);
+	hist_add_n(HIST_QUERY, ns, n);
+	if (!ts || !(e = bpf_map_lookup_elem(&query_scratch, &zero)))
+		return;
+	__builtin_memset(&e->acct, 0, sizeof(e->acct));
+	if (!wanted(&e->acct, ns))
+		return;
+	__builtin_memset(e->waits, 0, sizeof(e->waits));
+	query_fill(e, ts, now, now, EMIT_WANTED);
+	e->statements = n;
+	e->portals_ended = n;
+	e->earlier_ns = ns;
+	pgwire_submit(e, w, bpf_task_storage_get(&captures, task, 0, 0));
+}
+
+/*
+ * The round trip ends with its ReadyForQuery, ending at zend in buf, whose
+ * transaction status is status (0: not seen): the last record goes out.
+ * Statements whose portal was suspended count when PostgreSQL ends them:
+ * a resumed portal that completes, here; one a Close or a new unnamed
+ * portal drops, or whose transaction commits, in a record of their own;
+ * one suspended in a round trip whose transaction ends (autocommit), in
+ * this round trip's record. A transaction that aborted drops them
+ * uncounted, as pg_stat_statements does.
+ */
+static __always_inline void pgwire_end(struct task_struct *task, struct task_local *tl, char status, const char *buf,
+				       __u64 zend)
 {
 	struct thread_state *ts = thread_current();
 	struct wire *w = &tl->wire;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), earlier = 0;
 	struct capture *t = NULL;
 	struct query_event *e;
-	__u32 statements;
+	__u32 statements, ended = 0;
+	int opens = 0, aborted = 0, fresh;
 
 	w->state = WIRE_IDLE;
 	if (!ts || !ts->query_start_ns)
@@ -431,13 +506,62 @@ static __always_inline void pgwire_end(struct task_struct *task, struct task_loc
 	/* One statement, unless its portal was suspended; a walked reply's:
 	 * those it ended (if the walk lost its place: at least one). */
 	statements = (w->flags & (WIRE_EXEC | WIRE_SUSPENDED)) == WIRE_EXEC;
+	/* Most round trips run a statement and leave no portal: one test. */
+	if (w->open | w->opened | w->resumed | w->bind_pending | (w->flags & (WIRE_SUSPENDED | WIRE_RESUME))) {
+		if (!(w->flags & WIRE_WALK)) {
+			/* an Execute with a Bind before it, in this round trip or alone in the last */
+			fresh = !(w->flags & WIRE_RESUME) || w->bind_pending;
+			if (w->flags & WIRE_SUSPENDED) /* fresh, or resumed but opened before we saw it */
+				w->opened = fresh || !w->open;
+			else if (statements && !fresh)
+				w->resumed = 1;
+		}
+		w->bind_pending = 0;
+	}
+	if (!statements && !w->done && !(w->flags & WIRE_SUSPENDED)) /* it bound a portal to run later? */
+		w->bind_pending = !!(w->flags & (WIRE_NAMED_PORTAL | WIRE_UNNAMED));
 	if ((w->flags & WIRE_WALK) || w->done - w->recorded > statements)
 		statements = w->done - w->recorded;
-	e = pgwire_record(ts, tl, now, statements, statements || (w->flags & WIRE_SUSPENDED));
+	if (w->open | w->opened | w->resumed) {
+		if (w->resumed) {
+			earlier = portal_take(w, w->resumed);
+			w->resumed = 0;
+		}
+		/* Portals it dropped: one it closed, the unnamed one if it made a new one. */
+		if (w->open && (w->flags & (WIRE_CLOSE_PORTAL | WIRE_UNNAMED))) {
+			ended = !!(w->flags & WIRE_CLOSE_PORTAL) + ((w->flags & WIRE_UNNAMED) && w->open_unnamed);
+			if (w->flags & WIRE_UNNAMED)
+				w->open_unnamed = 0;
+		}
+		if ((w->open || w->opened) && status && status != 'T') { /* the transaction is over */
+			aborted = status != 'I' || !tx_committed(buf, zend);
+			if (!aborted) {
+				statements += w->opened; /* suspended and ended in this round trip */
+				ended = w->open;
+			}
+			w->opened = 0;
+			w->flags &= ~WIRE_SUSPENDED; /* no part: its time is its statements' */
+		}
+		if (ended)
+			pgwire_portals_ended(task, w, ended, now);
+		if (aborted) { /* the rest were dropped uncounted */
+			w->open = w->open_unnamed = 0;
+			w->portal_ns = 0;
+		}
+		opens = w->opened;
+	}
+	e = pgwire_record(ts, tl, now, statements, statements || (w->flags & WIRE_SUSPENDED), earlier, opens);
+	if (opens) {
+		w->open += opens;
+		w->open_unnamed |= !(w->flags & WIRE_NAMED_PORTAL);
+		w->opened = 0;
+	}
 	if (e || w->next_off) /* only then are the messages needed */
 		t = bpf_task_storage_get(&captures, task, 0, 0);
-	if (e)
+	if (e) {
+		e->portals_open = opens ? w->open : 0;
 		pgwire_submit(e, w, t);
+	}
 	if (w->next_off && t) { /* the client sent the next round trip already: it begins now */
 		t->part = 0; /* its first messages */
 		w->text_off = w->next_off;
@@ -453,14 +577,19 @@ static __always_inline void pgwire_end(struct task_struct *task, struct task_loc
 static __always_inline void pgwire_cut(struct task_struct *task, struct task_local *tl)
 {
 	struct thread_state *ts = thread_current();
-	__u64 now = bpf_ktime_get_ns();
+	struct wire *w = &tl->wire;
+	__u64 now = bpf_ktime_get_ns(), earlier = 0;
 	struct query_event *e;
 
 	if (!ts || !ts->query_start_ns)
 		return;
-	e = pgwire_record(ts, tl, now, tl->wire.done - tl->wire.recorded, 1);
+	if (w->resumed) {
+		earlier = portal_take(w, w->resumed);
+		w->resumed = 0;
+	}
+	e = pgwire_record(ts, tl, now, w->done - w->recorded, 1, earlier, 0);
 	if (e)
-		pgwire_submit(e, &tl->wire, bpf_task_storage_get(&captures, task, 0, 0));
+		pgwire_submit(e, w, bpf_task_storage_get(&captures, task, 0, 0));
 	query_begin(ts, &tl->wf, now);
 }
 
@@ -473,16 +602,18 @@ static __always_inline void pgwire_cut(struct task_struct *task, struct task_loc
 static __always_inline int pgwire_reply(struct task_struct *task, struct task_local *tl, const char *buf, __u32 n)
 {
 	struct wire *w = &tl->wire;
-	struct msg_walk rw = {};
+	struct msg_walk rw = { .resumable = !!(w->flags & WIRE_RESUME) };
 
 	if (!msg_walk(&w->out, &rw, (__u64)buf, n))
 		return 0;
 	w->done += rw.done;
 	w->failed += rw.failed;
+	w->opened += rw.opened;
+	w->resumed += rw.resumed;
 	if (rw.suspended)
 		w->flags |= WIRE_SUSPENDED;
 	if (rw.ready)
-		pgwire_end(task, tl);
+		pgwire_end(task, tl, rw.status, buf, rw.off);
 	else if (w->done > w->recorded)
 		pgwire_cut(task, tl);
 	return 1;
@@ -526,7 +657,7 @@ static __always_inline void pgwire_sent(struct task_struct *task, struct task_lo
 	case WIRE_BUSY:
 		if (portal_suspended(tail))
 			w->flags |= WIRE_SUSPENDED;
-		pgwire_end(task, tl);
+		pgwire_end(task, tl, tail[10], buf, ret);
 		break;
 	case WIRE_IDLE:
 		stat_inc(STAT_WIRE_UNSEEN);

@@ -92,9 +92,15 @@ struct msg_walk {
 	__u64 rest_at;      /* request: where the first message that starts past a capture's length starts (0: none) */
 	__u32 execs_rest;   /* request: the Executes before it */
 	__u32 done, failed; /* reply: statements ended, and of them by an error; request: Executes */
+	__u32 opened;       /* reply: fresh executions that suspended (a BindComplete before their PortalSuspended) */
+	__u32 resumed;      /* reply: statements ended with no BindComplete of their own, when resumable */
 	__u8 request;       /* the frontend's messages, not the backend's */
 	__u8 ready, suspended, lost;
 	__u8 named_parse;   /* request: a Parse of a named statement */
+	__u8 bound;         /* reply: a BindComplete since the last statement's end */
+	__u8 resumable;     /* reply: its request resumes a portal (WIRE_RESUME) */
+	__u8 status;        /* reply: the ReadyForQuery's transaction status ('I', 'T', 'E'; 0: not seen) */
+	__u16 portal_flags; /* request: what it does to portals (WIRE_NAMED_PORTAL, WIRE_UNNAMED, WIRE_CLOSE_PORTAL) */
 };
 
 /*
@@ -116,8 +122,19 @@ static __always_inline long msg_seen(struct msg_walk *w, char type, __u32 len, c
 		case 'P': /* Parse: a named statement if its name is not empty */
 			w->named_parse |= next != 0;
 			break;
-		case 'S':
+		case 'B': /* Bind: a named portal if its name is not empty */
+			if (!w->next_at)
+				w->portal_flags |= next ? WIRE_NAMED_PORTAL : WIRE_UNNAMED;
+			break;
+		case 'C': /* Close of a portal, not of a statement */
+			if (!w->next_at && next == 'P')
+				w->portal_flags |= WIRE_CLOSE_PORTAL;
+			break;
 		case 'Q':
+			if (!w->next_at)
+				w->portal_flags |= WIRE_UNNAMED;
+			/* fallthrough */
+		case 'S':
 		case 'F':
 			if (!w->next_at && w->off < w->n)
 				w->next_at = w->off;
@@ -130,6 +147,9 @@ static __always_inline long msg_seen(struct msg_walk *w, char type, __u32 len, c
 		return 0;
 	}
 	switch (type) {
+	case '2': /* BindComplete: a fresh portal, whose rows or end come next */
+		w->bound = 1;
+		break;
 	case 'E': /* ErrorResponse: the statement failed (in a pipeline, the rest to the Sync is skipped) */
 		w->failed++;
 		/* fallthrough */
@@ -137,12 +157,18 @@ static __always_inline long msg_seen(struct msg_walk *w, char type, __u32 len, c
 	case 'I': /* EmptyQueryResponse */
 	case 'V': /* FunctionCallResponse */
 		w->done++;
+		/* no Bind of its own: a suspended portal resumed, completed */
+		w->resumed += w->resumable && !w->bound;
+		w->bound = 0;
 		break;
 	case 's': /* PortalSuspended: the statement goes on at the next Execute */
 		w->suspended = 1;
+		w->opened += w->bound; /* a fresh portal's first part */
+		w->bound = 0;
 		break;
-	case 'Z': /* ReadyForQuery: the round trip is over */
+	case 'Z': /* ReadyForQuery: the round trip is over; its body, the transaction status */
 		w->ready = 1;
+		w->status = next;
 		return 1;
 	}
 	return 0;
@@ -183,6 +209,7 @@ __noinline int msg_walk(struct msg_carry *c, struct msg_walk *walk, __u64 buf, _
 	have = c->hdr_len & 7;
 	w.buf = (const char *)buf;
 	w.n = n;
+	w.bound = c->bound;
 	if (have) { /* the last call ended inside a header: its rest begins this one */
 		__u64 saved, rest = 0, hdr;
 
@@ -220,6 +247,7 @@ __noinline int msg_walk(struct msg_carry *c, struct msg_walk *walk, __u64 buf, _
 				goto out;
 		c->hdr_len = need;
 	}
+	c->bound = w.bound;
 	ok = 1;
 out:
 	*walk = w;
@@ -256,6 +284,7 @@ __noinline int pgwire_walk(struct capture *t, struct wire *w)
 		}
 		switch (t->buf[off & TEXT_MASK]) {
 		case 'Q':
+			w->flags |= WIRE_UNNAMED; /* its statements run in the unnamed portal */
 			if (off + 1 + len > t->len ||
 			    query_has_more(t, off + 5, off + 1 + len))
 				w->flags |= WIRE_WALK;
@@ -272,6 +301,8 @@ __noinline int pgwire_walk(struct capture *t, struct wire *w)
 			   * count: each count would be a path of its own to the verifier) */
 			if (w->flags & WIRE_EXEC)
 				w->flags |= WIRE_WALK;
+			if (!(w->flags & (WIRE_NAMED_PORTAL | WIRE_UNNAMED))) /* no Bind before it */
+				w->flags |= WIRE_RESUME;
 			w->flags |= WIRE_EXEC;
 			break;
 		case 'P':
@@ -281,6 +312,12 @@ __noinline int pgwire_walk(struct capture *t, struct wire *w)
 		case 'B':
 			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK])
 				w->flags |= WIRE_NAMED_PORTAL;
+			else
+				w->flags |= WIRE_UNNAMED;
+			break;
+		case 'C': /* Close of a portal ('P'), not of a statement ('S') */
+			if (off + 5 < t->len && t->buf[(off + 5) & TEXT_MASK] == 'P')
+				w->flags |= WIRE_CLOSE_PORTAL;
 			break;
 		}
 		off += 1 + len;
@@ -299,6 +336,30 @@ static __always_inline int ready_for_query(const char *m)
 {
 	return m[0] == 'Z' && m[1] == 0 && m[2] == 0 && m[3] == 0 && m[4] == 5 &&
 	       (m[5] == 'I' || m[5] == 'T' || m[5] == 'E');
+}
+
+/*
+ * Did the transaction that the ReadyForQuery ending at zend in buf says is
+ * over ('I') commit? Not when the message before it is an ErrorResponse
+ * (its list of fields ends in two NULs; a NoticeResponse there, which ends
+ * the same, is taken for one) or a ROLLBACK's CommandComplete (what COMMIT
+ * answers in a failed transaction, too). A message before it that an
+ * earlier send carried is taken for a commit's.
+ */
+static __always_inline int tx_committed(const char *buf, __u64 zend)
+{
+	char m[16] = {}; /* the bytes before the ReadyForQuery */
+	__u64 word;
+
+	if (zend < 8)
+		return 1;
+	if (zend >= 22 ? bpf_probe_read_user(m, 16, buf + zend - 22) : bpf_probe_read_user(m + 14, 2, buf + zend - 8))
+		return 1;
+	if (!m[14] && !m[15])
+		return 0;
+	__builtin_memcpy(&word, m + 7, sizeof(word));
+	/* 'C', length 13, "ROLLBACK" (little-endian: its first letter lowest) */
+	return !(m[2] == 'C' && m[6] == 13 && word == 0x4b4341424c4c4f52ULL);
 }
 
 /* PortalSuspended: 's', length 4. */

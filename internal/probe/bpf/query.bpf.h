@@ -131,6 +131,8 @@ static __always_inline void query_fill(struct query_event *e, struct thread_stat
 	e->text_first = 0;
 	e->text_skip = 0; /* pgwire_submit sets these */
 	e->text_at = 0;
+	e->portals_open = e->portals_ended = 0;
+	e->earlier_ns = 0;
 	__builtin_memset(&e->pooled, 0, sizeof(e->pooled)); /* pgwire_submit sets it behind a pooler */
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
@@ -229,6 +231,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		__builtin_memset(e->waits, 0, sizeof(e->waits));
 	query_fill(e, ts, start, now, flags);
 	e->statements = how.statements;
+	e->earlier_ns = how.earlier_ns;
 	return e;
 }
 

@@ -9,6 +9,19 @@
 //             with a row limit, resumed by the next Executes
 //   application  20 runs of "SELECT ? AS app_probe" (the URL names the
 //             application: ApplicationName=)
+//   onerow    100 one-row fetches with setMaxRows(1), autocommit: an Execute
+//             whose row limit is 1, its portal suspended, dropped at the Sync
+//   onerow_tx the same 50 times in one transaction: each new unnamed portal
+//             drops the one before, the commit the last
+//   onerow_rollback  20 in one transaction, rolled back (the ROLLBACK's own
+//             unnamed portal drops the last one first: all are counted)
+//   closed    30 result sets of a fetch size of 5 in one transaction, each
+//             closed after its first row: named portals suspended, then
+//             closed (Close), the last one with the commit
+//   open_rollback  10 result sets of a fetch size of 5 in one transaction,
+//             each read for one row and left open (pgJDBC closes one when
+//             the statement runs again), then a rollback: the server drops
+//             the last portal without counting it
 //
 // Run as `java -cp postgresql.jar PgJdbc.java URL CASE` (a single-file
 // program: no build step). Prints what it ran.
@@ -63,6 +76,57 @@ public class PgJdbc {
                             ps.setInt(1, i);
                             ps.executeQuery().close();
                         }
+                    }
+                }
+                case "onerow", "onerow_tx", "onerow_rollback" -> {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("INSERT INTO " + table + " SELECT g, 'row' FROM generate_series(1, 10) g");
+                    }
+                    int n = switch (c) { case "onerow" -> 100; case "onerow_tx" -> 50; default -> 20; };
+                    conn.setAutoCommit(c.equals("onerow"));
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT id, v FROM " + table + " WHERE id > ? ORDER BY id")) {
+                        ps.setMaxRows(1);
+                        for (int i = 0; i < n; i++) {
+                            ps.setInt(1, i % 5);
+                            try (ResultSet rs = ps.executeQuery()) {
+                                if (!rs.next()) throw new IllegalStateException("no row");
+                            }
+                        }
+                    }
+                    if (c.equals("onerow_tx")) conn.commit();
+                    if (c.equals("onerow_rollback")) conn.rollback();
+                }
+                case "closed" -> {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("INSERT INTO " + table + " SELECT g, 'row' FROM generate_series(1, 50) g");
+                    }
+                    conn.setAutoCommit(false); // a fetch size needs a transaction
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT id, v FROM " + table + " WHERE id > ? ORDER BY id")) {
+                        ps.setFetchSize(5);
+                        for (int i = 0; i < 30; i++) {
+                            ps.setInt(1, i);
+                            try (ResultSet rs = ps.executeQuery()) {
+                                if (!rs.next()) throw new IllegalStateException("no row");
+                            }
+                        }
+                    }
+                    conn.commit();
+                }
+                case "open_rollback" -> {
+                    try (Statement s = conn.createStatement()) {
+                        s.execute("INSERT INTO " + table + " SELECT g, 'row' FROM generate_series(1, 50) g");
+                    }
+                    conn.setAutoCommit(false);
+                    java.util.List<ResultSet> open = new java.util.ArrayList<>();
+                    try (PreparedStatement ps = conn.prepareStatement("SELECT id, v FROM " + table + " WHERE id > ? ORDER BY id")) {
+                        ps.setFetchSize(5);
+                        for (int i = 0; i < 10; i++) {
+                            ps.setInt(1, i);
+                            ResultSet rs = ps.executeQuery();
+                            if (!rs.next()) throw new IllegalStateException("no row");
+                            open.add(rs);
+                        }
+                        conn.rollback();
                     }
                 }
                 default -> throw new IllegalArgumentException("unknown case " + c);
