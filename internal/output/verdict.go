@@ -204,12 +204,28 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	if lead == nil || lead.name == "unaccounted_ns" {
 		return c.steps, head + fmt.Sprintf("; no measured box of the waterfall moved with it: unexplained (%s)", c.boxList(""))
 	}
-	head += fmt.Sprintf("; %s %s per query, %s", c.what(*lead), FormatChange(int64(leadD)), shareOf(leadD, b-a, "the change"))
-	if r := leadD / c.delta; r < explainsHalf || r > 1+minShare || c.delta != b-a { // not most of it, or others moved against it: say where the rest is
-		head += " (other boxes: " + c.boxList(lead.name) + ")"
+	engine := cmp.Or(envB["engine"], envA["engine"])
+	took, runqD, engineD := c.cpusTaken(*lead, engine)
+	if took == engineTook {
+		// The engine is the cause: said first, with the run-queue wait it
+		// explains; the boxes beside it (the lead among them when that is
+		// on CPU) follow.
+		head += fmt.Sprintf("; the userspace storage engine %s took the CPUs the backend needed: its CPU serving the queries %s per query, their run-queue wait %s per query, %s (other boxes: %s)",
+			engineName(engine), FormatChange(int64(engineD)), FormatChange(int64(runqD)), shareOf(runqD, b-a, "the change"), c.boxList("runq_ns"))
+	} else {
+		head += fmt.Sprintf("; %s %s per query, %s", c.what(*lead), FormatChange(int64(leadD)), shareOf(leadD, b-a, "the change"))
+		if r := leadD / c.delta; r < explainsHalf || r > 1+minShare || c.delta != b-a { // not most of it, or others moved against it: say where the rest is
+			head += " (other boxes: " + c.boxList(lead.name) + ")"
+		}
 	}
 	if isIOWait(*lead) {
 		return c.steps, head + c.io(*lead, leadD, envA, envB)
+	}
+	// What the CPU side's change is not, when not the engine's.
+	notIO := ": not in the I/O stack"
+	if took == othersTook {
+		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's CPU (%s served the queries with %s of CPU per query, less than half of the run-queue wait's growth): other threads took the CPUs",
+			engineName(engine), FormatChange(int64(engineD)))
 	}
 	// The lead is not I/O; but an I/O wait may have moved by a tenth of
 	// the queries' time too, followed then: the other way (a storage engine
@@ -222,12 +238,72 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 			if (y-x)*c.delta < 0 {
 				way = "the other way"
 			}
-			return c.steps, head + fmt.Sprintf(": not in the I/O stack; but %s moved %s, %s per query", c.what(q), way, FormatChange(int64(y-x))) +
+			if took == engineTook {
+				return c.steps, head + fmt.Sprintf("; and %s moved %s, %s per query", c.what(q), way, FormatChange(int64(y-x))) + c.io(q, y-x, envA, envB)
+			}
+			return c.steps, head + fmt.Sprintf("%s; but %s moved %s, %s per query", notIO, c.what(q), way, FormatChange(int64(y-x))) +
 				c.io(q, y-x, envA, envB)
 		}
 	}
+	switch took {
+	case engineTook:
+		return c.steps, head
+	case othersTook:
+		return c.steps, head + notIO
+	}
 	return c.steps, head + ": the time is not in the I/O stack"
 }
+
+// Who took the CPUs a backend waited for, when its time on or waiting for
+// a CPU leads the change.
+type cpuTaker int
+
+const (
+	noEngine   cpuTaker = iota // no storage engine, or the backend's CPU side did not grow: said as before
+	engineTook                 // the storage engine's threads
+	othersTook                 // other threads: the engine's CPU is less than half of the run-queue wait's growth
+)
+
+// cpusTaken decides whether a userspace storage engine (a FUSE daemon)
+// took the CPUs the backend needed. A run-queue wait is the kernel's own
+// measure of a CPU shortage: the backend was ready to run while other
+// threads held every CPU it may use (the machine's, or fewer under taskset
+// or a cpuset), i.e. fewer CPUs than busy threads at that moment. The
+// engine's CPU serving the queries (engine_cpu_ns) is time its threads
+// held a CPU for them: when it grew by at least half of what the run-queue
+// wait grew (explainsHalf, as each layer of the chain must explain the one
+// above), the engine's threads are enough to have taken those CPUs, and it
+// is named first. Less than half: other threads took them (a CPU hog,
+// other backends), and the engine is said not to explain it. The engine's
+// CPU cannot be the backend's own time on CPU: when on CPU leads, the
+// engine comes first only if the run-queue wait grew by at least half as
+// much (the shortage, not the backend's own work, is then a main part).
+// Only a growth is weighed (B's engine taking more than A's), and without
+// an engine serving the queries, or with no run-queue growth worth a step
+// (minShare), nothing changes: the CPU side is not in the I/O stack.
+// It returns the run-queue wait's and the engine CPU's changes per query.
+func (c *chain) cpusTaken(lead quantity, engine string) (who cpuTaker, runqD, engineD float64) {
+	if lead.name != "runq_ns" && lead.name != "cpu_ns" || c.delta <= 0 {
+		return noEngine, 0, 0
+	}
+	fa, fb := c.m.get(fuseReqs)
+	ea, eb := c.m.get(engineCPU)
+	ra, rb := c.m.a["runq_ns"], c.m.b["runq_ns"] // boxes: model.Boxes' names
+	ca, cb := c.m.a["cpu_ns"], c.m.b["cpu_ns"]
+	runqD, engineD = rb-ra, eb-ea
+	if fa+fb == 0 && engine == "" || runqD/c.delta < minShare || lead.name == "cpu_ns" && runqD < explainsHalf*(cb-ca) {
+		return noEngine, runqD, engineD
+	}
+	c.step(engineCPU, "")
+	if engineD >= explainsHalf*runqD {
+		return engineTook, runqD, engineD
+	}
+	return othersTook, runqD, engineD
+}
+
+// engineName names a storage engine as record.Environment does, or
+// generically when the recording does not.
+func engineName(env string) string { return cmp.Or(env, "the FUSE daemon") }
 
 func isIOWait(q quantity) bool { return q.name == "io_wait_ns" || q.name == "aio_wait_ns" }
 
@@ -261,6 +337,11 @@ func (c *chain) what(q quantity) string {
 }
 
 func (c *chain) step(q quantity, note string) *Step {
+	for i := range c.steps { // once each: the engine's CPU may be weighed for the CPU side, then under the I/O wait
+		if c.steps[i].Name == q.name {
+			return &c.steps[i]
+		}
+	}
 	a, b := c.m.get(q)
 	s := Step{Name: q.name, Layer: q.layer, What: q.what, A: a, B: b, Note: note}
 	if a > 0 {
@@ -360,9 +441,7 @@ func (c *chain) engine(above quantity, aboveD float64, name string) string {
 		per, count = "missed read", fsMisses
 	}
 	_, reads := c.m.get(count)
-	if name == "" {
-		name = "the FUSE daemon"
-	}
+	name = engineName(name)
 	return fmt.Sprintf(", in %s (%s per query, %s per %s), whose FUSE requests took %s per query: the difference arises in the userspace storage engine %s",
 		c.what(above), FormatChange(int64(aboveD)), FormatChange(int64(aboveD/max(reads, 1))), per, FormatChange(int64(d)), name)
 }

@@ -28,6 +28,20 @@ func withFuse(q model.Query, requests int, ms, engineMs float64) model.Query {
 	return q
 }
 
+// withRunq adds run-queue wait to a query's time: the backend was ready to
+// run while other threads held the CPUs it may use.
+func withRunq(q model.Query, ms float64) model.Query {
+	q.RunqNs = uint64(ms * 1e6)
+	q.QueryNs += q.RunqNs
+	return q
+}
+
+// withEngineCPU sets the FUSE daemon's time on CPU serving a query's requests.
+func withEngineCPU(q model.Query, ms float64) model.Query {
+	q.EngineCPUNs = uint64(ms * 1e6)
+	return q
+}
+
 // withLWLock adds sleeps on LWLocks to a query's time.
 func withLWLock(q model.Query, ms float64) model.Query {
 	q.LWLockNs = uint64(ms * 1e6)
@@ -57,6 +71,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		name string
 		a, b []model.Query
 		want []string // in the verdict
+		not  []string // not in it
 		env  map[string]string
 	}{{
 		// The FUSE pair: reads slower, the backend's block reads
@@ -117,6 +132,50 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		b:    times(4, withLWLock(scan("s", 20, 20, 19.5, 100, 900, 9, 1, 8), 30)),
 		want: []string{"LWLock wait +30ms per query", "but I/O wait moved with it, +10ms per query", "above the block device"},
 	}, {
+		// The verdict that contradicted itself: the same scans on
+		// the plain disk, then behind bindfs on fewer CPUs than busy threads.
+		// The run-queue wait leads (+30.8ms, 40% of the change), and the
+		// engine was on CPU for the scans' requests for longer than that:
+		// its threads took the CPUs, and the verdict says so first, before
+		// the I/O wait, which it follows down to the same engine.
+		name: "engine-took-the-cpus",
+		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 88.6, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 32.8), 1061, 40, 38), 35)),
+		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		want: []string{"1.93x slower", "; the userspace storage engine bindfs[17560] serving /mnt (fuse.bindfs) took the CPUs the backend needed: its CPU serving the queries +35ms per query, their run-queue wait +30.8ms per query, 40% of the change (other boxes: on CPU +28.6ms, I/O wait +16.8ms)",
+			"; and I/O wait moved with it, +16.8ms per query", "arises in the userspace storage engine bindfs[17560]"},
+		not: []string{"not in the I/O stack"},
+	}, {
+		// On CPU leads, but the run-queue wait grew nearly as much, and the
+		// engine's CPU covers it: the shortage is the engine's, said first.
+		name: "engine-cpu-leads",
+		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 90, 20, 18, 2225, 13000, 2.5, 0.1, 2.3), 27), 1061, 15, 14), 30)),
+		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		want: []string{"took the CPUs the backend needed: its CPU serving the queries +30ms per query, their run-queue wait +25ms per query", "other boxes: on CPU +30ms"},
+		not:  []string{"not in the I/O stack"},
+	}, {
+		// A CPU hog beside the database on the plain disk: the run-queue
+		// wait leads as above, but no engine serves the queries: said as
+		// before, not in the I/O stack, and no engine is blamed.
+		name: "cpu-hog",
+		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:    times(3, withRunq(scan("s", 63, 21, 19, 54, 22000, 2, 0.1, 1.9), 47)),
+		want: []string{"run-queue wait +45ms per query, 92% of the change: the time is not in the I/O stack"},
+		not:  []string{"engine", "took the CPUs"},
+	}, {
+		// Both: behind bindfs and beside a CPU hog. The engine's CPU serving
+		// the scans (+10ms) is less than half of the run-queue wait's growth
+		// (+60ms): other threads took the CPUs; the engine is named, but
+		// not as the cause, and the I/O wait is still followed down to it.
+		name: "engine-and-cpu-hog",
+		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 62, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 62), 1061, 40, 38), 10)),
+		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		want: []string{"run-queue wait +60ms per query", "not in the I/O stack, nor the storage engine's CPU (bindfs[17560] serving /mnt (fuse.bindfs) served the queries with +10ms of CPU per query, less than half of the run-queue wait's growth): other threads took the CPUs; but I/O wait moved with it, +16.8ms per query",
+			"arises in the userspace storage engine bindfs[17560]"},
+		not: []string{"took the CPUs the backend needed"},
+	}, {
 		name: "alike",
 		a:    times(4, scan("s", 20, 5, 4, 10, 90, 4, 0.5, 3.5)),
 		b:    times(4, scan("s", 21, 5, 4, 10, 90, 4, 0.5, 3.5)),
@@ -140,6 +199,16 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 			for _, w := range c.want {
 				if !strings.Contains(verdict, w) {
 					t.Errorf("verdict %q lacks %q", verdict, w)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(verdict, w) {
+					t.Errorf("verdict %q says %q", verdict, w)
+				}
+			}
+			for i, s := range steps {
+				if slices.ContainsFunc(steps[:i], func(o Step) bool { return o.Name == s.Name }) {
+					t.Errorf("step %s twice", s.Name)
 				}
 			}
 			if strings.Contains(verdict, "unexplained") != (c.name == "unexplained") {
