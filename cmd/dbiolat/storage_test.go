@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,22 +233,67 @@ func recordColdScans(t *testing.T, c *pgsandbox.Cluster, file string) {
 // instance first), and returns compare's output.
 func comparePlainWith(t *testing.T, mnt string, check func(*pgsandbox.Cluster)) string {
 	t.Helper()
+	return comparePair(t, pair{mnt: mnt, check: check, cpu: -1})
+}
+
+// pair is how comparePair sets up its B side.
+type pair struct {
+	mnt   string                   // B's data directory's parent; "": the plain disk, as A
+	check func(*pgsandbox.Cluster) // runs on B before its recording
+	// cpu >= 0: both servers (their every process, and the backends they
+	// fork), a storage engine serving B's mount, and B's hogs run on that
+	// one CPU only.
+	cpu  int
+	hogs int // busy loops beside B, on cpu, while it is recorded
+}
+
+// comparePair records the same cold scans on the plain disk (A) and on
+// p's B side, and returns compare's output.
+func comparePair(t *testing.T, p pair) string {
+	t.Helper()
 	dir := t.TempDir()
 	plain, other := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "other.dbiolat")
 	settings := map[string]string{"shared_buffers": "16MB"}
 	a := startPG(t, settings)
+	if p.cpu >= 0 {
+		pinTree(t, a.PostmasterPID(), p.cpu)
+	}
 	makeBigTable(t, a)
 	recordColdScans(t, a, plain)
 	a.Stop()
 
-	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: mnt, Settings: settings})
-	if err != nil {
-		t.Fatal(err)
+	var b *pgsandbox.Cluster
+	if p.mnt == "" {
+		b = startPG(t, settings)
+	} else {
+		var err error
+		if b, err = pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: p.mnt, Settings: settings}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Stop() })
 	}
-	t.Cleanup(func() { b.Stop() })
+	if p.cpu >= 0 {
+		pinTree(t, b.PostmasterPID(), p.cpu)
+		if p.mnt != "" {
+			engines, err := storage.Under(p.mnt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range engines {
+				pinTree(t, e.PID, p.cpu)
+			}
+		}
+	}
 	makeBigTable(t, b)
-	if check != nil {
-		check(b)
+	if p.check != nil {
+		p.check(b)
+	}
+	for range p.hogs {
+		hog := exec.Command("taskset", "-c", strconv.Itoa(p.cpu), "sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
 	}
 	recordColdScans(t, b, other)
 
@@ -257,6 +303,33 @@ func comparePlainWith(t *testing.T, mnt string, check func(*pgsandbox.Cluster)) 
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// pinTree pins a process, every thread of it and of its children, to one
+// CPU (taskset -a); what they fork or start later inherits it.
+func pinTree(t *testing.T, pid, cpu int) {
+	t.Helper()
+	pids := []int{pid}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		// After the command in parentheses: state, then the parent's PID.
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	for _, p := range pids {
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", strconv.Itoa(cpu), strconv.Itoa(p)).CombinedOutput(); err != nil && p == pid {
+			t.Fatalf("taskset %d: %v: %s", p, err, out)
+		}
+	}
 }
 
 // The issue's pair: the same scans on the plain disk, then behind bindfs.
@@ -269,6 +342,64 @@ func TestCompareNamesTheFUSEEngine(t *testing.T) {
 	if out := comparePlainWith(t, bindfsMount(t, "direct_io"), nil); !strings.Contains(out, "arises in the userspace storage engine bindfs[") {
 		t.Errorf("compare does not name the FUSE engine")
 	}
+}
+
+// The issue's pair again, on fewer CPUs than busy threads: the server,
+// its scanning backend and the bindfs daemon's threads all pinned to one
+// CPU (both sides, so that only the storage differs), so that while the
+// daemon serves the scan's reads (the kernel's readahead asks for the
+// next pages while the backend counts the rows of the last: no
+// direct_io) its threads take the CPU the backend needs, and the
+// backend's run-queue wait grows. taskset rather than a cpuset cgroup:
+// it needs no cgroup hierarchy (v1 here, v2 elsewhere), and what the
+// pinned processes fork or start later (the backend, the daemon's
+// threads) inherits it. One CPU, not the machine's two: the other
+// engineers' load on the shared machine then adds to both sides alike
+// instead of deciding whether the daemon and the backend meet. compare
+// names the engine as the cause first, and does not conclude "not in the
+// I/O stack".
+func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
+	out := comparePair(t, pair{mnt: bindfsMount(t), cpu: runtime.NumCPU() - 1})
+	verdict := verdictLine(t, out)
+	if !strings.Contains(verdict, "the userspace storage engine bindfs[") {
+		t.Fatalf("compare does not name the FUSE engine: %q", verdict)
+	}
+	if strings.Contains(verdict, "not in the I/O stack") {
+		t.Errorf("compare concludes the time is not in the I/O stack: %q", verdict)
+	}
+	if !strings.Contains(verdict, "took the CPUs the backend needed") {
+		t.Errorf("compare does not say the engine took the CPUs: %q", verdict)
+	}
+}
+
+// A CPU hog beside the database on the plain disk, on the one CPU the
+// server runs on (as above): the scans' run-queue wait grows, no storage
+// engine serves them, and compare blames none: the time is not in the
+// I/O stack. Two busy loops: with one, the scheduler gives the backend
+// half the CPU, and the run-queue wait grows by about the scan's CPU
+// time (a hundred ms); with two, by twice that, well above how much a
+// cold scan's I/O wait varies from one run to the next here.
+func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
+	out := comparePair(t, pair{cpu: runtime.NumCPU() - 1, hogs: 2})
+	verdict := verdictLine(t, out)
+	if strings.Contains(verdict, "engine") || strings.Contains(verdict, "FUSE") {
+		t.Errorf("compare blames a storage engine that is not there: %q", verdict)
+	}
+	if !strings.Contains(verdict, "run-queue wait +") || !strings.Contains(verdict, "not in the I/O stack") {
+		t.Errorf("compare does not find the run-queue wait outside the I/O stack: %q", verdict)
+	}
+}
+
+// verdictLine is the verdict compare printed.
+func verdictLine(t *testing.T, out string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "verdict: "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no verdict in compare's output")
+	return ""
 }
 
 // The loop pair: the same scans on the plain disk, then on a file system
