@@ -280,7 +280,8 @@ const (
 // much (the shortage, not the backend's own work, is then a main part).
 // Only a growth is weighed (B's engine taking more than A's), and without
 // an engine serving the queries, or with no run-queue growth worth a step
-// (minShare), nothing changes: the CPU side is not in the I/O stack.
+// (minShare), or when the engine's CPU was not measured, nothing
+// changes: the CPU side is not in the I/O stack.
 // It returns the run-queue wait's and the engine CPU's changes per query.
 func (c *chain) cpusTaken(lead quantity, engine string) (who cpuTaker, runqD, engineD float64) {
 	if lead.name != "runq_ns" && lead.name != "cpu_ns" || c.delta <= 0 {
@@ -291,7 +292,9 @@ func (c *chain) cpusTaken(lead quantity, engine string) (who cpuTaker, runqD, en
 	ra, rb := c.m.a["runq_ns"], c.m.b["runq_ns"] // boxes: model.Boxes' names
 	ca, cb := c.m.a["cpu_ns"], c.m.b["cpu_ns"]
 	runqD, engineD = rb-ra, eb-ea
-	if fa+fb == 0 && engine == "" || runqD/c.delta < minShare || lead.name == "cpu_ns" && runqD < explainsHalf*(cb-ca) {
+	// ea+eb == 0: the engine's CPU was not measured (traced without --fs),
+	// so it cannot be weighed either way.
+	if fa+fb == 0 && engine == "" || ea+eb == 0 || runqD/c.delta < minShare || lead.name == "cpu_ns" && runqD < explainsHalf*(cb-ca) {
 		return noEngine, runqD, engineD
 	}
 	c.step(engineCPU, "")

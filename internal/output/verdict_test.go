@@ -176,6 +176,15 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 			"arises in the userspace storage engine bindfs[17560]"},
 		not: []string{"took the CPUs the backend needed"},
 	}, {
+		// Traced without --fs, the engine's CPU is not measured: it is
+		// weighed neither way, and the verdict reads as before.
+		name: "engine-cpu-unmeasured",
+		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:    times(3, withFuse(withRunq(scan("s", 62, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 62), 1061, 40, 38)),
+		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		want: []string{"run-queue wait +60ms per query", ": not in the I/O stack; but I/O wait moved with it"},
+		not:  []string{"took the CPUs", "nor the storage engine's CPU"},
+	}, {
 		name: "alike",
 		a:    times(4, scan("s", 20, 5, 4, 10, 90, 4, 0.5, 3.5)),
 		b:    times(4, scan("s", 21, 5, 4, 10, 90, 4, 0.5, 3.5)),
