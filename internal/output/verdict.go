@@ -206,7 +206,7 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	}
 	engine := cmp.Or(envB["engine"], envA["engine"])
 	took, runqD, engineD := c.cpusTaken(*lead, engine)
-	if took == engineTook {
+	if took == engineTook && !isIOWait(*lead) {
 		// The engine is the cause: said first, with the run-queue wait it
 		// explains; the boxes beside it (the lead among them when that is
 		// on CPU) follow.
@@ -219,7 +219,12 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 		}
 	}
 	if isIOWait(*lead) {
-		return c.steps, head + c.io(*lead, leadD, envA, envB)
+		v := head + c.io(*lead, leadD, envA, envB)
+		if took == engineTook { // the run-queue wait beside it is the engine's too
+			v += fmt.Sprintf("; the userspace storage engine %s also took the CPUs the backend needed: its CPU serving the queries %s per query, their run-queue wait %s per query",
+				engineName(engine), FormatChange(int64(engineD)), FormatChange(int64(runqD)))
+		}
+		return c.steps, v
 	}
 	// What the CPU side's change is not, when not the engine's.
 	notIO := ": not in the I/O stack"
@@ -278,13 +283,16 @@ const (
 // CPU cannot be the backend's own time on CPU: when on CPU leads, the
 // engine comes first only if the run-queue wait grew by at least half as
 // much (the shortage, not the backend's own work, is then a main part).
+// When an I/O wait leads (on one CPU, the engine's serving of the
+// requests the backend waits for is I/O wait), the chain follows it
+// first, and the engine that also took the CPUs is said after it.
 // Only a growth is weighed (B's engine taking more than A's), and without
 // an engine serving the queries, or with no run-queue growth worth a step
 // (minShare), or when the engine's CPU was not measured, nothing
 // changes: the CPU side is not in the I/O stack.
 // It returns the run-queue wait's and the engine CPU's changes per query.
 func (c *chain) cpusTaken(lead quantity, engine string) (who cpuTaker, runqD, engineD float64) {
-	if lead.name != "runq_ns" && lead.name != "cpu_ns" || c.delta <= 0 {
+	if lead.name != "runq_ns" && lead.name != "cpu_ns" && !isIOWait(lead) || c.delta <= 0 {
 		return noEngine, 0, 0
 	}
 	fa, fb := c.m.get(fuseReqs)

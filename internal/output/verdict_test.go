@@ -146,6 +146,15 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 			"; and I/O wait moved with it, +16.8ms per query", "arises in the userspace storage engine bindfs[17560]"},
 		not: []string{"not in the I/O stack"},
 	}, {
+		// An I/O wait leads, followed down to the engine; the run-queue wait
+		// grew beside it, by less than the engine's CPU: said after it.
+		name: "engine-io-leads",
+		a:    times(3, withRunq(scan("s", 200, 3, 2.5, 54, 22000, 2, 0.1, 1.9), 107)),
+		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 116, 137, 130, 1030, 15000, 2.5, 0.1, 2.3), 176), 1061, 394, 124), 101)),
+		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		want: []string{"; I/O wait +134ms per query", "the difference arises in the userspace storage engine bindfs[17560] serving /mnt (fuse.bindfs); the userspace storage engine bindfs[17560] serving /mnt (fuse.bindfs) also took the CPUs the backend needed: its CPU serving the queries +101ms per query, their run-queue wait +69ms per query"},
+		not:  []string{"not in the I/O stack"},
+	}, {
 		// On CPU leads, but the run-queue wait grew nearly as much, and the
 		// engine's CPU covers it: the shortage is the engine's, said first.
 		name: "engine-cpu-leads",
