@@ -375,6 +375,18 @@ func pinTree(t *testing.T, pid, cpu int) {
 	}
 }
 
+// The pair: the same scans on the plain disk, then behind bindfs.
+// compare follows the scans' time from their I/O wait to their reads and
+// on to the daemon's requests, and names the daemon. direct_io: every
+// read a request to the daemon, not only those missing FUSE's page
+// cache, so that the engine's share of the scans (about a second each)
+// dwarfs what a busy shared machine adds to their CPU time (30 ms seen).
+func TestCompareNamesTheFUSEEngine(t *testing.T) {
+	if out := comparePlainWith(t, bindfsMount(t, "direct_io"), nil); !strings.Contains(out, "arises in the userspace storage engine bindfs[") {
+		t.Errorf("compare does not name the FUSE engine")
+	}
+}
+
 // The pair again, on fewer CPUs than busy threads: the server,
 // its scanning backend and the bindfs daemon's threads all pinned to one
 // CPU (both sides, so that only the storage differs). taskset-style
