@@ -260,7 +260,7 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 }
 
 // Who took the CPUs a backend waited for, when its time on or waiting for
-// a CPU leads the change.
+// a CPU, or an I/O wait, leads the change.
 type cpuTaker int
 
 const (
