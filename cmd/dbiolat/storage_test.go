@@ -417,7 +417,7 @@ func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 	if err := os.WriteFile(ra, []byte("4096"), 0); err != nil {
 		t.Fatal(err)
 	}
-	out := comparePair(t, pair{mnt: mnt, cpu: runtime.NumCPU() - 1})
+	out := compareInterleaved(t, mnt, runtime.NumCPU()-1)
 	verdict := verdictLine(t, out)
 	if !strings.Contains(verdict, "the userspace storage engine bindfs[") {
 		t.Fatalf("compare does not name the FUSE engine: %q", verdict)
@@ -462,6 +462,57 @@ func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
 	if !strings.Contains(verdict, "run-queue wait +") || !strings.Contains(verdict, "not in the I/O stack") {
 		t.Errorf("compare does not find the run-queue wait outside the I/O stack: %q", verdict)
 	}
+}
+
+// compareInterleaved records cold scans on the plain disk (A) and under
+// mnt (B), both servers up and pinned to cpu, each traced by its own
+// recording, the scans taking turns (A, B, A, B...): what the shared
+// machine's load does in a minute then falls on both sides alike, where
+// one side recorded after the other met another minute's load (A's scans
+// took 101 ms to 665 ms from one run to the next). It returns compare's
+// output.
+func compareInterleaved(t *testing.T, mnt string, cpu int) string {
+	t.Helper()
+	dir := t.TempDir()
+	plain, other := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "other.dbiolat")
+	settings := map[string]string{"shared_buffers": "16MB"}
+	a := startPG(t, settings)
+	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: mnt, Settings: settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Stop() })
+	engines, err := storage.Under(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{a.PostmasterPID(), b.PostmasterPID()} {
+		pinTree(t, pid, cpu)
+	}
+	for _, e := range engines {
+		pinTree(t, e.PID, cpu)
+	}
+	makeBigTable(t, a)
+	makeBigTable(t, b)
+	ta := startTrace(t, "record", "--fs", "-o", plain, "--pid", fmt.Sprint(a.PostmasterPID()))
+	tb := startTrace(t, "record", "--fs", "-o", other, "--pid", fmt.Sprint(b.PostmasterPID()))
+	const scans = 3
+	for range scans {
+		for _, c := range []*pgsandbox.Cluster{a, b} {
+			dropCaches(t)
+			psql(t, c, "SELECT count(*) FROM big WHERE id >= 0")
+		}
+	}
+	for _, tr := range []*trace{ta, tb} {
+		r := tr.stopRecording(t)
+		only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", scans)
+	}
+	out, err := exec.Command(binary, "compare", plain, other).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // chainChange is B − A of a step of the chain compare printed, by its
