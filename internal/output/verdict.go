@@ -62,9 +62,11 @@ var (
 	fuseReqs  = quantity{"fuse_ns", "engine", "FUSE requests, send to answer (summed)", func(q *model.Query) uint64 { return q.FuseNs }}
 	engineNs  = quantity{"engine_ns", "engine", "the engine serving them", func(q *model.Query) uint64 { return q.EngineNs }}
 	engineCPU = quantity{"engine_cpu_ns", "engine", "the engine on CPU serving them", func(q *model.Query) uint64 { return q.EngineCPUNs }}
-	blkBusy   = quantity{"blk_ns", "block device", "block requests in flight (wall time)", func(q *model.Query) uint64 { return q.BlkNs }}
-	blkQueue  = quantity{"blk_queue_ns", "block device", "in the block queue (summed over requests)", func(q *model.Query) uint64 { return q.BlkQueueNs }}
-	blkDevice = quantity{"blk_device_ns", "block device", "in the device (summed over requests)", func(q *model.Query) uint64 { return q.BlkDeviceNs }}
+	// Of the run-queue wait, the waits behind the engine's threads.
+	runqEngine = quantity{"runq_engine_ns", "engine", "run-queue wait behind the engine's threads", func(q *model.Query) uint64 { return q.RunqEngineNs }}
+	blkBusy    = quantity{"blk_ns", "block device", "block requests in flight (wall time)", func(q *model.Query) uint64 { return q.BlkNs }}
+	blkQueue   = quantity{"blk_queue_ns", "block device", "in the block queue (summed over requests)", func(q *model.Query) uint64 { return q.BlkQueueNs }}
+	blkDevice  = quantity{"blk_device_ns", "block device", "in the device (summed over requests)", func(q *model.Query) uint64 { return q.BlkDeviceNs }}
 	// Counts, for the page cache's miss ratio and the time per read.
 	fsReads  = quantity{"fs_read_count", "page cache", "reads", func(q *model.Query) uint64 { return q.FSReadCount }}
 	fsMisses = quantity{"fs_read_miss_count", "page cache", "reads that missed", func(q *model.Query) uint64 { return q.FSReadMissCount }}
@@ -144,7 +146,7 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 // device, the storage engine, named where they explain the change.
 func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, string) {
 	boxes := boxes()
-	qs := append([]quantity{queryTime, fuseReqs, engineNs, engineCPU, blkBusy, blkQueue, blkDevice, fsReads, fsMisses}, boxes...)
+	qs := append([]quantity{queryTime, fuseReqs, engineNs, engineCPU, runqEngine, blkBusy, blkQueue, blkDevice, fsReads, fsMisses}, boxes...)
 	qs = append(qs, fsOps...)
 	m := mixMeans(qa, qb, qs)
 	if m.calls == 0 {
@@ -205,13 +207,14 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 		return c.steps, head + fmt.Sprintf("; no measured box of the waterfall moved with it: unexplained (%s)", c.boxList(""))
 	}
 	engine := cmp.Or(envB["engine"], envA["engine"])
-	took, runqD, engineD := c.cpusTaken(*lead, engine)
+	measured := envA[model.RunqEngineMeta] != "" && envB[model.RunqEngineMeta] != ""
+	took, tk := c.cpusTaken(*lead, engine, measured)
 	if took == engineTook && !isIOWait(*lead) {
 		// The engine is the cause: said first, with the run-queue wait it
 		// explains; the boxes beside it (the lead among them when that is
 		// on CPU) follow.
-		head += fmt.Sprintf("; the userspace storage engine %s took the CPUs the backend needed: its CPU serving the queries %s per query, their run-queue wait %s per query, %s (other boxes: %s)",
-			engineName(engine), FormatChange(int64(engineD)), FormatChange(int64(runqD)), shareOf(runqD, b-a, "the change"), c.boxList("runq_ns"))
+		head += fmt.Sprintf("; the userspace storage engine %s took the CPUs the backend needed: %s (other boxes: %s)",
+			engineName(engine), tk.figures(shareOf(tk.runqD, b-a, "the change")), c.boxList("runq_ns"))
 	} else {
 		head += fmt.Sprintf("; %s %s per query, %s", c.what(*lead), FormatChange(int64(leadD)), shareOf(leadD, b-a, "the change"))
 		if r := leadD / c.delta; r < explainsHalf || r > 1+minShare || c.delta != b-a { // not most of it, or others moved against it: say where the rest is
@@ -221,16 +224,18 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	if isIOWait(*lead) {
 		v := head + c.io(*lead, leadD, envA, envB)
 		if took == engineTook { // the run-queue wait beside it is the engine's too
-			v += fmt.Sprintf("; the userspace storage engine %s also took the CPUs the backend needed: its CPU serving the queries %s per query, their run-queue wait %s per query",
-				engineName(engine), FormatChange(int64(engineD)), FormatChange(int64(runqD)))
+			v += fmt.Sprintf("; the userspace storage engine %s also took the CPUs the backend needed: %s", engineName(engine), tk.figures(""))
 		}
 		return c.steps, v
 	}
 	// What the CPU side's change is not, when not the engine's.
 	notIO := ": not in the I/O stack"
-	if took == othersTook {
+	if took == othersTook && tk.measured {
+		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, %s per query was behind the threads of %s, less than half): other threads took the CPUs",
+			FormatChange(int64(tk.behindD)), engineName(engine))
+	} else if took == othersTook {
 		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's CPU (%s served the queries with %s of CPU per query, less than half of the run-queue wait's growth): other threads took the CPUs",
-			engineName(engine), FormatChange(int64(engineD)))
+			engineName(engine), FormatChange(int64(tk.engineD)))
 	}
 	// The lead is not I/O; but an I/O wait may have moved by a tenth of
 	// the queries' time too, followed then: the other way (a storage engine
@@ -266,50 +271,88 @@ type cpuTaker int
 const (
 	noEngine   cpuTaker = iota // no storage engine, or the backend's CPU side did not grow: said as before
 	engineTook                 // the storage engine's threads
-	othersTook                 // other threads: the engine's CPU is less than half of the run-queue wait's growth
+	othersTook                 // other threads: less than half of the run-queue wait's growth was the engine's
 )
+
+// taking is what cpusTaken weighed, per query (B − A).
+type taking struct {
+	runqD   float64 // the run-queue wait's change
+	behindD float64 // of it, behind the engine's threads (runq_engine_ns), when measured
+	engineD float64 // the engine's CPU serving the queries (engine_cpu_ns); 0: not measured (no --fs)
+	// measured: both recordings measured runq_engine_ns, and the rule
+	// weighed it; else it weighed engine_cpu_ns (older recordings).
+	measured bool
+	cpu      bool // engine_cpu_ns was measured on a side
+}
+
+// figures says how the engine took the CPUs: the run-queue wait's change
+// (with share, when given), the part behind the engine, its CPU.
+func (t taking) figures(share string) string {
+	runq := fmt.Sprintf("their run-queue wait %s per query", FormatChange(int64(t.runqD)))
+	if share != "" {
+		runq += ", " + share
+	}
+	if !t.measured {
+		return fmt.Sprintf("its CPU serving the queries %s per query, %s", FormatChange(int64(t.engineD)), runq)
+	}
+	s := fmt.Sprintf("%s, %s of it behind the engine's threads", runq, FormatChange(int64(t.behindD)))
+	if t.cpu {
+		s += fmt.Sprintf(", which served the queries with %s of CPU per query", FormatChange(int64(t.engineD)))
+	}
+	return s
+}
 
 // cpusTaken decides whether a userspace storage engine (a FUSE daemon)
 // took the CPUs the backend needed. A run-queue wait is the kernel's own
 // measure of a CPU shortage: the backend was ready to run while other
 // threads held every CPU it may use (the machine's, or fewer under taskset
-// or a cpuset), i.e. fewer CPUs than busy threads at that moment. The
-// engine's CPU serving the queries (engine_cpu_ns) is time its threads
-// held a CPU for them: when it grew by at least half of what the run-queue
+// or a cpuset), i.e. fewer CPUs than busy threads at that moment. Which
+// threads held them the kernel side measures (runq_engine_ns): of each
+// wait, the part that ended with an engine's thread leaving the CPU to
+// the backend. When that part grew by at least half of what the run-queue
 // wait grew (explainsHalf, as each layer of the chain must explain the one
-// above), the engine's threads are enough to have taken those CPUs, and it
-// is named first. Less than half: other threads took them (a CPU hog,
-// other backends), and the engine is said not to explain it. The engine's
-// CPU cannot be the backend's own time on CPU: when on CPU leads, the
-// engine comes first only if the run-queue wait grew by at least half as
-// much (the shortage, not the backend's own work, is then a main part).
-// When an I/O wait leads (on one CPU, the engine's serving of the
-// requests the backend waits for is I/O wait), the chain follows it
-// first, and the engine that also took the CPUs is said after it.
-// Only a growth is weighed (B's engine taking more than A's), and without
-// an engine serving the queries, or with no run-queue growth worth a step
-// (minShare), or when the engine's CPU was not measured, nothing
-// changes: the CPU side is not in the I/O stack.
-// It returns the run-queue wait's and the engine CPU's changes per query.
-func (c *chain) cpusTaken(lead quantity, engine string) (who cpuTaker, runqD, engineD float64) {
+// above), the engine took those CPUs, and it is named first. Less than
+// half: other threads took them (a CPU hog, other backends), and the
+// engine is said not to explain it. Recordings made before runq_engine_ns
+// was measured (measured false) are weighed by the engine's CPU serving
+// the queries (engine_cpu_ns) instead, with the same half: it misses the
+// engine's work that no traced request asked for (its own readahead, the
+// moments after each answer), and is not measured without --fs, when
+// nothing is weighed. The engine cannot take the backend's own time on
+// CPU: when on CPU leads, the engine comes first only if the run-queue
+// wait grew by at least half as much (the shortage, not the backend's own
+// work, is then a main part). When an I/O wait leads (on one CPU, the
+// engine's serving of the requests the backend waits for is I/O wait),
+// the chain follows it first, and the engine that also took the CPUs is
+// said after it. Only a growth is weighed (B's engine taking more than
+// A's), and without an engine serving the queries, or with no run-queue
+// growth worth a step (minShare), nothing changes: the CPU side is not in
+// the I/O stack.
+func (c *chain) cpusTaken(lead quantity, engine string, measured bool) (cpuTaker, taking) {
 	if lead.name != "runq_ns" && lead.name != "cpu_ns" && !isIOWait(lead) || c.delta <= 0 {
-		return noEngine, 0, 0
+		return noEngine, taking{}
 	}
 	fa, fb := c.m.get(fuseReqs)
 	ea, eb := c.m.get(engineCPU)
+	ba, bb := c.m.get(runqEngine)
 	ra, rb := c.m.a["runq_ns"], c.m.b["runq_ns"] // boxes: model.Boxes' names
 	ca, cb := c.m.a["cpu_ns"], c.m.b["cpu_ns"]
-	runqD, engineD = rb-ra, eb-ea
-	// ea+eb == 0: the engine's CPU was not measured (traced without --fs),
-	// so it cannot be weighed either way.
-	if fa+fb == 0 && engine == "" || ea+eb == 0 || runqD/c.delta < minShare || lead.name == "cpu_ns" && runqD < explainsHalf*(cb-ca) {
-		return noEngine, runqD, engineD
+	t := taking{runqD: rb - ra, behindD: bb - ba, engineD: eb - ea, measured: measured, cpu: ea+eb > 0}
+	if fa+fb == 0 && engine == "" || !measured && !t.cpu || t.runqD/c.delta < minShare || lead.name == "cpu_ns" && t.runqD < explainsHalf*(cb-ca) {
+		return noEngine, t
 	}
-	c.step(engineCPU, "")
-	if engineD >= explainsHalf*runqD {
-		return engineTook, runqD, engineD
+	took := t.engineD
+	if measured {
+		c.step(runqEngine, "")
+		took = t.behindD
 	}
-	return othersTook, runqD, engineD
+	if t.cpu {
+		c.step(engineCPU, "")
+	}
+	if took >= explainsHalf*t.runqD {
+		return engineTook, t
+	}
+	return othersTook, t
 }
 
 // engineName names a storage engine as record.Environment does, or

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -42,6 +43,13 @@ func withEngineCPU(q model.Query, ms float64) model.Query {
 	return q
 }
 
+// withBehind sets, of a query's run-queue wait, the waits behind the
+// storage engine's threads (runq_engine_ns).
+func withBehind(q model.Query, ms float64) model.Query {
+	q.RunqEngineNs = uint64(ms * 1e6)
+	return q
+}
+
 // withLWLock adds sleeps on LWLocks to a query's time.
 func withLWLock(q model.Query, ms float64) model.Query {
 	q.LWLockNs = uint64(ms * 1e6)
@@ -73,6 +81,9 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		want []string // in the verdict
 		not  []string // not in it
 		env  map[string]string
+		// Both recordings measured runq_engine_ns; else they are older,
+		// and the engine's CPU (engine_cpu_ns) is weighed instead.
+		measured bool
 	}{{
 		// The issue's FUSE pair: reads slower, the backend's block reads
 		// fewer (the daemon issues them): above the block device.
@@ -134,11 +145,79 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 	}, {
 		// The issue's verdict that contradicted itself: the same scans on
 		// the plain disk, then behind bindfs on fewer CPUs than busy threads.
-		// The run-queue wait leads (+30.8ms, 40% of the change), and the
-		// engine was on CPU for the scans' requests for longer than that:
-		// its threads took the CPUs, and the verdict says so first, before
-		// the I/O wait, which it follows down to the same engine.
-		name: "engine-took-the-cpus",
+		// The run-queue wait leads (+30.8ms, 40% of the change), and 28ms of
+		// it per query ended when one of the engine's threads left the CPU
+		// to the backend: its threads took the CPUs, and the verdict says so
+		// first, before the I/O wait, which it follows down to the same
+		// engine.
+		name:     "engine-took-the-cpus",
+		a:        times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:        times(3, withBehind(withEngineCPU(withFuse(withRunq(scan("s", 88.6, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 32.8), 1061, 40, 38), 35), 28)),
+		env:      map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		measured: true,
+		want: []string{"1.93x slower", "; the userspace storage engine bindfs[17560] serving /mnt (fuse.bindfs) took the CPUs the backend needed: their run-queue wait +30.8ms per query, 40% of the change, +28ms of it behind the engine's threads, which served the queries with +35ms of CPU per query (other boxes: on CPU +28.6ms, I/O wait +16.8ms)",
+			"; and I/O wait moved with it, +16.8ms per query", "arises in the userspace storage engine bindfs[17560]"},
+		not: []string{"not in the I/O stack"},
+	}, {
+		// The end-to-end pair's failure with the engine's CPU alone: the
+		// engine's CPU serving traced requests (+44.7ms) was less than half
+		// of the run-queue wait's growth (+99.3ms), its own readahead and
+		// the moments after each answer being no request's; behind its
+		// threads, the backend waited +90ms more: the engine took them.
+		name:     "engine-took-the-cpus-unrequested",
+		a:        times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:        times(3, withBehind(withEngineCPU(withFuse(withRunq(scan("s", 90, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 101.3), 1061, 40, 38), 44.7), 90)),
+		env:      map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		measured: true,
+		want:     []string{"took the CPUs the backend needed: their run-queue wait +99.3ms per query", "+90ms of it behind the engine's threads, which served the queries with +44.7ms of CPU per query"},
+		not:      []string{"not in the I/O stack", "other threads"},
+	}, {
+		// Traced without --fs: the engine's CPU is not measured, the waits
+		// behind its threads are, and decide alone.
+		name:     "engine-took-the-cpus-without-fs",
+		a:        times(3, withRunq(scan("s", 60, 20, 0, 0, 0, 2, 0.1, 1.9), 2)),
+		b:        times(3, withBehind(withFuse(withRunq(scan("s", 88.6, 36.8, 0, 0, 0, 2.5, 0.1, 2.3), 32.8), 1061, 40, 0), 28)),
+		env:      map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		measured: true,
+		want:     []string{"took the CPUs the backend needed: their run-queue wait +30.8ms per query, 40% of the change, +28ms of it behind the engine's threads (other boxes"},
+		not:      []string{"not in the I/O stack", "of CPU per query"},
+	}, {
+		// Both: behind bindfs and beside a CPU hog. The engine's CPU serving
+		// the scans grew by +40ms, more than half of the run-queue wait's
+		// +60ms, but only +10ms of that wait was behind its threads: the
+		// hog took the CPUs. The engine is named, not as the cause, and the
+		// I/O wait is still followed down to it.
+		name:     "engine-and-cpu-hog",
+		a:        times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:        times(3, withBehind(withEngineCPU(withFuse(withRunq(scan("s", 62, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 62), 1061, 40, 38), 40), 10)),
+		env:      map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		measured: true,
+		want: []string{"run-queue wait +60ms per query", "not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, +10ms per query was behind the threads of bindfs[17560] serving /mnt (fuse.bindfs), less than half): other threads took the CPUs; but I/O wait moved with it, +16.8ms per query",
+			"arises in the userspace storage engine bindfs[17560]"},
+		not: []string{"took the CPUs the backend needed"},
+	}, {
+		// An I/O wait leads, followed down to the engine; the run-queue wait
+		// grew beside it, most of it behind the engine: said after it.
+		name:     "engine-io-leads",
+		a:        times(3, withRunq(scan("s", 200, 3, 2.5, 54, 22000, 2, 0.1, 1.9), 107)),
+		b:        times(3, withBehind(withFuse(withRunq(scan("s", 116, 137, 130, 1030, 15000, 2.5, 0.1, 2.3), 176), 1061, 394, 124), 60)),
+		env:      map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		measured: true,
+		want:     []string{"; I/O wait +134ms per query", "the difference arises in the userspace storage engine bindfs[17560] serving /mnt (fuse.bindfs); the userspace storage engine bindfs[17560] serving /mnt (fuse.bindfs) also took the CPUs the backend needed: their run-queue wait +69ms per query, +60ms of it behind the engine's threads"},
+		not:      []string{"not in the I/O stack"},
+	}, {
+		// A CPU hog on the plain disk, recorded by this dbiolat: no engine,
+		// nothing behind one; said as before.
+		name:     "cpu-hog-measured",
+		a:        times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
+		b:        times(3, withRunq(scan("s", 63, 21, 19, 54, 22000, 2, 0.1, 1.9), 47)),
+		measured: true,
+		want:     []string{"run-queue wait +45ms per query, 92% of the change: the time is not in the I/O stack"},
+		not:      []string{"engine", "took the CPUs"},
+	}, {
+		// Recordings made before runq_engine_ns was measured: the engine's
+		// CPU serving the queries is weighed instead, with the same half.
+		name: "old-engine-took-the-cpus",
 		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
 		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 88.6, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 32.8), 1061, 40, 38), 35)),
 		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
@@ -148,7 +227,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 	}, {
 		// An I/O wait leads, followed down to the engine; the run-queue wait
 		// grew beside it, by less than the engine's CPU: said after it.
-		name: "engine-io-leads",
+		name: "old-engine-io-leads",
 		a:    times(3, withRunq(scan("s", 200, 3, 2.5, 54, 22000, 2, 0.1, 1.9), 107)),
 		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 116, 137, 130, 1030, 15000, 2.5, 0.1, 2.3), 176), 1061, 394, 124), 101)),
 		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
@@ -157,7 +236,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 	}, {
 		// On CPU leads, but the run-queue wait grew nearly as much, and the
 		// engine's CPU covers it: the shortage is the engine's, said first.
-		name: "engine-cpu-leads",
+		name: "old-engine-cpu-leads",
 		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
 		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 90, 20, 18, 2225, 13000, 2.5, 0.1, 2.3), 27), 1061, 15, 14), 30)),
 		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
@@ -177,7 +256,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		// the scans (+10ms) is less than half of the run-queue wait's growth
 		// (+60ms): other threads took the CPUs; the engine is named, but
 		// not as the cause, and the I/O wait is still followed down to it.
-		name: "engine-and-cpu-hog",
+		name: "old-engine-and-cpu-hog",
 		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
 		b:    times(3, withEngineCPU(withFuse(withRunq(scan("s", 62, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 62), 1061, 40, 38), 10)),
 		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
@@ -187,7 +266,7 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 	}, {
 		// Traced without --fs, the engine's CPU is not measured: it is
 		// weighed neither way, and the verdict reads as before.
-		name: "engine-cpu-unmeasured",
+		name: "old-engine-cpu-unmeasured",
 		a:    times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
 		b:    times(3, withFuse(withRunq(scan("s", 62, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 62), 1061, 40, 38)),
 		env:  map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
@@ -213,7 +292,14 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		want: []string{"about as long"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			steps, verdict := Chain(slices.Values(c.a), slices.Values(c.b), nil, c.env)
+			envA, envB := map[string]string{}, map[string]string{}
+			maps.Copy(envB, c.env)
+			if c.measured {
+				envA[model.RunqEngineMeta] = "measured"
+				envB[model.RunqEngineMeta] = "measured"
+			}
+			steps, verdict := Chain(slices.Values(c.a), slices.Values(c.b), envA, envB)
+			t.Logf("verdict: %s", verdict)
 			for _, w := range c.want {
 				if !strings.Contains(verdict, w) {
 					t.Errorf("verdict %q lacks %q", verdict, w)

@@ -195,7 +195,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [896]uint8
+	Head      [904]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -301,6 +301,7 @@ type dbiolatQueryAcct struct {
 	EngineBlk      dbiolatIoAcct
 	EngineTgid     uint32
 	PadEngine      uint32
+	RunqEngineNs   uint64
 	SharedHit      uint64
 	SharedRead     uint64
 }
@@ -394,6 +395,7 @@ type dbiolatTaskLocal struct {
 		Serving      uint8
 		Pad          [3]uint8
 		ServeCpuNs   uint64
+		RunqEngineNs uint64
 	}
 	Wire struct {
 		_        structs.HostLayout
