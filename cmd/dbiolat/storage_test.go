@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/storage"
 	"github.com/dbiolat/dbiolat/internal/testenv"
@@ -221,16 +222,17 @@ func processCPU(t *testing.T, pid int) float64 {
 	return (utime + stime) * 1e9 / userHZ
 }
 
-// recordColdScans records (with --fs) two cold-cache scans of big on c.
-func recordColdScans(t *testing.T, c *pgsandbox.Cluster, file string) {
+// recordColdScans records (with --fs) two cold-cache scans of big on c,
+// and returns their records.
+func recordColdScans(t *testing.T, c *pgsandbox.Cluster, file string) []model.Query {
 	t.Helper()
-	recordColdScansBeside(t, c, file, nil)
+	return recordColdScansBeside(t, c, file, nil)
 }
 
 // recordColdScansBeside records two cold-cache scans of big on c, with
 // busy, if given, started once the trace is attached and stopped (by the
-// function it returns) before the trace ends.
-func recordColdScansBeside(t *testing.T, c *pgsandbox.Cluster, file string, busy func() (stop func())) {
+// function it returns) before the trace ends, and returns their records.
+func recordColdScansBeside(t *testing.T, c *pgsandbox.Cluster, file string, busy func() (stop func())) []model.Query {
 	t.Helper()
 	tr := startTrace(t, "record", "--fs", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
 	stop := func() {}
@@ -243,7 +245,7 @@ func recordColdScansBeside(t *testing.T, c *pgsandbox.Cluster, file string, busy
 	}
 	stop()
 	r := tr.stopRecording(t)
-	only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", 2)
+	return only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", 2)
 }
 
 // comparePlainWith records the same cold scans on the plain disk, then
@@ -251,7 +253,8 @@ func recordColdScansBeside(t *testing.T, c *pgsandbox.Cluster, file string, busy
 // instance first), and returns compare's output.
 func comparePlainWith(t *testing.T, mnt string, check func(*pgsandbox.Cluster)) string {
 	t.Helper()
-	return comparePair(t, pair{mnt: mnt, check: check, cpu: -1})
+	out, _ := comparePair(t, pair{mnt: mnt, check: check, cpu: -1})
+	return out
 }
 
 // pair is how comparePair sets up its B side.
@@ -266,8 +269,9 @@ type pair struct {
 }
 
 // comparePair records the same cold scans on the plain disk (A) and on
-// p's B side, and returns compare's output.
-func comparePair(t *testing.T, p pair) string {
+// p's B side, and returns compare's output and the scans' records (A's,
+// B's).
+func comparePair(t *testing.T, p pair) (string, [2][]model.Query) {
 	t.Helper()
 	dir := t.TempDir()
 	plain, other := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "other.dbiolat")
@@ -277,7 +281,8 @@ func comparePair(t *testing.T, p pair) string {
 		pinTree(t, a.PostmasterPID(), p.cpu)
 	}
 	makeBigTable(t, a)
-	recordColdScans(t, a, plain)
+	var scans [2][]model.Query
+	scans[0] = recordColdScans(t, a, plain)
 	a.Stop()
 
 	var b *pgsandbox.Cluster
@@ -329,14 +334,14 @@ func comparePair(t *testing.T, p pair) string {
 			}
 		}
 	}
-	recordColdScansBeside(t, b, other, hogs)
+	scans[1] = recordColdScansBeside(t, b, other, hogs)
 
 	out, err := exec.Command(binary, "compare", plain, other).CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out)
+	return string(out), scans
 }
 
 // pinTree pins a process, every thread of it and of its children, to one
@@ -402,11 +407,20 @@ func TestCompareNamesTheFUSEEngine(t *testing.T) {
 // the rows of the last ones and needs the same CPU (as in the issue's
 // run, where the run-queue wait led): with 128 KiB the backend waits for
 // most requests, and the daemon's CPU falls into its I/O wait instead.
-// compare names the engine as having taken the CPUs, and does not
-// conclude "not in the I/O stack". Its rule (internal/output's
-// cpusTaken) wants the engine's CPU serving the scans to be at least half
-// the run-queue wait's growth: it was 0.93x and 1.40x of it in two runs
-// (+50 ms for +53.6 ms, +100 ms for +71.2 ms).
+// A's and B's scans take turns (compareInterleaved), so that what the
+// shared machine does meanwhile falls on both alike.
+//
+// What is asserted is the direction and invariants, not timings: compare
+// names the engine, and does not conclude "not in the I/O stack", nor that
+// other threads took the CPUs; the run-queue wait behind the engine's
+// threads (runq_engine_ns, measured at each switch-in in the kernel) is
+// part of each scan's run-queue wait, is 0 in A (its trace follows no
+// engine) and above it in B. Its rule (internal/output's cpusTaken) names
+// the engine as having taken the CPUs when that wait grew by at least half
+// of the run-queue wait's growth; where the engine's counted CPU alone was
+// weighed (engine_cpu_ns, which misses the daemon's work no traced request
+// asked for: its own readahead, the moments after each answer), 1 run in 2
+// failed (+99.3 ms of run-queue wait against +44.7 ms of the engine's CPU).
 func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 	mnt := bindfsMount(t)
 	var st unix.Stat_t
@@ -417,13 +431,24 @@ func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 	if err := os.WriteFile(ra, []byte("4096"), 0); err != nil {
 		t.Fatal(err)
 	}
-	out := compareInterleaved(t, mnt, runtime.NumCPU()-1)
+	out, scans := compareInterleaved(t, mnt, runtime.NumCPU()-1)
+	_, behindA := runqBehindEngine(t, "A, plain disk", scans[0])
+	runqB, behindB := runqBehindEngine(t, "B, bindfs", scans[1])
+	if behindA != 0 {
+		t.Errorf("A's scans waited %.1f ms per scan behind a storage engine; its trace follows none", ms(uint64(behindA)))
+	}
+	if behindB <= behindA {
+		t.Errorf("B's scans waited %.1f ms per scan behind the engine's threads (of %.1f ms of run-queue wait), A's %.1f ms: the engine on their CPU was not seen",
+			ms(uint64(behindB)), ms(uint64(runqB)), ms(uint64(behindA)))
+	}
 	verdict := verdictLine(t, out)
 	if !strings.Contains(verdict, "the userspace storage engine bindfs[") {
 		t.Fatalf("compare does not name the FUSE engine: %q", verdict)
 	}
-	if strings.Contains(verdict, "not in the I/O stack") {
-		t.Errorf("compare concludes the time is not in the I/O stack: %q", verdict)
+	for _, wrong := range []string{"not in the I/O stack", "other threads took the CPUs"} {
+		if strings.Contains(verdict, wrong) {
+			t.Errorf("compare concludes %q: %q", wrong, verdict)
+		}
 	}
 	// The run-queue wait's growth can be hidden by A's: in a noisy minute
 	// other work on the shared machine still made A's scans wait for the
@@ -441,9 +466,27 @@ func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 	// When an I/O wait led (a noisy minute), the chain follows it down to
 	// the engine first, and says after it that the engine also took the
 	// CPUs; else the engine comes before the run-queue wait it caused.
-	if i := strings.Index(verdict, "run-queue wait"); !strings.Contains(verdict, "also took the CPUs") && i < strings.Index(verdict, "the userspace storage engine bindfs[") {
+	if i := strings.Index(verdict, "run-queue wait"); i >= 0 && !strings.Contains(verdict, "also took the CPUs") && i < strings.Index(verdict, "the userspace storage engine bindfs[") {
 		t.Errorf("compare names the run-queue wait before the engine that caused it: %q", verdict)
 	}
+}
+
+// runqBehindEngine checks that each scan's run-queue wait behind a storage
+// engine's threads is part of its run-queue wait, logs the scans' figures,
+// and returns their means per scan: the run-queue wait, the part of it
+// behind the engine.
+func runqBehindEngine(t *testing.T, side string, scans []model.Query) (runq, behind float64) {
+	t.Helper()
+	for _, q := range scans {
+		t.Logf("%s: scan %.1f ms: on CPU %.1f, run-queue wait %.1f (behind the engine's threads %.1f), I/O wait %.1f; the engine on CPU serving it %.1f",
+			side, ms(q.QueryNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.RunqEngineNs), ms(q.IOWaitNs), ms(q.EngineCPUNs))
+		if q.RunqEngineNs > q.RunqNs {
+			t.Errorf("%s: %d ns of run-queue wait behind the engine, more than the scan's %d ns of run-queue wait", side, q.RunqEngineNs, q.RunqNs)
+		}
+		runq += float64(q.RunqNs) / float64(len(scans))
+		behind += float64(q.RunqEngineNs) / float64(len(scans))
+	}
+	return runq, behind
 }
 
 // A CPU hog beside the database on the plain disk, on the one CPU the
@@ -454,7 +497,12 @@ func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 // time (a hundred ms); with two, by twice that, well above how much a
 // cold scan's I/O wait varies from one run to the next here.
 func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
-	out := comparePair(t, pair{cpu: runtime.NumCPU() - 1, hogs: 2})
+	out, scans := comparePair(t, pair{cpu: runtime.NumCPU() - 1, hogs: 2})
+	for i, side := range []string{"A, plain disk", "B, plain disk beside the hogs"} {
+		if _, behind := runqBehindEngine(t, side, scans[i]); behind != 0 {
+			t.Errorf("%s: the scans waited %.1f ms per scan behind a storage engine; there is none", side, ms(uint64(behind)))
+		}
+	}
 	verdict := verdictLine(t, out)
 	if strings.Contains(verdict, "engine") || strings.Contains(verdict, "FUSE") {
 		t.Errorf("compare blames a storage engine that is not there: %q", verdict)
@@ -470,8 +518,8 @@ func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
 // machine's load does in a minute then falls on both sides alike, where
 // one side recorded after the other met another minute's load (A's scans
 // took 101 ms to 665 ms from one run to the next). It returns compare's
-// output.
-func compareInterleaved(t *testing.T, mnt string, cpu int) string {
+// output and the scans' records (A's, B's).
+func compareInterleaved(t *testing.T, mnt string, cpu int) (string, [2][]model.Query) {
 	t.Helper()
 	dir := t.TempDir()
 	plain, other := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "other.dbiolat")
@@ -503,16 +551,17 @@ func compareInterleaved(t *testing.T, mnt string, cpu int) string {
 			psql(t, c, "SELECT count(*) FROM big WHERE id >= 0")
 		}
 	}
-	for _, tr := range []*trace{ta, tb} {
+	var records [2][]model.Query
+	for i, tr := range []*trace{ta, tb} {
 		r := tr.stopRecording(t)
-		only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", scans)
+		records[i] = only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", scans)
 	}
 	out, err := exec.Command(binary, "compare", plain, other).CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out)
+	return string(out), records
 }
 
 // chainChange is B − A of a step of the chain compare printed, by its
