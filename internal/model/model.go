@@ -113,6 +113,7 @@ type Query struct {
 	// thread: those that ended when one left the CPU to the query's
 	// thread, each charged whole to it (every mode, not only --fs).
 	RunqEngineNs   uint64    `json:"runq_engine_ns"`
+	RunqWaits      uint64    `json:"runq_waits"`          // how many waits RunqNs sums (those measured)
 	EngineFS       *FSTotals `json:"engine_fs,omitempty"` // the engine's file system calls for it
 	EngineBlkCount uint64    `json:"engine_blk_count"`    // of blk_count: requests the engine started for it
 	EngineBlkBytes uint64    `json:"engine_blk_bytes"`

@@ -64,6 +64,7 @@ var (
 	engineCPU = quantity{"engine_cpu_ns", "engine", "the engine on CPU serving them", func(q *model.Query) uint64 { return q.EngineCPUNs }}
 	// Of the run-queue wait, the waits behind the engine's threads.
 	runqEngine = quantity{"runq_engine_ns", "engine", "run-queue wait behind the engine's threads", func(q *model.Query) uint64 { return q.RunqEngineNs }}
+	runqWaits  = quantity{"runq_waits", "waterfall", "run-queue waits (count; weighed, not a step)", func(q *model.Query) uint64 { return q.RunqWaits }}
 	blkBusy    = quantity{"blk_ns", "block device", "block requests in flight (wall time)", func(q *model.Query) uint64 { return q.BlkNs }}
 	blkQueue   = quantity{"blk_queue_ns", "block device", "in the block queue (summed over requests)", func(q *model.Query) uint64 { return q.BlkQueueNs }}
 	blkDevice  = quantity{"blk_device_ns", "block device", "in the device (summed over requests)", func(q *model.Query) uint64 { return q.BlkDeviceNs }}
@@ -146,7 +147,7 @@ func mixMeans(qa, qb iter.Seq[model.Query], qs []quantity) *means {
 // device, the storage engine, named where they explain the change.
 func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, string) {
 	boxes := boxes()
-	qs := append([]quantity{queryTime, fuseReqs, engineNs, engineCPU, runqEngine, blkBusy, blkQueue, blkDevice, fsReads, fsMisses}, boxes...)
+	qs := append([]quantity{queryTime, fuseReqs, engineNs, engineCPU, runqEngine, runqWaits, blkBusy, blkQueue, blkDevice, fsReads, fsMisses}, boxes...)
 	qs = append(qs, fsOps...)
 	m := mixMeans(qa, qb, qs)
 	if m.calls == 0 {
@@ -231,8 +232,8 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	// What the CPU side's change is not, when not the engine's.
 	notIO := ": not in the I/O stack"
 	if took == othersTook && tk.measured {
-		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, %s per query was behind the threads of %s, less than half): other threads took the CPUs",
-			FormatChange(int64(tk.behindD)), engineName(engine))
+		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, %s per query was behind the threads of %s, and %s more behind other threads than A's wait per wait accounts for): other threads took the CPUs",
+			FormatChange(int64(tk.behindD)), engineName(engine), FormatChange(int64(tk.othersD)))
 	} else if took == othersTook {
 		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's CPU (%s served the queries with %s of CPU per query, less than half of the run-queue wait's growth): other threads took the CPUs",
 			engineName(engine), FormatChange(int64(tk.engineD)))
@@ -278,6 +279,11 @@ const (
 type taking struct {
 	runqD   float64 // the run-queue wait's change
 	behindD float64 // of it, behind the engine's threads (runq_engine_ns), when measured
+	// othersD is the wait behind other threads beyond A's per wait, for
+	// B's waits (at least 0): other threads taking more of the CPUs.
+	othersD float64
+	waitsA  float64 // the run-queue waits per query, A's and B's
+	waitsB  float64
 	engineD float64 // the engine's CPU serving the queries (engine_cpu_ns); 0: not measured (no --fs)
 	// measured: both recordings measured runq_engine_ns, and the rule
 	// weighed it; else it weighed engine_cpu_ns (older recordings).
@@ -299,6 +305,9 @@ func (t taking) figures(share string) string {
 	if t.cpu {
 		s += fmt.Sprintf(", which served the queries with %s of CPU per query", FormatChange(int64(t.engineD)))
 	}
+	if t.behindD < explainsHalf*t.runqD { // the rest is most of it: say why it is not others'
+		s += fmt.Sprintf(", the rest behind other threads no longer a wait than in A, in %.0f waits per query instead of %.0f", t.waitsB, t.waitsA)
+	}
 	return s
 }
 
@@ -309,25 +318,31 @@ func (t taking) figures(share string) string {
 // or a cpuset), i.e. fewer CPUs than busy threads at that moment. Which
 // threads held them the kernel side measures (runq_engine_ns): of each
 // wait, the part that ended with an engine's thread leaving the CPU to
-// the backend. When that part grew by at least half of what the run-queue
-// wait grew (explainsHalf, as each layer of the chain must explain the one
-// above), the engine took those CPUs, and it is named first. Less than
-// half: other threads took them (a CPU hog, other backends), and the
-// engine is said not to explain it. Recordings made before runq_engine_ns
-// was measured (measured false) are weighed by the engine's CPU serving
-// the queries (engine_cpu_ns) instead, with the same half: it misses the
-// engine's work that no traced request asked for (its own readahead, the
-// moments after each answer), and is not measured without --fs, when
-// nothing is weighed. The engine cannot take the backend's own time on
-// CPU: when on CPU leads, the engine comes first only if the run-queue
-// wait grew by at least half as much (the shortage, not the backend's own
-// work, is then a main part). When an I/O wait leads (on one CPU, the
-// engine's serving of the requests the backend waits for is I/O wait),
-// the chain follows it first, and the engine that also took the CPUs is
-// said after it. Only a growth is weighed (B's engine taking more than
-// A's), and without an engine serving the queries, or with no run-queue
-// growth worth a step (minShare), nothing changes: the CPU side is not in
-// the I/O stack.
+// the backend. The rest, behind other threads, grows with how often the
+// backend waits even when nothing else changed: a backend woken for each
+// of a FUSE engine's answers waits for the CPU after each, behind whatever
+// else runs there, as A's did fewer times. So other threads took more of
+// the CPUs only by the part of it beyond A's wait behind them per wait,
+// for B's waits (othersD; runq_waits counts them). When the wait behind the
+// engine grew by a step's worth (minShare) and by at least half of the new
+// contention (its own growth and othersD; explainsHalf, as each layer of
+// the chain must explain the one above), the engine took the CPUs, and it
+// is named first. Else other threads took them (a CPU hog, other
+// backends), and the engine is said not to explain it. Recordings made
+// before runq_engine_ns was measured (measured false) are weighed by the
+// engine's CPU serving the queries (engine_cpu_ns) against the run-queue
+// wait's growth instead, with the same half: it misses the engine's work
+// that no traced request asked for (its own readahead, the moments after
+// each answer), and is not measured without --fs, when nothing is weighed.
+// The engine cannot take the backend's own time on CPU: when on CPU leads,
+// the engine comes first only if the run-queue wait grew by at least half
+// as much (the shortage, not the backend's own work, is then a main part).
+// When an I/O wait leads (on one CPU, the engine's serving of the
+// requests the backend waits for is I/O wait), the chain follows it
+// first, and the engine that also took the CPUs is said after it. Only a
+// growth is weighed (B's engine taking more than A's), and without an
+// engine serving the queries, or with no run-queue growth worth a step
+// (minShare), nothing changes: the CPU side is not in the I/O stack.
 func (c *chain) cpusTaken(lead quantity, engine string, measured bool) (cpuTaker, taking) {
 	if lead.name != "runq_ns" && lead.name != "cpu_ns" && !isIOWait(lead) || c.delta <= 0 {
 		return noEngine, taking{}
@@ -337,19 +352,31 @@ func (c *chain) cpusTaken(lead quantity, engine string, measured bool) (cpuTaker
 	ba, bb := c.m.get(runqEngine)
 	ra, rb := c.m.a["runq_ns"], c.m.b["runq_ns"] // boxes: model.Boxes' names
 	ca, cb := c.m.a["cpu_ns"], c.m.b["cpu_ns"]
-	t := taking{runqD: rb - ra, behindD: bb - ba, engineD: eb - ea, measured: measured, cpu: ea+eb > 0}
+	wa, wb := c.m.get(runqWaits)
+	t := taking{runqD: rb - ra, behindD: bb - ba, engineD: eb - ea, waitsA: wa, waitsB: wb, measured: measured, cpu: ea+eb > 0}
 	if fa+fb == 0 && engine == "" || !measured && !t.cpu || t.runqD/c.delta < minShare || lead.name == "cpu_ns" && t.runqD < explainsHalf*(cb-ca) {
 		return noEngine, t
 	}
-	took := t.engineD
-	if measured {
-		c.step(runqEngine, "")
-		took = t.behindD
+	if !measured {
+		if t.cpu {
+			c.step(engineCPU, "")
+		}
+		if t.engineD >= explainsHalf*t.runqD {
+			return engineTook, t
+		}
+		return othersTook, t
 	}
+	// A's wait behind other threads per wait, for B's waits.
+	expected := ra - ba
+	if wa > 0 {
+		expected *= wb / wa
+	}
+	t.othersD = max(0, rb-bb-expected)
+	c.step(runqEngine, "")
 	if t.cpu {
 		c.step(engineCPU, "")
 	}
-	if took >= explainsHalf*t.runqD {
+	if t.behindD/c.delta >= minShare && t.behindD >= explainsHalf*(t.behindD+t.othersD) {
 		return engineTook, t
 	}
 	return othersTook, t

@@ -50,6 +50,12 @@ func withBehind(q model.Query, ms float64) model.Query {
 	return q
 }
 
+// withWaits sets how many run-queue waits a query's run-queue wait sums.
+func withWaits(q model.Query, n uint64) model.Query {
+	q.RunqWaits = n
+	return q
+}
+
 // withLWLock adds sleeps on LWLocks to a query's time.
 func withLWLock(q model.Query, ms float64) model.Query {
 	q.LWLockNs = uint64(ms * 1e6)
@@ -172,6 +178,21 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 		want:     []string{"took the CPUs the backend needed: their run-queue wait +99.3ms per query", "+90ms of it behind the engine's threads, which served the queries with +44.7ms of CPU per query"},
 		not:      []string{"not in the I/O stack", "other threads"},
 	}, {
+		// Beside a CPU hog elsewhere (on the machine's other CPU), other
+		// threads crowd the pinned one: A's scans already waited as long as
+		// they ran. Through FUSE the backend, woken for each answer, waited
+		// for the CPU four times as often, behind other threads for less
+		// each time (88ms in 100 waits in A; 151.6ms in 400 in B). The new
+		// contention is the engine's alone (+41.4ms): it took the CPUs,
+		// though most of the run-queue wait's growth was behind others.
+		name:     "engine-took-the-cpus-beside-a-hog-elsewhere",
+		a:        times(3, withWaits(withRunq(scan("s", 86.3, 10, 8, 54, 22000, 2, 0.1, 1.9), 88), 100)),
+		b:        times(3, withWaits(withBehind(withEngineCPU(withFuse(withRunq(scan("s", 183.5, 15.5, 12, 2225, 13000, 2.5, 0.1, 2.3), 193), 1061, 40, 38), 48), 41.4), 400)),
+		env:      map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
+		measured: true,
+		want:     []string{"took the CPUs the backend needed: their run-queue wait +105ms per query, 51% of the change, +41.4ms of it behind the engine's threads, which served the queries with +48ms of CPU per query, the rest behind other threads no longer a wait than in A, in 400 waits per query instead of 100"},
+		not:      []string{"not in the I/O stack", "other threads took"},
+	}, {
 		// Traced without --fs: the engine's CPU is not measured, the waits
 		// behind its threads are, and decide alone.
 		name:     "engine-took-the-cpus-without-fs",
@@ -184,15 +205,16 @@ func TestChainFollowsTheQueriesDown(t *testing.T) {
 	}, {
 		// Both: behind bindfs and beside a CPU hog. The engine's CPU serving
 		// the scans grew by +40ms, more than half of the run-queue wait's
-		// +60ms, but only +10ms of that wait was behind its threads: the
-		// hog took the CPUs. The engine is named, not as the cause, and the
+		// +60ms, but only +10ms of that wait was behind its threads, and
+		// each wait behind other threads grew (2ms in 100 waits in A, 52ms
+		// in 150 in B): the hog took the CPUs. The engine is named, not as the cause, and the
 		// I/O wait is still followed down to it.
 		name:     "engine-and-cpu-hog",
-		a:        times(3, withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2)),
-		b:        times(3, withBehind(withEngineCPU(withFuse(withRunq(scan("s", 62, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 62), 1061, 40, 38), 40), 10)),
+		a:        times(3, withWaits(withRunq(scan("s", 60, 20, 18, 54, 22000, 2, 0.1, 1.9), 2), 100)),
+		b:        times(3, withWaits(withBehind(withEngineCPU(withFuse(withRunq(scan("s", 62, 36.8, 34, 2225, 13000, 2.5, 0.1, 2.3), 62), 1061, 40, 38), 40), 10), 150)),
 		env:      map[string]string{"engine": "bindfs[17560] serving /mnt (fuse.bindfs)"},
 		measured: true,
-		want: []string{"run-queue wait +60ms per query", "not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, +10ms per query was behind the threads of bindfs[17560] serving /mnt (fuse.bindfs), less than half): other threads took the CPUs; but I/O wait moved with it, +16.8ms per query",
+		want: []string{"run-queue wait +60ms per query", "not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, +10ms per query was behind the threads of bindfs[17560] serving /mnt (fuse.bindfs), and +49ms more behind other threads than A's wait per wait accounts for): other threads took the CPUs; but I/O wait moved with it, +16.8ms per query",
 			"arises in the userspace storage engine bindfs[17560]"},
 		not: []string{"took the CPUs the backend needed"},
 	}, {

@@ -195,7 +195,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [904]uint8
+	Head      [912]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -302,6 +302,7 @@ type dbiolatQueryAcct struct {
 	EngineTgid     uint32
 	PadEngine      uint32
 	RunqEngineNs   uint64
+	RunqWaits      uint64
 	SharedHit      uint64
 	SharedRead     uint64
 }
@@ -396,6 +397,7 @@ type dbiolatTaskLocal struct {
 		Pad          [3]uint8
 		ServeCpuNs   uint64
 		RunqEngineNs uint64
+		RunqWaits    uint64
 	}
 	Wire struct {
 		_        structs.HostLayout

@@ -188,6 +188,7 @@ struct query_acct {
 	 * thread (PROC_STORAGE) left the CPU to the query's thread: each wait
 	 * charged whole to the task that ran last before it (sched.bpf.c). */
 	__u64 runq_engine_ns;
+	__u64 runq_waits; /* the run-queue waits in box_ns[BOX_RUNQ]: how often it waited */
 	/* Shared buffers (opt-in: a probe on every buffer access). */
 	__u64 shared_hit;
 	__u64 shared_read;
@@ -332,6 +333,7 @@ struct waterfall {
 	__u8 pad[3];
 	__u64 serve_cpu_ns;   /* its CPU on that request until it last went off CPU */
 	__u64 runq_engine_ns; /* in a query: of box_ns[BOX_RUNQ], the waits behind a storage engine's thread */
+	__u64 runq_waits;     /* in a query: how many waits box_ns[BOX_RUNQ] holds */
 };
 
 /*

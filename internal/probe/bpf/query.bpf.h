@@ -193,6 +193,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		for (i = 0; i < BOXES; i++)
 			ts->acct.box_ns[i] = wf->box_ns[i];
 		ts->acct.runq_engine_ns = wf->runq_engine_ns;
+		ts->acct.runq_waits = wf->runq_waits;
 	}
 	flags = query_counted(&ts->acct, start, now, &how);
 	if (!flags)

@@ -143,6 +143,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		}
 		if (runq) {
 			wf->box_ns[BOX_RUNQ] += runq;
+			wf->runq_waits++;
 			hist_add(HIST_RUNQ, runq);
 			/* Who held the CPU: the task it takes over from (prev, whose
 			 * storage was looked up above anyway) ran last before it. A
