@@ -222,30 +222,16 @@ func processCPU(t *testing.T, pid int) float64 {
 	return (utime + stime) * 1e9 / userHZ
 }
 
-// recordColdScans records (with --fs) two cold-cache scans of big on c,
-// and returns their records.
-func recordColdScans(t *testing.T, c *pgsandbox.Cluster, file string) []model.Query {
-	t.Helper()
-	return recordColdScansBeside(t, c, file, nil)
-}
-
-// recordColdScansBeside records two cold-cache scans of big on c, with
-// busy, if given, started once the trace is attached and stopped (by the
-// function it returns) before the trace ends, and returns their records.
-func recordColdScansBeside(t *testing.T, c *pgsandbox.Cluster, file string, busy func() (stop func())) []model.Query {
+// recordColdScans records (with --fs) two cold-cache scans of big on c.
+func recordColdScans(t *testing.T, c *pgsandbox.Cluster, file string) {
 	t.Helper()
 	tr := startTrace(t, "record", "--fs", "-o", file, "--pid", fmt.Sprint(c.PostmasterPID()))
-	stop := func() {}
-	if busy != nil {
-		stop = busy()
-	}
 	for range 2 {
 		dropCaches(t)
 		psql(t, c, "SELECT count(*) FROM big WHERE id >= 0")
 	}
-	stop()
 	r := tr.stopRecording(t)
-	return only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", 2)
+	only(t, slices.Collect(r.Queries), "SELECT count(*) FROM big", 2)
 }
 
 // comparePlainWith records the same cold scans on the plain disk, then
@@ -253,102 +239,44 @@ func recordColdScansBeside(t *testing.T, c *pgsandbox.Cluster, file string, busy
 // instance first), and returns compare's output.
 func comparePlainWith(t *testing.T, mnt string, check func(*pgsandbox.Cluster)) string {
 	t.Helper()
-	out, _ := comparePair(t, pair{mnt: mnt, check: check, cpu: -1})
-	return out
-}
-
-// pair is how comparePair sets up its B side.
-type pair struct {
-	mnt   string                   // B's data directory's parent; "": the plain disk, as A
-	check func(*pgsandbox.Cluster) // runs on B before its recording
-	// cpu >= 0: both servers (their every process, and the backends they
-	// fork), a storage engine serving B's mount, and B's hogs run on that
-	// one CPU only.
-	cpu  int
-	hogs int // busy loops beside B, on cpu, while it is recorded
-}
-
-// comparePair records the same cold scans on the plain disk (A) and on
-// p's B side, and returns compare's output and the scans' records (A's,
-// B's).
-func comparePair(t *testing.T, p pair) (string, [2][]model.Query) {
-	t.Helper()
 	dir := t.TempDir()
 	plain, other := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "other.dbiolat")
 	settings := map[string]string{"shared_buffers": "16MB"}
 	a := startPG(t, settings)
-	if p.cpu >= 0 {
-		pinTree(t, a.PostmasterPID(), p.cpu)
-	}
 	makeBigTable(t, a)
-	var scans [2][]model.Query
-	scans[0] = recordColdScans(t, a, plain)
+	recordColdScans(t, a, plain)
 	a.Stop()
 
-	var b *pgsandbox.Cluster
-	if p.mnt == "" {
-		b = startPG(t, settings)
-	} else {
-		var err error
-		if b, err = pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: p.mnt, Settings: settings}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Stop() })
+	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: mnt, Settings: settings})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if p.cpu >= 0 {
-		pinTree(t, b.PostmasterPID(), p.cpu)
-		if p.mnt != "" {
-			engines, err := storage.Under(p.mnt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range engines {
-				pinTree(t, e.PID, p.cpu)
-			}
-		}
-	}
+	t.Cleanup(func() { b.Stop() })
 	makeBigTable(t, b)
-	if p.check != nil {
-		p.check(b)
+	if check != nil {
+		check(b)
 	}
-	var hogs func() func()
-	if p.hogs > 0 {
-		// Started once the trace is attached: attaching beside them, with
-		// the machine's other CPU shared with other engineers' tests, can
-		// take longer than the harness waits.
-		hogs = func() func() {
-			var cmds []*exec.Cmd
-			for range p.hogs {
-				hog := exec.Command("sh", "-c", "while :; do :; done")
-				if err := hog.Start(); err != nil {
-					t.Fatal(err)
-				}
-				cmds = append(cmds, hog)
-				t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
-				pinTree(t, hog.Process.Pid, p.cpu)
-			}
-			return func() {
-				for _, hog := range cmds {
-					hog.Process.Kill()
-				}
-			}
-		}
-	}
-	scans[1] = recordColdScansBeside(t, b, other, hogs)
+	recordColdScans(t, b, other)
 
 	out, err := exec.Command(binary, "compare", plain, other).CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out), scans
+	return string(out)
 }
 
 // pinTree pins a process, every thread of it and of its children, to one
-// CPU, at nice -10 (what they fork or start later inherits both): on the
-// shared machine, other engineers' tests then mostly leave that CPU (the
-// scheduler moves their unpinned threads to the others), so that the
-// pinned processes compete with each other rather than with them.
+// CPU, in the real-time class (SCHED_RR, priority 1; what they fork or
+// start later inherits both): on the shared machine, other engineers'
+// threads (in the normal class, whatever their nice) then cannot take that
+// CPU from the pinned ones, which compete with each other alone, in turns
+// (round robin) when busy. Pinned at nice -10 instead, the scans still
+// waited behind other engineers' work crowding that CPU (a postgres of
+// theirs, pgbench, a JVM's compiler threads, the kernel's block workers),
+// as much as behind the engine in one run and twice as much in the next.
+// The kernel keeps 5% of each second for the normal class
+// (sched_rt_runtime_us), so the machine's own threads are not starved.
 func pinTree(t *testing.T, pid, cpu int) {
 	t.Helper()
 	pids := []int{pid}
@@ -369,12 +297,13 @@ func pinTree(t *testing.T, pid, cpu int) {
 	}
 	var set unix.CPUSet
 	set.Set(cpu)
+	rr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}
 	for _, p := range pids {
 		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
 		for _, task := range tasks {
 			tid, _ := strconv.Atoi(task.Name())
 			// A child or thread may have exited since: only the process itself must be pinned.
-			err := cmp.Or(unix.SchedSetaffinity(tid, &set), unix.Setpriority(unix.PRIO_PROCESS, tid, -10))
+			err := cmp.Or(unix.SchedSetaffinity(tid, &set), unix.SchedSetAttr(tid, &rr, 0))
 			if err != nil && p == pid {
 				t.Fatalf("pinning %d's thread %d to CPU %d: %v", p, tid, cpu, err)
 			}
@@ -431,7 +360,7 @@ func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 	if err := os.WriteFile(ra, []byte("4096"), 0); err != nil {
 		t.Fatal(err)
 	}
-	out, scans := compareInterleaved(t, mnt, runtime.NumCPU()-1)
+	out, scans := compareInterleaved(t, mnt, runtime.NumCPU()-1, 0)
 	_, behindA := runqBehindEngine(t, "A, plain disk", scans[0])
 	runqB, behindB := runqBehindEngine(t, "B, bindfs", scans[1])
 	if behindA != 0 {
@@ -478,8 +407,8 @@ func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 func runqBehindEngine(t *testing.T, side string, scans []model.Query) (runq, behind float64) {
 	t.Helper()
 	for _, q := range scans {
-		t.Logf("%s: scan %.1f ms: on CPU %.1f, run-queue wait %.1f (behind the engine's threads %.1f), I/O wait %.1f; the engine on CPU serving it %.1f",
-			side, ms(q.QueryNs), ms(q.CPUNs), ms(q.RunqNs), ms(q.RunqEngineNs), ms(q.IOWaitNs), ms(q.EngineCPUNs))
+		t.Logf("%s: scan %.1f ms: on CPU %.1f, run-queue wait %.1f in %d waits (behind the engine's threads %.1f), I/O wait %.1f; the engine on CPU serving it %.1f",
+			side, ms(q.QueryNs), ms(q.CPUNs), ms(q.RunqNs), q.RunqWaits, ms(q.RunqEngineNs), ms(q.IOWaitNs), ms(q.EngineCPUNs))
 		if q.RunqEngineNs > q.RunqNs {
 			t.Errorf("%s: %d ns of run-queue wait behind the engine, more than the scan's %d ns of run-queue wait", side, q.RunqEngineNs, q.RunqNs)
 		}
@@ -497,7 +426,7 @@ func runqBehindEngine(t *testing.T, side string, scans []model.Query) (runq, beh
 // time (a hundred ms); with two, by twice that, well above how much a
 // cold scan's I/O wait varies from one run to the next here.
 func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
-	out, scans := comparePair(t, pair{cpu: runtime.NumCPU() - 1, hogs: 2})
+	out, scans := compareInterleaved(t, "", runtime.NumCPU()-1, 2)
 	for i, side := range []string{"A, plain disk", "B, plain disk beside the hogs"} {
 		if _, behind := runqBehindEngine(t, side, scans[i]); behind != 0 {
 			t.Errorf("%s: the scans waited %.1f ms per scan behind a storage engine; there is none", side, ms(uint64(behind)))
@@ -513,32 +442,40 @@ func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
 }
 
 // compareInterleaved records cold scans on the plain disk (A) and under
-// mnt (B), both servers up and pinned to cpu, each traced by its own
-// recording, the scans taking turns (A, B, A, B...): what the shared
-// machine's load does in a minute then falls on both sides alike, where
-// one side recorded after the other met another minute's load (A's scans
-// took 101 ms to 665 ms from one run to the next). It returns compare's
-// output and the scans' records (A's, B's).
-func compareInterleaved(t *testing.T, mnt string, cpu int) (string, [2][]model.Query) {
+// mnt (B; "": the plain disk too), both servers up and pinned to cpu,
+// each traced by its own recording, the scans taking turns (A, B, A,
+// B...): what the shared machine's load does in a minute then falls on
+// both sides alike, where one side recorded after the other met another
+// minute's load (A's scans took 101 ms to 665 ms from one run to the
+// next). With hogs, that many busy loops run on cpu during each of B's
+// scans (started once the traces are attached: attaching beside them
+// can take longer than the harness waits). It returns compare's output
+// and the scans' records (A's, B's).
+func compareInterleaved(t *testing.T, mnt string, cpu, hogs int) (string, [2][]model.Query) {
 	t.Helper()
 	dir := t.TempDir()
 	plain, other := filepath.Join(dir, "plain.dbiolat"), filepath.Join(dir, "other.dbiolat")
 	settings := map[string]string{"shared_buffers": "16MB"}
 	a := startPG(t, settings)
-	b, err := pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: mnt, Settings: settings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Stop() })
-	engines, err := storage.Under(mnt)
-	if err != nil {
-		t.Fatal(err)
+	var b *pgsandbox.Cluster
+	if mnt == "" {
+		b = startPG(t, settings)
+	} else {
+		var err error
+		if b, err = pgsandbox.Start(context.Background(), pgsandbox.Options{Dir: mnt, Settings: settings}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Stop() })
+		engines, err := storage.Under(mnt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range engines {
+			pinTree(t, e.PID, cpu)
+		}
 	}
 	for _, pid := range []int{a.PostmasterPID(), b.PostmasterPID()} {
 		pinTree(t, pid, cpu)
-	}
-	for _, e := range engines {
-		pinTree(t, e.PID, cpu)
 	}
 	makeBigTable(t, a)
 	makeBigTable(t, b)
@@ -546,10 +483,12 @@ func compareInterleaved(t *testing.T, mnt string, cpu int) (string, [2][]model.Q
 	tb := startTrace(t, "record", "--fs", "-o", other, "--pid", fmt.Sprint(b.PostmasterPID()))
 	const scans = 3
 	for range scans {
-		for _, c := range []*pgsandbox.Cluster{a, b} {
-			dropCaches(t)
-			psql(t, c, "SELECT count(*) FROM big WHERE id >= 0")
-		}
+		dropCaches(t)
+		psql(t, a, "SELECT count(*) FROM big WHERE id >= 0")
+		dropCaches(t)
+		stop := busyLoops(t, hogs, cpu)
+		psql(t, b, "SELECT count(*) FROM big WHERE id >= 0")
+		stop()
 	}
 	var records [2][]model.Query
 	for i, tr := range []*trace{ta, tb} {
@@ -562,6 +501,27 @@ func compareInterleaved(t *testing.T, mnt string, cpu int) (string, [2][]model.Q
 		t.Fatal(err)
 	}
 	return string(out), records
+}
+
+// busyLoops starts n busy loops pinned to cpu, and returns what stops them.
+func busyLoops(t *testing.T, n, cpu int) (stop func()) {
+	t.Helper()
+	var cmds []*exec.Cmd
+	for range n {
+		hog := exec.Command("sh", "-c", "while :; do :; done")
+		if err := hog.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, hog)
+		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
+		pinTree(t, hog.Process.Pid, cpu)
+	}
+	return func() {
+		for _, hog := range cmds {
+			hog.Process.Kill()
+			hog.Wait()
+		}
+	}
 }
 
 // chainChange is B − A of a step of the chain compare printed, by its
