@@ -8,13 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -325,31 +323,28 @@ func TestCompareNamesTheFUSEEngine(t *testing.T) {
 
 // The issue's pair again, on fewer CPUs than busy threads: the server,
 // its scanning backend and the bindfs daemon's threads all pinned to one
-// CPU (both sides, so that only the storage differs). taskset-style
-// affinity rather than a cpuset cgroup: it needs no cgroup hierarchy (v1
-// here, v2 elsewhere), and what the pinned processes fork or start later
-// (the backend, the daemon's threads) inherits it. One CPU, not the
-// machine's two: whether the daemon and the backend meet then does not
-// depend on what other engineers run beside them. The kernel's readahead
-// on the FUSE mount is raised from 128 KiB to 4 MiB, so that the daemon
-// serves most of the scan's pages ahead of it, while the backend counts
-// the rows of the last ones and needs the same CPU (as in the issue's
-// run, where the run-queue wait led): with 128 KiB the backend waits for
-// most requests, and the daemon's CPU falls into its I/O wait instead.
-// A's and B's scans take turns (compareInterleaved), so that what the
-// shared machine does meanwhile falls on both alike.
+// CPU (both sides, so that only the storage differs). Affinity rather than
+// a cpuset cgroup: it needs no cgroup hierarchy (v1 here, v2 elsewhere),
+// and what the pinned processes fork or start later (the backend, the
+// daemon's threads) inherits it. One CPU, not the machine's two, and in
+// the real-time class (pinTree): the daemon and the backend then meet
+// whatever other engineers run beside them, and only each other. The
+// kernel's readahead on the FUSE mount is raised from 128 KiB to 4 MiB, so
+// that the daemon serves the scan's pages ahead of it, while the backend
+// counts the rows of the last ones and needs the same CPU: with 128 KiB
+// the backend waits for most requests, and the daemon's CPU falls into
+// its I/O wait instead. A's and B's scans take turns (compareInterleaved).
 //
 // What is asserted is the direction and invariants, not timings: compare
-// names the engine, and does not conclude "not in the I/O stack", nor that
-// other threads took the CPUs; the run-queue wait behind the engine's
-// threads (runq_engine_ns, measured at each switch-in in the kernel) is
-// part of each scan's run-queue wait, is 0 in A (its trace follows no
-// engine) and above it in B. Its rule (internal/output's cpusTaken) names
-// the engine as having taken the CPUs when that wait grew by at least half
-// of the run-queue wait's growth; where the engine's counted CPU alone was
-// weighed (engine_cpu_ns, which misses the daemon's work no traced request
-// asked for: its own readahead, the moments after each answer), 1 run in 2
-// failed (+99.3 ms of run-queue wait against +44.7 ms of the engine's CPU).
+// names the engine, says it took the CPUs, and concludes neither "not in
+// the I/O stack" nor that other threads took the CPUs; the run-queue wait
+// behind the engine's threads (runq_engine_ns, measured at each switch-in
+// in the kernel) is part of each scan's run-queue wait, is 0 in A (its
+// trace follows no engine) and above it in B. Where only the engine's
+// counted CPU was weighed (engine_cpu_ns, which misses the daemon's work
+// no traced request asked for: its own readahead, the moments after each
+// answer), 1 run in 2 failed (+99.3 ms of run-queue wait against +44.7 ms
+// of the engine's CPU).
 func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 	mnt := bindfsMount(t)
 	var st unix.Stat_t
@@ -379,22 +374,18 @@ func TestCompareNamesTheEngineThatTookTheCPUs(t *testing.T) {
 			t.Errorf("compare concludes %q: %q", wrong, verdict)
 		}
 	}
-	// The run-queue wait's growth can be hidden by A's: in a noisy minute
-	// other work on the shared machine still made A's scans wait for the
-	// CPU (436 ms of a 665 ms scan once, against 3 to 6 ms in quiet runs),
-	// and B's then grew by less than its own noise, or fell. The engine is
-	// then named as the I/O wait's cause only; when B's run-queue wait grew
-	// by a fifth of the queries' change or more, the verdict must say the
-	// engine took the CPUs.
-	runq, change := chainChange(t, out, "run-queue wait"), chainChange(t, out, "query time")
-	if runq >= change/5 && !strings.Contains(verdict, "took the CPUs the backend needed") {
-		t.Errorf("the run-queue wait grew by %v of %v; compare does not say the engine took the CPUs: %q", runq, change, verdict)
-	} else if runq < change/5 {
-		t.Logf("the run-queue wait grew by %v of %v: A's noise hid the engine's taking the CPUs", runq, change)
+	// The engine took the CPUs: pinned in the real-time class, A's scans
+	// waited next to nothing for the CPU (0 to 0.2 ms), B's 30 to 50 ms,
+	// nearly all of it behind the engine's threads, 18% to 37% of the
+	// change: the verdict says so, first, or after following the
+	// backend's CPU or I/O wait down to the engine.
+	if !strings.Contains(verdict, "took the CPUs the backend needed") {
+		t.Errorf("compare does not say the engine took the CPUs: %q", verdict)
 	}
-	// When an I/O wait led (a noisy minute), the chain follows it down to
-	// the engine first, and says after it that the engine also took the
-	// CPUs; else the engine comes before the run-queue wait it caused.
+	// When an I/O wait or the backend's CPU inside its reads led, the
+	// chain follows it down to the engine first, and says after it that
+	// the engine also took the CPUs; else the engine comes before the
+	// run-queue wait it caused.
 	if i := strings.Index(verdict, "run-queue wait"); i >= 0 && !strings.Contains(verdict, "also took the CPUs") && i < strings.Index(verdict, "the userspace storage engine bindfs[") {
 		t.Errorf("compare names the run-queue wait before the engine that caused it: %q", verdict)
 	}
@@ -522,21 +513,6 @@ func busyLoops(t *testing.T, n, cpu int) (stop func()) {
 			hog.Wait()
 		}
 	}
-}
-
-// chainChange is B − A of a step of the chain compare printed, by its
-// "what" column.
-func chainChange(t *testing.T, out, what string) time.Duration {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^\s*\S+\s+` + regexp.QuoteMeta(what) + `\s+\S+\s+\S+\s+([-+][0-9.]+[mun]?s)\s`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no %q step in compare's chain", what)
-	}
-	d, err := time.ParseDuration(strings.Replace(m[1], "us", "µs", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // verdictLine is the verdict compare printed.

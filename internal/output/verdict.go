@@ -209,8 +209,9 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	}
 	engine := cmp.Or(envB["engine"], envA["engine"])
 	measured := envA[model.RunqEngineMeta] != "" && envB[model.RunqEngineMeta] != ""
-	took, tk := c.cpusTaken(*lead, engine, measured)
-	if took == engineTook && !isIOWait(*lead) {
+	inCalls, awake := c.cpuInFileCalls(*lead, leadD)
+	took, tk := c.cpusTaken(*lead, engine, measured, inCalls)
+	if took == engineTook && !isIOWait(*lead) && !inCalls {
 		// The engine is the cause: said first, with the run-queue wait it
 		// explains; the boxes beside it (the lead among them when that is
 		// on CPU) follow.
@@ -222,7 +223,10 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 			head += " (other boxes: " + c.boxList(lead.name) + ")"
 		}
 	}
-	if isIOWait(*lead) {
+	if isIOWait(*lead) || inCalls {
+		if inCalls {
+			head += fmt.Sprintf(", inside file system calls (their time less the I/O and run-queue waits %s per query)", FormatChange(int64(awake)))
+		}
 		v := head + c.io(*lead, leadD, envA, envB)
 		if took == engineTook { // the run-queue wait beside it is the engine's too
 			v += fmt.Sprintf("; the userspace storage engine %s also took the CPUs the backend needed: %s", engineName(engine), tk.figures(""))
@@ -232,7 +236,7 @@ func Chain(qa, qb iter.Seq[model.Query], envA, envB map[string]string) ([]Step, 
 	// What the CPU side's change is not, when not the engine's.
 	notIO := ": not in the I/O stack"
 	if took == othersTook && tk.measured {
-		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, %s per query was behind the threads of %s, and %s more behind other threads than A's wait per wait accounts for): other threads took the CPUs",
+		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's (of the run-queue wait's growth, %s per query was behind the threads of %s, and %s behind other threads beyond A's wait behind them per wait): other threads took the CPUs",
 			FormatChange(int64(tk.behindD)), engineName(engine), FormatChange(int64(tk.othersD)))
 	} else if took == othersTook {
 		notIO = fmt.Sprintf(": not in the I/O stack, nor the storage engine's CPU (%s served the queries with %s of CPU per query, less than half of the run-queue wait's growth): other threads took the CPUs",
@@ -272,7 +276,7 @@ type cpuTaker int
 const (
 	noEngine   cpuTaker = iota // no storage engine, or the backend's CPU side did not grow: said as before
 	engineTook                 // the storage engine's threads
-	othersTook                 // other threads: less than half of the run-queue wait's growth was the engine's
+	othersTook                 // other threads: less than half of the new contention was the engine's
 )
 
 // taking is what cpusTaken weighed, per query (B − A).
@@ -305,8 +309,12 @@ func (t taking) figures(share string) string {
 	if t.cpu {
 		s += fmt.Sprintf(", which served the queries with %s of CPU per query", FormatChange(int64(t.engineD)))
 	}
-	if t.behindD < explainsHalf*t.runqD { // the rest is most of it: say why it is not others'
+	switch { // the rest is most of it: say why it is not others'
+	case t.behindD >= explainsHalf*t.runqD:
+	case t.othersD == 0:
 		s += fmt.Sprintf(", the rest behind other threads no longer a wait than in A, in %.0f waits per query instead of %.0f", t.waitsB, t.waitsA)
+	default:
+		s += fmt.Sprintf(", %s behind other threads beyond A's wait behind them per wait", FormatChange(int64(t.othersD)))
 	}
 	return s
 }
@@ -338,12 +346,13 @@ func (t taking) figures(share string) string {
 // the engine comes first only if the run-queue wait grew by at least half
 // as much (the shortage, not the backend's own work, is then a main part).
 // When an I/O wait leads (on one CPU, the engine's serving of the
-// requests the backend waits for is I/O wait), the chain follows it
-// first, and the engine that also took the CPUs is said after it. Only a
+// requests the backend waits for is I/O wait), or on CPU does inside file
+// system calls (cpuInFileCalls), the chain follows it first, and the
+// engine that also took the CPUs is said after it. Only a
 // growth is weighed (B's engine taking more than A's), and without an
 // engine serving the queries, or with no run-queue growth worth a step
 // (minShare), nothing changes: the CPU side is not in the I/O stack.
-func (c *chain) cpusTaken(lead quantity, engine string, measured bool) (cpuTaker, taking) {
+func (c *chain) cpusTaken(lead quantity, engine string, measured, inCalls bool) (cpuTaker, taking) {
 	if lead.name != "runq_ns" && lead.name != "cpu_ns" && !isIOWait(lead) || c.delta <= 0 {
 		return noEngine, taking{}
 	}
@@ -354,7 +363,7 @@ func (c *chain) cpusTaken(lead quantity, engine string, measured bool) (cpuTaker
 	ca, cb := c.m.a["cpu_ns"], c.m.b["cpu_ns"]
 	wa, wb := c.m.get(runqWaits)
 	t := taking{runqD: rb - ra, behindD: bb - ba, engineD: eb - ea, waitsA: wa, waitsB: wb, measured: measured, cpu: ea+eb > 0}
-	if fa+fb == 0 && engine == "" || !measured && !t.cpu || t.runqD/c.delta < minShare || lead.name == "cpu_ns" && t.runqD < explainsHalf*(cb-ca) {
+	if fa+fb == 0 && engine == "" || !measured && !t.cpu || t.runqD/c.delta < minShare || lead.name == "cpu_ns" && !inCalls && t.runqD < explainsHalf*(cb-ca) {
 		return noEngine, t
 	}
 	if !measured {
@@ -380,6 +389,30 @@ func (c *chain) cpusTaken(lead quantity, engine string, measured bool) (cpuTaker
 		return engineTook, t
 	}
 	return othersTook, t
+}
+
+// cpuInFileCalls says whether the backend's time on CPU, leading the
+// change, grew inside file system calls (traced with --fs): a FUSE file
+// system's reads cost the backend's CPU too, in the kernel's FUSE client,
+// which is the I/O stack's. A file call's time is the thread's time on
+// CPU, in the run queue and asleep within it; the sleeps are I/O wait. So
+// the calls' growth less the I/O wait's and the run-queue wait's growths
+// is at most what of the CPU's growth was inside them: when that is at
+// least half of it, the chain follows the CPU down the I/O stack as it
+// does an I/O wait. It returns that part too, per query.
+func (c *chain) cpuInFileCalls(lead quantity, leadD float64) (bool, float64) {
+	if ra, rb := c.m.get(fsReads); lead.name != "cpu_ns" || leadD <= 0 || ra+rb == 0 {
+		return false, 0
+	}
+	var calls float64
+	for _, q := range fsOps {
+		x, y := c.m.get(q)
+		calls += y - x
+	}
+	io := c.m.b["io_wait_ns"] - c.m.a["io_wait_ns"]
+	runq := c.m.b["runq_ns"] - c.m.a["runq_ns"]
+	awake := calls - max(0, io) - max(0, runq)
+	return awake >= explainsHalf*leadD, awake
 }
 
 // engineName names a storage engine as record.Environment does, or
