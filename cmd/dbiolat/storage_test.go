@@ -265,17 +265,20 @@ func comparePlainWith(t *testing.T, mnt string, check func(*pgsandbox.Cluster)) 
 }
 
 // pinTree pins a process, every thread of it and of its children, to one
-// CPU, in the real-time class (SCHED_RR, priority 1; what they fork or
-// start later inherits both): on the shared machine, other engineers'
-// threads (in the normal class, whatever their nice) then cannot take that
-// CPU from the pinned ones, which compete with each other alone, in turns
-// (round robin) when busy. Pinned at nice -10 instead, the scans still
-// waited behind other engineers' work crowding that CPU (a postgres of
-// theirs, pgbench, a JVM's compiler threads, the kernel's block workers),
-// as much as behind the engine in one run and twice as much in the next.
-// The kernel keeps 5% of each second for the normal class
-// (sched_rt_runtime_us), so the machine's own threads are not starved.
-func pinTree(t *testing.T, pid, cpu int) {
+// CPU (what they fork or start later inherits it), realtime: in the
+// real-time class (SCHED_RR, priority 1), else at nice -10. In the
+// real-time class, other engineers' threads on the shared machine (in the
+// normal class, whatever their nice) cannot take that CPU from the pinned
+// ones, which compete with each other alone, in turns (round robin) when
+// busy. At nice -10 the scans still waited behind other engineers' work
+// crowding that CPU (a postgres of theirs, pgbench, a JVM's compiler
+// threads), as much as behind the engine in one run and twice as much in
+// the next. The kernel keeps 5% of each second for the normal class
+// (sched_rt_runtime_us), so the machine's own threads are not starved by
+// threads that sleep as often as a scan's; busy loops in the real-time
+// class would all but starve that CPU's kernel workers (the block
+// requests' completions: a cold scan beside two took 6.4 s).
+func pinTree(t *testing.T, pid, cpu int, realtime bool) {
 	t.Helper()
 	pids := []int{pid}
 	entries, _ := os.ReadDir("/proc")
@@ -295,13 +298,16 @@ func pinTree(t *testing.T, pid, cpu int) {
 	}
 	var set unix.CPUSet
 	set.Set(cpu)
-	rr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: -10}
+	if realtime {
+		attr = unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}
+	}
 	for _, p := range pids {
 		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
 		for _, task := range tasks {
 			tid, _ := strconv.Atoi(task.Name())
 			// A child or thread may have exited since: only the process itself must be pinned.
-			err := cmp.Or(unix.SchedSetaffinity(tid, &set), unix.SchedSetAttr(tid, &rr, 0))
+			err := cmp.Or(unix.SchedSetaffinity(tid, &set), unix.SchedSetAttr(tid, &attr, 0))
 			if err != nil && p == pid {
 				t.Fatalf("pinning %d's thread %d to CPU %d: %v", p, tid, cpu, err)
 			}
@@ -410,9 +416,11 @@ func runqBehindEngine(t *testing.T, side string, scans []model.Query) (runq, beh
 }
 
 // A CPU hog beside the database on the plain disk, on the one CPU the
-// server runs on (as above): the scans' run-queue wait grows, no storage
-// engine serves them, and compare blames none: the time is not in the
-// I/O stack. Two busy loops: with one, the scheduler gives the backend
+// server runs on (as above; A and B both on the plain disk, their scans
+// interleaved, the hogs running during B's): the scans' run-queue wait
+// grows, no storage engine serves them, and compare blames none: the time
+// is not in the I/O stack, and no wait is behind an engine. All at nice
+// -10, hogs included. Two busy loops: with one, the scheduler gives the backend
 // half the CPU, and the run-queue wait grows by about the scan's CPU
 // time (a hundred ms); with two, by twice that, well above how much a
 // cold scan's I/O wait varies from one run to the next here.
@@ -440,7 +448,8 @@ func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
 // minute's load (A's scans took 101 ms to 665 ms from one run to the
 // next). With hogs, that many busy loops run on cpu during each of B's
 // scans (started once the traces are attached: attaching beside them
-// can take longer than the harness waits). It returns compare's output
+// can take longer than the harness waits), and all are pinned at nice
+// -10; else in the real-time class (pinTree says why). It returns compare's output
 // and the scans' records (A's, B's).
 func compareInterleaved(t *testing.T, mnt string, cpu, hogs int) (string, [2][]model.Query) {
 	t.Helper()
@@ -462,11 +471,11 @@ func compareInterleaved(t *testing.T, mnt string, cpu, hogs int) (string, [2][]m
 			t.Fatal(err)
 		}
 		for _, e := range engines {
-			pinTree(t, e.PID, cpu)
+			pinTree(t, e.PID, cpu, hogs == 0)
 		}
 	}
 	for _, pid := range []int{a.PostmasterPID(), b.PostmasterPID()} {
-		pinTree(t, pid, cpu)
+		pinTree(t, pid, cpu, hogs == 0)
 	}
 	makeBigTable(t, a)
 	makeBigTable(t, b)
@@ -505,7 +514,7 @@ func busyLoops(t *testing.T, n, cpu int) (stop func()) {
 		}
 		cmds = append(cmds, hog)
 		t.Cleanup(func() { hog.Process.Kill(); hog.Wait() })
-		pinTree(t, hog.Process.Pid, cpu)
+		pinTree(t, hog.Process.Pid, cpu, false)
 	}
 	return func() {
 		for _, hog := range cmds {
