@@ -420,9 +420,9 @@ func runqBehindEngine(t *testing.T, side string, scans []model.Query) (runq, beh
 // interleaved, the hogs running during B's): the scans' run-queue wait
 // grows, no storage engine serves them, and compare blames none: the time
 // is not in the I/O stack, and no wait is behind an engine. All at nice
-// -10, hogs included. Two busy loops: with one, the scheduler gives the backend
-// half the CPU, and the run-queue wait grows by about the scan's CPU
-// time (a hundred ms); with two, by twice that, well above how much a
+// -10, hogs included. Two busy loops: with one, the scheduler gives the
+// backend half the CPU, and the run-queue wait grows by about the scan's
+// CPU time (a hundred ms); with two, by twice that, well above how much a
 // cold scan's I/O wait varies from one run to the next here.
 func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
 	out, scans := compareInterleaved(t, "", runtime.NumCPU()-1, 2)
@@ -449,8 +449,8 @@ func TestCompareBesideACPUHogBlamesNoEngine(t *testing.T) {
 // next). With hogs, that many busy loops run on cpu during each of B's
 // scans (started once the traces are attached: attaching beside them
 // can take longer than the harness waits), and all are pinned at nice
-// -10; else in the real-time class (pinTree says why). It returns compare's output
-// and the scans' records (A's, B's).
+// -10; else in the real-time class (pinTree says why). It returns
+// compare's output and the scans' records (A's, B's).
 func compareInterleaved(t *testing.T, mnt string, cpu, hogs int) (string, [2][]model.Query) {
 	t.Helper()
 	dir := t.TempDir()
