@@ -209,6 +209,8 @@ var Fields = []Field{
 	{"engine_pid", "the FUSE daemon's PID", true, func(q *Query) any { return q.EnginePID }},
 	{"engine_ns", "the engine's time on its requests", false, func(q *Query) any { return q.EngineNs }},
 	{"engine_cpu_ns", "of it, on CPU", false, func(q *Query) any { return q.EngineCPUNs }},
+	{"runq_waits", "the run-queue waits runq_ns sums (those the kernel's stamp measured)", false, func(q *Query) any { return q.RunqWaits }},
+	{"runq_engine_ns", "of the query's run-queue wait, the waits behind the engine's threads (each charged whole to the task that ran last before the query's thread)", false, func(q *Query) any { return q.RunqEngineNs }},
 	{"engine_blk_count", "block requests the engine started for it", false, func(q *Query) any { return q.EngineBlkCount }},
 	{"engine_blk_bytes", "their bytes", false, func(q *Query) any { return q.EngineBlkBytes }},
 	{"shared_hit", "shared buffers found (--buffers)", true, func(q *Query) any { return q.SharedHit }},

@@ -121,18 +121,28 @@ type Query struct {
 	// A userspace storage engine (a FUSE daemon) serving the query's files:
 	// the requests the query sent it, and, with --fs, the work the engine
 	// did for them, its block requests being also in the blk fields.
-	FuseCount      uint64    `json:"fuse_count"` // requests sent to the FUSE daemon
-	FuseBytes      uint64    `json:"fuse_bytes"` // bytes it answered
-	FuseNs         uint64    `json:"fuse_ns"`    // send to answer, summed over the requests
-	EnginePID      int       `json:"engine_pid,omitempty"`
-	EngineNs       uint64    `json:"engine_ns"`           // the engine's time on them: taking each request to answering
-	EngineCPUNs    uint64    `json:"engine_cpu_ns"`       // of engine_ns, the engine's time on CPU
+	FuseCount   uint64 `json:"fuse_count"` // requests sent to the FUSE daemon
+	FuseBytes   uint64 `json:"fuse_bytes"` // bytes it answered
+	FuseNs      uint64 `json:"fuse_ns"`    // send to answer, summed over the requests
+	EnginePID   int    `json:"engine_pid,omitempty"`
+	EngineNs    uint64 `json:"engine_ns"`     // the engine's time on them: taking each request to answering
+	EngineCPUNs uint64 `json:"engine_cpu_ns"` // of engine_ns, the engine's time on CPU
+	// RunqEngineNs is, of RunqNs, the waits behind a storage engine's
+	// thread: those that ended when one left the CPU to the query's
+	// thread, each charged whole to it (every mode, not only --fs).
+	RunqEngineNs   uint64    `json:"runq_engine_ns"`
+	RunqWaits      uint64    `json:"runq_waits"`          // how many waits RunqNs sums (those measured)
 	EngineFS       *FSTotals `json:"engine_fs,omitempty"` // the engine's file system calls for it
 	EngineBlkCount uint64    `json:"engine_blk_count"`    // of blk_count: requests the engine started for it
 	EngineBlkBytes uint64    `json:"engine_blk_bytes"`
 	SharedHit      uint64    `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
 	SharedRead     uint64    `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
 }
+
+// RunqEngineMeta is the key of a recording's meta fact that says its
+// queries carry RunqEngineNs: a recording made before it was measured
+// lacks the fact, and its zeros are not measures.
+const RunqEngineMeta = "runq_engine_ns"
 
 // ApplicationMax bounds an application name in bytes: PostgreSQL's
 // NAMEDATALEN less its NUL, as pg_stat_activity shows it.

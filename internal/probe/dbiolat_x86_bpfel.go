@@ -198,7 +198,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [920]uint8
+	Head      [936]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -306,6 +306,8 @@ type dbiolatQueryAcct struct {
 	EngineBlk      dbiolatIoAcct
 	EngineTgid     uint32
 	PadEngine      uint32
+	RunqEngineNs   uint64
+	RunqWaits      uint64
 	SharedHit      uint64
 	SharedRead     uint64
 }
@@ -405,6 +407,8 @@ type dbiolatTaskLocal struct {
 		Serving      uint8
 		Pad          [3]uint8
 		ServeCpuNs   uint64
+		RunqEngineNs uint64
+		RunqWaits    uint64
 	}
 	Wire struct {
 		_        structs.HostLayout

@@ -62,7 +62,9 @@ func Create(path string, env map[string]string) (*Writer, error) {
 		return nil, fmt.Errorf("initializing the recording %s: %w", path, err)
 	}
 	w := &Writer{db: db, path: path}
-	meta := map[string]string{"format": "dbiolat", "version": Version, "started": time.Now().UTC().Format(time.RFC3339Nano)}
+	// model.RunqEngineMeta: its query records carry runq_engine_ns, measured.
+	meta := map[string]string{"format": "dbiolat", "version": Version, "started": time.Now().UTC().Format(time.RFC3339Nano),
+		model.RunqEngineMeta: "measured"}
 	for k, v := range env {
 		meta[k] = v
 	}

@@ -253,6 +253,7 @@ func (s *Session) accounted(t *traced, e *probe.QueryEvent) *model.Query {
 	for _, b := range s.boxes {
 		*b.of(q) = a.BoxNs[b.kernel]
 	}
+	q.RunqEngineNs, q.RunqWaits = a.RunqEngineNs, a.RunqWaits
 	q.Waits = s.waits(t, e)
 	q.UnaccountedNs = q.Unaccounted()
 	return q

@@ -187,6 +187,11 @@ struct query_acct {
 	struct io_acct engine_blk;    /* block requests the daemon started for it (also in blk[]) */
 	__u32 engine_tgid;            /* the daemon (the last one, if several served it) */
 	__u32 pad_engine;
+	/* Of box_ns[BOX_RUNQ], the waits that ended when a storage engine's
+	 * thread (PROC_STORAGE) left the CPU to the query's thread: each wait
+	 * charged whole to the task that ran last before it (sched.bpf.c). */
+	__u64 runq_engine_ns;
+	__u64 runq_waits; /* the run-queue waits in box_ns[BOX_RUNQ]: how often it waited */
 	/* Shared buffers (opt-in: a probe on every buffer access). */
 	__u64 shared_hit;
 	__u64 shared_read;
@@ -348,6 +353,8 @@ struct waterfall {
 	__u8 serving;         /* a storage engine's thread serving a query's request: its CPU is counted */
 	__u8 pad[3];
 	__u64 serve_cpu_ns;   /* its CPU on that request until it last went off CPU */
+	__u64 runq_engine_ns; /* in a query: of box_ns[BOX_RUNQ], the waits behind a storage engine's thread */
+	__u64 runq_waits;     /* in a query: how many waits box_ns[BOX_RUNQ] holds */
 };
 
 /*

@@ -51,6 +51,7 @@ static __always_inline void serving_cpu_start(__u64 now)
 
 	if (!tl)
 		return;
+	tl->kind = PROC_STORAGE; /* as proc_fork marks an engine's threads, should its storage be new */
 	tl->wf.serving = 1;
 	tl->wf.serve_cpu_ns = 0;
 	tl->wf.oncpu_since = now;

@@ -238,6 +238,8 @@ static __always_inline struct query_event *mysql_take(struct thread_state *ts, s
 	if (wf) {
 		tag = wf->in_query;
 		__builtin_memcpy(e->acct.box_ns, wf->box_ns, sizeof(e->acct.box_ns));
+		e->acct.runq_engine_ns = wf->runq_engine_ns;
+		e->acct.runq_waits = wf->runq_waits;
 		__builtin_memcpy(e->waits, wf->waits, sizeof(e->waits));
 		if (wf->oncpu_since) {
 			e->acct.box_ns[BOX_CPU] += now - wf->oncpu_since;

@@ -215,6 +215,8 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 			recover_switch_in(wf, bpf_get_current_task_btf(), now);
 		for (i = 0; i < BOXES; i++)
 			ts->acct.box_ns[i] = wf->box_ns[i];
+		ts->acct.runq_engine_ns = wf->runq_engine_ns;
+		ts->acct.runq_waits = wf->runq_waits;
 	}
 	flags = query_counted(&ts->acct, start, now, &how);
 	if (!flags)

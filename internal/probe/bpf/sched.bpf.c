@@ -9,7 +9,9 @@
  * the time off CPU splits into the sleep and the run-queue wait after it:
  * the kernel stamps when it queued the task (sched_info.last_queued, in
  * the run queue's clock), so no wakeup hook is needed. With on-CPU time
- * these partition the query's latency.
+ * these partition the query's latency. Of the run-queue wait, the part
+ * that ended with a storage engine's thread leaving the CPU is kept apart
+ * (runq_engine_ns): the engine's threads took the CPUs the query needed.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -89,11 +91,11 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	struct task_local *ptl = task_local_of(prev);
 	struct proc_info *pi = NULL;
-	struct waterfall *wf;
-	__u64 now = 0, off, runq;
+	struct waterfall *wf = ptl ? &ptl->wf : NULL;
+	__u64 now = 0, off, runq = 0;
 
-	wf = waterfall_of(prev);
 	if (wf && wf->serving && wf->oncpu_since) { /* a storage engine's thread: only its CPU counts */
 		now = bpf_ktime_get_ns();
 		wf->serve_cpu_ns += now - wf->oncpu_since;
@@ -132,15 +134,25 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	if (wf->offcpu_since && !crossed_pause(wf->offcpu_since, now)) {
 		off = now - wf->offcpu_since;
 		if (!wf->asleep) { /* preempted: all of it a wait for a CPU */
-			wf->box_ns[BOX_RUNQ] += off;
-			hist_add(HIST_RUNQ, off);
+			runq = off;
 		} else if (woken_wait(next, off, &runq)) {
 			charge_sleep(wf, off - runq);
-			wf->box_ns[BOX_RUNQ] += runq;
-			hist_add(HIST_RUNQ, runq);
 		} else { /* the share is unknown: all of it the sleep's, no sample */
 			charge_sleep(wf, off);
 			stat_inc(STAT_RUNQ_UNKNOWN);
+		}
+		if (runq) {
+			wf->box_ns[BOX_RUNQ] += runq;
+			wf->runq_waits++;
+			hist_add(HIST_RUNQ, runq);
+			/* Who held the CPU: the task it takes over from (prev, whose
+			 * storage was looked up above anyway) ran last before it. A
+			 * storage engine's thread there has the whole wait charged to
+			 * it, though other tasks may have run earlier in it: on fewer
+			 * CPUs than busy threads, what tells an engine that took the
+			 * CPUs from one that did not (the verdict's cpusTaken). */
+			if (ptl && ptl->kind == PROC_STORAGE)
+				wf->runq_engine_ns += runq;
 		}
 	}
 	wf->oncpu_since = now;
