@@ -78,6 +78,9 @@ func instanceOf(postmaster int) Instance {
 	// Read through the postmaster's cwd: valid in its mount namespace too.
 	v, _ := os.ReadFile(procfs.Path(postmaster, "cwd", "PG_VERSION"))
 	major, _ := strconv.Atoi(strings.TrimSpace(string(v)))
+	if major == 0 { // the data directory is the server's alone: its executable says it too
+		major = MajorOfBinary(procfs.Path(postmaster, "exe"))
+	}
 	// postmaster.pid: pid, data directory, start time, port, ...
 	pidFile, _ := os.ReadFile(procfs.Path(postmaster, "cwd", "postmaster.pid"))
 	var port int
