@@ -17,7 +17,7 @@ test: deps roots .tools/prometheus3 .tools/otelcol .tools/jaeger check-generated
 	# -p 1: the tests share one kernel and page cache (drop_caches, block I/O by
 	# other processes); packages must not run at the same time. -parallel 3:
 	# the tests that can run side by side (cmd/dbiolat's sideBySide) mostly wait.
-	$(GO) test -p 1 -parallel 3 -count=1 -timeout 25m $(GOTESTFLAGS) ./...
+	$(GO) test -p 1 -parallel 3 -count=1 -timeout 40m $(GOTESTFLAGS) ./...
 	$(MAKE) fuzz
 
 deps:
