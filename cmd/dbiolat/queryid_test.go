@@ -20,7 +20,6 @@ import (
 	"testing"
 
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
-	"github.com/dbiolat/dbiolat/internal/sandbox"
 	"github.com/dbiolat/dbiolat/internal/sidroot"
 )
 
@@ -36,22 +35,8 @@ func TestQueryIDJoinsPgStatStatements(t *testing.T) {
 	// 19, Debian's, from the sid root, chrooted as users run it.
 	t.Run("pg19", func(t *testing.T) {
 		t.Parallel()
-		root := sidRoot(t, "postgresql")
-		port, err := sandbox.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
 		ctx := context.Background()
-		p, err := sidroot.StartPostgres(ctx, sidroot.PostgresOptions{Root: root, Version: "19", How: sidroot.Chroot, Port: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("the server said:\n%s", p.Output())
-			}
-			p.Stop()
-		})
+		p, port := startSidPostgres(t, "19", sidroot.Chroot)
 		testQueryID(t, qidServer{
 			version: p.Version, pid: p.PID(), python: python, usdt: true, // Debian's build
 			env:  []string{"PGHOST=127.0.0.1", "PGPORT=" + strconv.Itoa(port), "PGUSER=postgres", "PGDATABASE=postgres", "PGSSLMODE=require"},

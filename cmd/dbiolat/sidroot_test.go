@@ -39,6 +39,50 @@ func sidRoot(t *testing.T, name string) string {
 	return root
 }
 
+// startSidPostgres starts PostgreSQL of a version in the postgresql root,
+// the way how says, on a free loopback port, for the test's duration (its
+// output logged if the test failed).
+func startSidPostgres(t *testing.T, version string, how sidroot.How) (*sidroot.Postgres, int) {
+	t.Helper()
+	root := sidRoot(t, "postgresql")
+	port, err := sandbox.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sidroot.StartPostgres(context.Background(), sidroot.PostgresOptions{Root: root, Version: version, How: how, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the server said:\n%s", p.Output())
+		}
+		p.Stop()
+	})
+	return p, port
+}
+
+// startSidMySQL starts MySQL in the mysql root, the same way.
+func startSidMySQL(t *testing.T, how sidroot.How) (*sidroot.MySQL, int) {
+	t.Helper()
+	root := sidRoot(t, "mysql")
+	port, err := sandbox.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sidroot.StartMySQL(context.Background(), root, how, port, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the server said:\n%s", m.Output())
+		}
+		m.Stop()
+	})
+	return m, port
+}
+
 // PostgreSQL 19 (Debian's, from experimental: USDT, the root's OpenSSL 3)
 // in the postgresql root, each way: psycopg over TLS (sslmode=require)
 // sends marked statements; slowlog --pid counts each once, as
@@ -47,25 +91,11 @@ func sidRoot(t *testing.T, name string) string {
 // sees them as well.
 func TestServerInSidRootOverTLS(t *testing.T) {
 	sideBySide(t)
-	root := sidRoot(t, "postgresql")
 	python, _ := driverTools(t)
 	for _, how := range sidroot.Hows {
 		t.Run(how.String(), func(t *testing.T) {
-			port, err := sandbox.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
-			p, err := sidroot.StartPostgres(ctx, sidroot.PostgresOptions{Root: root, Version: "19", How: how, Port: port})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("the server said:\n%s", p.Output())
-				}
-				p.Stop()
-			})
+			p, port := startSidPostgres(t, "19", how)
 			// n statements from each client over TLS: psycopg's in the
 			// extended protocol, psql's as simple Queries (the only ones
 			// PostgreSQL's query__start USDT probe marks).
@@ -184,24 +214,10 @@ func checkNoWireLoss(t *testing.T, sum model.Summary) {
 // reading the connection at OpenSSL with no warning and no wire_* loss.
 func TestMySQLInSidRootOverTLS(t *testing.T) {
 	sideBySide(t)
-	root := sidRoot(t, "mysql")
 	for _, how := range sidroot.Hows {
 		t.Run(how.String(), func(t *testing.T) {
-			port, err := sandbox.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx := context.Background()
-			m, err := sidroot.StartMySQL(ctx, root, how, port, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("the server said:\n%s", m.Output())
-				}
-				m.Stop()
-			})
+			m, _ := startSidMySQL(t, how)
 			sql := func(q string) string {
 				t.Helper()
 				out, err := m.SQL(ctx, q)
