@@ -52,6 +52,12 @@ var (
 	dbiolatDefault = config{name: "default", command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "slowlog", "--pid", fmt.Sprint(e.pid())}, "Tracing "
 	}}
+	// The default mode of another dbiolat binary (-ref: one built from an
+	// earlier commit), measured in the same rounds: a change's cost side
+	// by side with what it changed.
+	dbiolatDefaultRef = config{name: "default-ref", command: func(e *env) ([]string, string) {
+		return []string{*refBinary, "slowlog", "--pid", fmt.Sprint(e.pid())}, "Tracing "
+	}}
 	// Everything dbiolat measures: every query a record, file system
 	// calls timed, shared-buffer counts, raw SQL.
 	dbiolatAll = config{name: "all", usdt: true, command: func(e *env) ([]string, string) {
@@ -150,7 +156,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, floor, dbiolatDefault, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveDuty10, serveFull, serveOTLP, serveOTLPAll}
+var allConfigs = []config{hooksFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveDuty10, serveFull, serveOTLP, serveOTLPAll}
 
 // attachEmpty attaches a program that returns 0 to each BTF tracepoint
 // the default mode uses.

@@ -67,6 +67,9 @@ type result struct {
 	TopPrograms []string `json:"top_programs"`
 }
 
+// refBinary is -ref: the dbiolat the default-ref configuration runs.
+var refBinary *string
+
 func main() {
 	rounds := flag.Int("rounds", 7, "rounds: in each, the baseline and every configuration run once")
 	secs := flag.Int("seconds", 10, "seconds per pgbench run")
@@ -79,6 +82,7 @@ func main() {
 	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
 		"), and mariadb (sysbench oltp_read_only for select-only, oltp_read_write for tpcb-like)")
 	capacityRates := flag.String("capacity", "", "instead, the capacity ladder on a synthetic backend: query rates to hold for -seconds each with every query recorded, e.g. 25000,50000,100000,0 (0: unlimited)")
+	refBinary = flag.String("ref", "", "config default-ref runs this dbiolat binary (one built from another commit: go build -o /tmp/dbiolat-ref ./cmd/dbiolat there) in the default mode")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
 	flag.Parse()
@@ -98,6 +102,10 @@ func main() {
 		c, ok := configByName(name)
 		if !ok {
 			fmt.Fprintf(os.Stderr, "overhead: unknown configuration %q (known: %s)\n", name, strings.Join(configNames(), ", "))
+			os.Exit(2)
+		}
+		if c.name == dbiolatDefaultRef.name && *refBinary == "" {
+			fmt.Fprintln(os.Stderr, "overhead: default-ref needs -ref, the path of another dbiolat binary")
 			os.Exit(2)
 		}
 		o.configs = append(o.configs, c)
