@@ -29,14 +29,7 @@ func TestIDs(t *testing.T) {
 // PostgreSQL 19 of the postgresql root runs each way, over TLS, with
 // pg_stat_statements; its main process is the postmaster as we see it.
 func TestPostgresEachWay(t *testing.T) {
-	testenv.NeedRoot(t)
-	root, err := Root("postgresql")
-	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := rootFor(t, "postgresql")
 	for _, how := range Hows {
 		t.Run(how.String(), func(t *testing.T) {
 			port, err := sandbox.FreePort()
@@ -66,14 +59,7 @@ func TestPostgresEachWay(t *testing.T) {
 
 // MySQL 9.7 of the mysql root runs each way; a client over TCP is on TLS.
 func TestMySQLEachWay(t *testing.T) {
-	testenv.NeedRoot(t)
-	root, err := Root("mysql")
-	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := rootFor(t, "mysql")
 	for _, how := range Hows {
 		t.Run(how.String(), func(t *testing.T) {
 			port, err := sandbox.FreePort()
@@ -94,4 +80,19 @@ func TestMySQLEachWay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rootFor is a root's directory, built on first use; outside CI a machine
+// that cannot build one skips.
+func rootFor(t *testing.T, name string) string {
+	t.Helper()
+	testenv.NeedRoot(t)
+	root, err := Root(name)
+	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
