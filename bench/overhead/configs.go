@@ -86,23 +86,27 @@ var (
 	bpftrace = config{name: "bpftrace", usdt: true, command: func(e *env) ([]string, string) {
 		return []string{"bpftrace", "-e", strings.ReplaceAll(bpftraceScript, "BIN", e.postgres)}, "ready"
 	}}
-	// The exporter as left running: its default duty cycle (a second
-	// traced in every twenty), and traced all the time, to compare its
-	// latencies with.
-	serveDuty = config{name: "serve", exporter: true, settle: 21 * time.Second, command: func(e *env) ([]string, string) {
+	// The exporter as left running: every query, all the time (counted
+	// in the kernel by statement identity), and the same mode of the -ref
+	// binary (before the kernel counted: --duty off, a record per query).
+	serveEvery = config{name: "serve", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
-	// A shorter period: how the cost scales with the traced share.
-	serveDuty10 = config{name: "serve-10", exporter: true, settle: 11 * time.Second, command: func(e *env) ([]string, string) {
-		return []string{e.dbiolat, "serve", "--duty", "1s/10s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	serveRef = config{name: "serve-ref", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
+		return []string{*refBinary, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
-	serveFull = config{name: "serve-full", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
-		return []string{e.dbiolat, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	// Duty cycles: a second traced in every twenty, and in every ten: how
+	// the cost scales with the traced share.
+	serveDuty = config{name: "serve-duty", exporter: true, settle: 21 * time.Second, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--duty", "1s/20s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	}}
+	serveDuty10 = config{name: "serve-duty10", exporter: true, settle: 11 * time.Second, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--duty", "1s/10s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
 	// serve traced all the time with --otlp to a collector (a sink that
 	// takes everything: otlpSink): with its default choice (queries over
 	// 50 ms, 1% of the others, at most 100 a second), and with every
-	// query sent, the export's cost per record. Compare with serve-full.
+	// query sent, the export's cost per record. Compare with serve.
 	serveOTLP = config{name: "serve-otlp", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--duty", "off", "--otlp", e.otlp.url, "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
@@ -156,7 +160,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveDuty, serveDuty10, serveFull, serveOTLP, serveOTLPAll}
+var allConfigs = []config{hooksFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveEvery, serveRef, serveDuty, serveDuty10, serveOTLP, serveOTLPAll}
 
 // attachEmpty attaches a program that returns 0 to each BTF tracepoint
 // the default mode uses.

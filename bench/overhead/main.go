@@ -104,8 +104,8 @@ func main() {
 			fmt.Fprintf(os.Stderr, "overhead: unknown configuration %q (known: %s)\n", name, strings.Join(configNames(), ", "))
 			os.Exit(2)
 		}
-		if c.name == dbiolatDefaultRef.name && *refBinary == "" {
-			fmt.Fprintln(os.Stderr, "overhead: default-ref needs -ref, the path of another dbiolat binary")
+		if (c.name == dbiolatDefaultRef.name || c.name == serveRef.name) && *refBinary == "" {
+			fmt.Fprintf(os.Stderr, "overhead: %s needs -ref, the path of another dbiolat binary\n", c.name)
 			os.Exit(2)
 		}
 		o.configs = append(o.configs, c)
@@ -366,14 +366,14 @@ func printAgreement(runs []measurement) {
 	}{{"mean", func(l *latency) float64 { return l.MeanUs }}, {"p50", func(l *latency) float64 { return l.P50Us }},
 		{"p90", func(l *latency) float64 { return l.P90Us }}, {"p99", func(l *latency) float64 { return l.P99Us }}}
 	for k, duty := range by {
-		if !strings.HasPrefix(k.config, serveDuty.name) || k.config == serveFull.name || strings.HasPrefix(k.config, serveOTLP.name) { // duty cycles only
+		if !strings.HasPrefix(k.config, serveDuty.name) { // duty cycles only
 			continue
 		}
-		full := by[key{k.workload, k.version, serveFull.name}]
+		full := by[key{k.workload, k.version, serveEvery.name}]
 		if len(full) == 0 {
 			continue
 		}
-		fmt.Printf("\nquery latency, %s on %s: %s (duty cycles) against serve --duty off, medians of %d and %d runs\n", k.workload, k.version, k.config, len(duty), len(full))
+		fmt.Printf("\nquery latency, %s on %s: %s (duty cycles) against serve (every query), medians of %d and %d runs\n", k.workload, k.version, k.config, len(duty), len(full))
 		for _, s := range stats {
 			d, f := median(duty, s.f), median(full, s.f)
 			fmt.Printf("  %-4s %9.1f us %9.1f us  %6.3f\n", s.name, d, f, d/f)
@@ -381,7 +381,7 @@ func printAgreement(runs []measurement) {
 		fmt.Printf("  queries (the duty run's scaled estimate: of the load's traced cycles, one of which may end after it) %.0f and %.0f\n", median(duty, func(l *latency) float64 { return l.Queries }), median(full, func(l *latency) float64 { return l.Queries }))
 		// A closed loop's mean latency is clients/TPS: how much slower
 		// tracing everything made each transaction, in the same rounds.
-		fullKey := key{k.workload, k.version, serveFull.name}
+		fullKey := key{k.workload, k.version, serveEvery.name}
 		fmt.Printf("  pgbench's mean latency (clients/TPS), duty against full: %.3f (tracing everything slows what it measures)\n",
 			quantile(tps[fullKey], 0.5)/quantile(tps[k], 0.5))
 	}

@@ -34,8 +34,8 @@ func runServeCmd(ctx context.Context, args []string) error {
 	top := fs.Int("top", 50, "give series of their own to at most N query fingerprints, the busiest by query time; the rest count as fingerprint=\"other\"")
 	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")
 	dutyFlag := fs.String("duty", defaultDuty, "trace ON of every PERIOD (ON/PERIOD), the hooks detached in between, counters scaled to the whole time; \"off\": trace all the time")
-	choices(fs, "duty", "off", defaultDuty)
-	var ot otlpOptions
+	choices(fs, "duty", "off", "1s/20s")
+	ot := otlpOptions{kernelSamples: true}
 	ot.AddFlags(fs, true)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -58,12 +58,13 @@ func runServeCmd(ctx context.Context, args []string) error {
 	return runServe(ctx, o, *listen, *top, *window, d, ot)
 }
 
-// defaultDuty is serve's duty cycle unless --duty says: a second traced
-// in every twenty. Tracing everything costs 8-20% of pgbench's
-// select-only TPS here (bench/overhead, serve-full), so a cycle's cost
-// is that times the traced share, plus the hooks' coming and going: a
-// second in ten could not stay under 1%.
-const defaultDuty = "1s/20s"
+// defaultDuty is serve's duty cycle unless --duty says: none, every query
+// all the time. The kernel counts queries by their statement's identity
+// (probe.Emit.Statements) and sends a record only of those chosen, so
+// tracing all the time costs about what the hooks cost (bench/overhead,
+// serve). A cycle (1s/20s: a second in twenty) cuts that further, its
+// counters then estimates.
+const defaultDuty = "off"
 
 // duty is a duty cycle: traced for on in every period; on == period:
 // traced all the time.
@@ -163,11 +164,23 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 		case iv.Seconds > 0:
 			e.SetTraced(min(1, attached.Seconds()/iv.Seconds))
 		}
+		cs, err := s.Statements()
+		if err != nil {
+			return err
+		}
+		e.AddStatements(cs)
 		e.Add(iv)
 		e.SetHists(hs)
 		return nil
 	}
-	t := tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
+	// Every query counted in the kernel; records only of those the
+	// export chooses (its threshold and sample) and of those no statement
+	// identity counts.
+	emit := probe.Emit{MinQuery: -1, MinFS: -1, Statements: true}
+	if x != nil {
+		emit.MinQuery, emit.Sample = ot.Threshold, ot.Sample
+	}
+	t := tracer{opts: o, families: probe.All, emit: emit, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
 		wait: true,
 		onQuery: func(q *model.Query) error {
 			e.Observe(q)

@@ -25,6 +25,9 @@ type otlpOptions struct {
 	Threshold time.Duration
 	Sample    float64
 	Rate      float64
+	// kernelSamples: the kernel draws the sample (probe.Emit.Sample) and
+	// the records it drew say so (serve); Go draws none of its own.
+	kernelSamples bool
 }
 
 // defaultOTLPThreshold is --otlp-threshold's default: the slow-query
@@ -78,7 +81,11 @@ func (o *otlpOptions) start(ctx context.Context) (*otlp.Exporter, error) {
 	}
 	host, _ := os.Hostname()
 	fmt.Fprintf(os.Stderr, "Sending query records to %s (OTLP %s)\n", e.URL, e.Protocol())
-	return otlp.New(otlp.Config{Threshold: o.Threshold, Sample: o.Sample, Rate: o.Rate, Resource: res, Host: host}, spans, logs), nil
+	sample := o.Sample
+	if o.kernelSamples {
+		sample = 0
+	}
+	return otlp.New(otlp.Config{Threshold: o.Threshold, Sample: sample, Rate: o.Rate, Resource: res, Host: host}, spans, logs), nil
 }
 
 // otlpFlushTimeout bounds the export's last flush at exit: a collector

@@ -86,11 +86,32 @@ func (e *Exporter) SetTraced(ratio float64) {
 	e.traced = ratio
 }
 
-// Observe counts a finished query under its fingerprint.
+// Observe counts a finished query under its fingerprint, unless the
+// kernel counted it (AddStatements has it).
 func (e *Exporter) Observe(q *model.Query) {
+	if q.Counted {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.fps.observe(q)
+	e.queryHist(q).AddN(q.QueryNs+q.EarlierNs, uint64(q.Statements)) // a statement's latency: its earlier parts' too
+}
+
+// AddStatements counts what the kernel counted under statement identities
+// since the last call, as Observe counts records.
+func (e *Exporter) AddStatements(cs []model.StatementCounts) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range cs {
+		e.fps.observe(c.Sums)
+		e.queryHist(c.Sums).Merge(c.Latencies)
+	}
+}
+
+// queryHist is where a query's latency goes until the next Add: its
+// server and database's (past maxServerDBs, database="other").
+func (e *Exporter) queryHist(q *model.Query) *hist.Hist {
 	k := serverDB{model.ServerName(q.DataDir, q.Container), q.Database}
 	if e.queryHists[k] == nil && e.queryPending[k] == nil && len(e.queryHists)+len(e.queryPending) >= maxServerDBs {
 		k.database = OtherFingerprint
@@ -100,7 +121,7 @@ func (e *Exporter) Observe(q *model.Query) {
 		h = &hist.Hist{}
 		e.queryPending[k] = h
 	}
-	h.AddN(q.QueryNs+q.EarlierNs, uint64(q.Statements)) // a statement's latency: its earlier parts' too
+	return h
 }
 
 // EndWindow gives the window's busiest fingerprints their series (at most

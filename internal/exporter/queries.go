@@ -3,6 +3,7 @@ package exporter
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -22,7 +23,7 @@ import (
 
 // OtherFingerprint labels the series of the queries no series of their
 // own holds.
-const OtherFingerprint = "other"
+const OtherFingerprint = model.OtherFingerprint
 
 // maxCandidates bounds the fingerprints whose time is kept in a window,
 // competing for a series: memory, not series, and enough to find the
@@ -105,8 +106,10 @@ func (s *fpStats) fold(o *fpStats) {
 }
 
 // fpKey is what a series counts: a fingerprint's queries in a server
-// (model.ServerName) and database, from an application (its label).
-type fpKey struct{ server, database, application, fingerprint string }
+// (model.ServerName) and database, from an application (its label), and
+// PostgreSQL's query id for them when the server computes one ("" when
+// not), so the series join pg_stat_statements.
+type fpKey struct{ server, database, application, fingerprint, queryid string }
 
 // otherKey is the series of the queries no other holds, of any
 // application.
@@ -133,7 +136,14 @@ func newFingerprints(top int) *fingerprints {
 
 // observe keeps a query until the next flush.
 func (f *fingerprints) observe(q *model.Query) {
-	k := fpKey{model.ServerName(q.DataDir, q.Container), q.Database, f.apps.label(q.Application, float64(q.QueryNs)), q.Fingerprint}
+	if q.Fingerprint == OtherFingerprint { // counted together already (the kernel's table was full)
+		f.pendingOther.add(q, 1)
+		return
+	}
+	k := fpKey{model.ServerName(q.DataDir, q.Container), q.Database, f.apps.label(q.Application, float64(q.QueryNs)), q.Fingerprint, ""}
+	if q.QueryID != 0 {
+		k.queryid = strconv.FormatInt(q.QueryID, 10)
+	}
 	p := f.pending[k]
 	if p == nil {
 		if len(f.pending) >= maxCandidates {
@@ -221,9 +231,9 @@ func cmpDesc(a, b float64) int {
 }
 
 var (
-	fpLabels    = []string{"server", "database", "application", "fingerprint"}
+	fpLabels    = []string{"server", "database", "application", "fingerprint", "queryid"}
 	fpAnd       = func(l string) []string { return append(slices.Clone(fpLabels), l) }
-	callsDesc   = prometheus.NewDesc("dbiolat_fingerprint_calls_total", "Queries finished, by server, database, application and fingerprint (the busiest by query time; fingerprint=\"other\": the rest, of any server; application=\"other\": beyond the busiest applications).", fpLabels, nil)
+	callsDesc   = prometheus.NewDesc("dbiolat_fingerprint_calls_total", "Queries finished, by server, database, application, fingerprint and query id (PostgreSQL's, as pg_stat_statements keys them; the busiest by query time; fingerprint=\"other\": the rest, of any server; application=\"other\": beyond the busiest applications).", fpLabels, nil)
 	timeDesc    = prometheus.NewDesc("dbiolat_fingerprint_query_seconds_total", "Query time, by fingerprint.", fpLabels, nil)
 	boxDesc     = prometheus.NewDesc("dbiolat_fingerprint_box_seconds_total", "Query time by where it went (the waterfall's boxes: cpu, runq, io_wait, lock...), by fingerprint.", fpAnd("box"), nil)
 	fpFSDesc    = prometheus.NewDesc("dbiolat_fingerprint_fs_operations_total", "File system calls of the queries, by fingerprint and operation.", fpAnd("op"), nil)
@@ -239,7 +249,7 @@ func (f *fingerprints) collect(ch chan<- prometheus.Metric) {
 	described := map[string]bool{} // a fingerprint's text, once: it may run in several servers
 	emit := func(k fpKey, s *fpStats) {
 		counter := func(d *prometheus.Desc, v float64, labels ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{k.server, k.database, k.application, k.fingerprint}, labels...)...)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{k.server, k.database, k.application, k.fingerprint, k.queryid}, labels...)...)
 		}
 		counter(callsDesc, s.calls)
 		counter(timeDesc, s.ns/1e9)

@@ -52,6 +52,7 @@ var Counters = []Counter{
 	{"runq_unknown", false, true, "wakes of a query whose run-queue wait the kernel's clock did not measure (charged to the sleep before it, not in the run-queue histogram)"},
 	{"wire_tls", false, true, "TLS connections read in plaintext at OpenSSL"},
 	{"wire_grouped", false, true, "statements timed together with others in one record (a pipeline's whose replies went out in one send, a multi-statement command's)"},
+	{"stmts_full", false, true, "queries counted under \"other\", not their statement's identity (the kernel's statement table was full)"},
 	{"aio_unseen", false, true, "reads I/O workers performed whose staging was not seen (not charged to a query)"},
 	{"fuse_unseen", false, true, "FUSE requests a storage engine took that no traced process sent (not charged to a query)"},
 	{"mysql_reply_unseen", false, true, "MySQL replies whose end was not recognized (their query ended at the next command)"},

@@ -137,7 +137,33 @@ type Query struct {
 	EngineBlkBytes uint64    `json:"engine_blk_bytes"`
 	SharedHit      uint64    `json:"shared_hit,omitempty"`  // shared buffers found (--buffers only)
 	SharedRead     uint64    `json:"shared_read,omitempty"` // shared buffers read in (--buffers only)
+
+	// Counted: the kernel counted its statements under their identity
+	// (serve, top: StatementCounts has them), so whoever sums queries
+	// must not count this record again. Sampled: the kernel drew it at
+	// random for the OpenTelemetry export's sample.
+	Counted bool `json:"-"`
+	Sampled bool `json:"-"`
 }
+
+// StatementCounts are what the kernel counted of one statement identity
+// (PostgreSQL's query id in a database, from an application) over a
+// while: Sums is a record of all its statements (Statements: how many,
+// QueryNs, the boxes, file system and block figures: their sums),
+// labelled as the record that named the identity; Latencies are the
+// statements' latencies.
+type StatementCounts struct {
+	Sums      *Query
+	Latencies *hist.Hist
+}
+
+// OtherFingerprint labels queries counted together, without their
+// statement's identity (a bound was reached); UnnamedFingerprint those of
+// an identity no record named (the record was lost: drops say why).
+const (
+	OtherFingerprint   = "other"
+	UnnamedFingerprint = "unnamed"
+)
 
 // RunqEngineMeta is the key of a recording's meta fact that says its
 // queries carry RunqEngineNs: a recording made before it was measured

@@ -27,7 +27,7 @@ func newChooser(threshold time.Duration, sample, rate float64) *chooser {
 // the reason not to (the catalog's OTLPDrops).
 func (c *chooser) choose(q *model.Query, now time.Time) string {
 	slow := c.threshold >= 0 && time.Duration(q.QueryNs) >= c.threshold
-	if !slow && (c.sample <= 0 || c.rand.Float64() >= c.sample) {
+	if !slow && !q.Sampled && (c.sample <= 0 || c.rand.Float64() >= c.sample) { // Sampled: the kernel drew it
 		return "not_sampled"
 	}
 	if !c.last.IsZero() {

@@ -27,6 +27,12 @@ var queryIDOffsets = map[int]uint32{
 	19: 424,
 }
 
+// DatabaseIDOffset is where PgBackendStatus keeps the backend's database
+// (st_databaseid), in every version queryIDOffsets knows: after three ints
+// and four timestamps. With the query id it is what pg_stat_statements
+// keys a statement by (and its user, which dbiolat leaves out).
+const DatabaseIDOffset = 48
+
 // QueryIDOffset is where a major version keeps the current statement's
 // query id in its backends' status entry; an error says why it is not
 // known (the major version 0: unknown; 13 and older compute none).

@@ -99,6 +99,9 @@ type dbiolatEmitFlag uint32
 const (
 	dbiolatEmitFlagEMIT_WANTED    dbiolatEmitFlag = 1
 	dbiolatEmitFlagEMIT_STATEMENT dbiolatEmitFlag = 2
+	dbiolatEmitFlagEMIT_FIRST     dbiolatEmitFlag = 4
+	dbiolatEmitFlagEMIT_COUNTED   dbiolatEmitFlag = 8
+	dbiolatEmitFlagEMIT_SAMPLED   dbiolatEmitFlag = 16
 )
 
 type dbiolatFsOp uint32
@@ -198,7 +201,7 @@ type dbiolatMysqlConn struct {
 
 type dbiolatMysqlParked struct {
 	_         structs.HostLayout
-	Head      [936]uint8
+	Head      [960]uint8
 	ParkedNs  uint64
 	TextLen   uint32
 	Truncated uint32
@@ -259,6 +262,8 @@ type dbiolatProcInfo struct {
 	ApplicationOff int32
 	StatusOff      int32
 	QueryIdOff     uint32
+	DatabaseOff    uint32
+	_              [4]byte
 }
 
 type dbiolatProcIo struct {
@@ -330,6 +335,7 @@ type dbiolatQueryEvent struct {
 	TextFirst      uint32
 	TextAt         uint32
 	Queryid        uint64
+	Stmt           dbiolatStmtKey
 	PortalsOpen    uint16
 	PortalsEnded   uint16
 	_              [4]byte
@@ -385,8 +391,39 @@ const (
 	dbiolatStatIdSTAT_WIRE_UNWALKED       dbiolatStatId = 28
 	dbiolatStatIdSTAT_RUNQ_UNKNOWN        dbiolatStatId = 29
 	dbiolatStatIdSTAT_WIRE_UNCAPTURED     dbiolatStatId = 30
-	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 31
+	dbiolatStatIdSTAT_STMTS_FULL          dbiolatStatId = 31
+	dbiolatStatIdSTAT_IDS                 dbiolatStatId = 32
 )
+
+type dbiolatStmtKey struct {
+	_           structs.HostLayout
+	Queryid     uint64
+	Instance    uint32
+	Database    uint32
+	Application uint32
+	Cpu         uint32
+}
+
+type dbiolatStmtSize uint32
+
+const (
+	dbiolatStmtSizeSTMT_SLOTS    dbiolatStmtSize = 32
+	dbiolatStmtSizeSTMT_SLOT_MIN dbiolatStmtSize = 8
+	dbiolatStmtSizeSTMT_ASK      dbiolatStmtSize = 1024
+)
+
+type dbiolatStmtTotals struct {
+	_           structs.HostLayout
+	Calls       uint64
+	Ns          uint64
+	BoxNs       [7]uint64
+	Fs          [5]dbiolatIoAcct
+	Blk         [3]dbiolatIoAcct
+	BlkBusyNs   uint64
+	BlkQueueNs  uint64
+	BlkDeviceNs uint64
+	Slots       [32]uint64
+}
 
 type dbiolatTaskLocal struct {
 	_  structs.HostLayout
@@ -598,6 +635,8 @@ const (
 	dbiolatMapQueryScratch          = "query_scratch"
 	dbiolatMapServerPorts           = "server_ports"
 	dbiolatMapStats                 = "stats"
+	dbiolatMapStmtOverflow          = "stmt_overflow"
+	dbiolatMapStmts                 = "stmts"
 	dbiolatMapTasks                 = "tasks"
 	dbiolatMapThreads               = "threads"
 	dbiolatMapUnitHists             = "unit_hists"
@@ -672,13 +711,17 @@ const (
 	dbiolatProgSelftestLog2Slot     = "selftest_log2_slot"
 	dbiolatProgUsdtQueryDone        = "usdt_query_done"
 	dbiolatProgUsdtQueryStart       = "usdt_query_start"
+	dbiolatVarCountStatements       = "count_statements"
 	dbiolatVarEmitIfIo              = "emit_if_io"
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
+	dbiolatVarEmitSample            = "emit_sample"
+	dbiolatVarEmitUncounted         = "emit_uncounted"
 	dbiolatVarMysqlFence            = "mysql_fence"
 	dbiolatVarPooledSeen            = "pooled_seen"
 	dbiolatVarResyncNs              = "resync_ns"
 	dbiolatVarRqfFlushSeq           = "rqf_flush_seq"
+	dbiolatVarStmtAsk               = "stmt_ask"
 	dbiolatVarTracedSinceNs         = "traced_since_ns"
 	dbiolatVarTracedUntilNs         = "traced_until_ns"
 	dbiolatVarUnusedBox             = "unused_box"
@@ -686,6 +729,7 @@ const (
 	dbiolatVarUnusedProcFlag        = "unused_proc_flag"
 	dbiolatVarUnusedProcKind        = "unused_proc_kind"
 	dbiolatVarUnusedProcRun         = "unused_proc_run"
+	dbiolatVarUnusedStmtSize        = "unused_stmt_size"
 	dbiolatVarUnusedTextKind        = "unused_text_kind"
 	dbiolatVarUnusedUsdtArgKind     = "unused_usdt_arg_kind"
 	dbiolatVarUnusedWaitClass       = "unused_wait_class"
@@ -831,6 +875,8 @@ type dbiolatMapSpecs struct {
 	QueryScratch  *ebpf.MapSpec `ebpf:"query_scratch"`
 	ServerPorts   *ebpf.MapSpec `ebpf:"server_ports"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	StmtOverflow  *ebpf.MapSpec `ebpf:"stmt_overflow"`
+	Stmts         *ebpf.MapSpec `ebpf:"stmts"`
 	Tasks         *ebpf.MapSpec `ebpf:"tasks"`
 	Threads       *ebpf.MapSpec `ebpf:"threads"`
 	UnitHists     *ebpf.MapSpec `ebpf:"unit_hists"`
@@ -843,13 +889,17 @@ type dbiolatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatVariableSpecs struct {
+	CountStatements   *ebpf.VariableSpec `ebpf:"count_statements"`
 	EmitIfIo          *ebpf.VariableSpec `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
+	EmitSample        *ebpf.VariableSpec `ebpf:"emit_sample"`
+	EmitUncounted     *ebpf.VariableSpec `ebpf:"emit_uncounted"`
 	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
 	PooledSeen        *ebpf.VariableSpec `ebpf:"pooled_seen"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
 	RqfFlushSeq       *ebpf.VariableSpec `ebpf:"rqf_flush_seq"`
+	StmtAsk           *ebpf.VariableSpec `ebpf:"stmt_ask"`
 	TracedSinceNs     *ebpf.VariableSpec `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.VariableSpec `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.VariableSpec `ebpf:"unused_box"`
@@ -857,6 +907,7 @@ type dbiolatVariableSpecs struct {
 	UnusedProcFlag    *ebpf.VariableSpec `ebpf:"unused_proc_flag"`
 	UnusedProcKind    *ebpf.VariableSpec `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.VariableSpec `ebpf:"unused_proc_run"`
+	UnusedStmtSize    *ebpf.VariableSpec `ebpf:"unused_stmt_size"`
 	UnusedTextKind    *ebpf.VariableSpec `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.VariableSpec `ebpf:"unused_usdt_arg_kind"`
 	UnusedWaitClass   *ebpf.VariableSpec `ebpf:"unused_wait_class"`
@@ -906,6 +957,8 @@ type dbiolatMaps struct {
 	QueryScratch  *ebpf.Map `ebpf:"query_scratch"`
 	ServerPorts   *ebpf.Map `ebpf:"server_ports"`
 	Stats         *ebpf.Map `ebpf:"stats"`
+	StmtOverflow  *ebpf.Map `ebpf:"stmt_overflow"`
+	Stmts         *ebpf.Map `ebpf:"stmts"`
 	Tasks         *ebpf.Map `ebpf:"tasks"`
 	Threads       *ebpf.Map `ebpf:"threads"`
 	UnitHists     *ebpf.Map `ebpf:"unit_hists"`
@@ -939,6 +992,8 @@ func (m *dbiolatMaps) Close() error {
 		m.QueryScratch,
 		m.ServerPorts,
 		m.Stats,
+		m.StmtOverflow,
+		m.Stmts,
 		m.Tasks,
 		m.Threads,
 		m.UnitHists,
@@ -952,13 +1007,17 @@ func (m *dbiolatMaps) Close() error {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatVariables struct {
+	CountStatements   *ebpf.Variable `ebpf:"count_statements"`
 	EmitIfIo          *ebpf.Variable `ebpf:"emit_if_io"`
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
+	EmitSample        *ebpf.Variable `ebpf:"emit_sample"`
+	EmitUncounted     *ebpf.Variable `ebpf:"emit_uncounted"`
 	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
 	PooledSeen        *ebpf.Variable `ebpf:"pooled_seen"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
 	RqfFlushSeq       *ebpf.Variable `ebpf:"rqf_flush_seq"`
+	StmtAsk           *ebpf.Variable `ebpf:"stmt_ask"`
 	TracedSinceNs     *ebpf.Variable `ebpf:"traced_since_ns"`
 	TracedUntilNs     *ebpf.Variable `ebpf:"traced_until_ns"`
 	UnusedBox         *ebpf.Variable `ebpf:"unused_box"`
@@ -966,6 +1025,7 @@ type dbiolatVariables struct {
 	UnusedProcFlag    *ebpf.Variable `ebpf:"unused_proc_flag"`
 	UnusedProcKind    *ebpf.Variable `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.Variable `ebpf:"unused_proc_run"`
+	UnusedStmtSize    *ebpf.Variable `ebpf:"unused_stmt_size"`
 	UnusedTextKind    *ebpf.Variable `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.Variable `ebpf:"unused_usdt_arg_kind"`
 	UnusedWaitClass   *ebpf.Variable `ebpf:"unused_wait_class"`

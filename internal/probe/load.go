@@ -63,6 +63,12 @@ type Emit struct {
 	MinQuery time.Duration // queries at least this long; negative: off
 	MinFS    time.Duration // queries with at least this much file system time; negative: off
 	IfIO     bool          // queries that did any file system or block I/O
+	// Statements counts every query in the kernel under its statement's
+	// identity (Tracer.Statements): a query is a record only when chosen
+	// (above, Sample), when it is the first of its identity on a CPU (it
+	// names the identity), and when no identity counts it (Go counts it).
+	Statements bool
+	Sample     float64 // a share of the queries sent too, drawn at random (0 to 1)
 }
 
 // Common choices.
@@ -111,11 +117,17 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 		"emit_min_query_ns": threshold(emit.MinQuery),
 		"emit_min_fs_ns":    threshold(emit.MinFS),
 		"emit_if_io":        map[bool]uint8{false: 0, true: 1}[emit.IfIO],
+		"count_statements":  map[bool]uint8{false: 0, true: 1}[emit.Statements],
+		"emit_uncounted":    map[bool]uint8{false: 0, true: 1}[emit.Statements],
+		"emit_sample":       uint32(min(1, max(0, emit.Sample)) * math.MaxUint32),
 		"rqf_flush_seq":     flushSeqFlag(),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
+	}
+	if emit.Statements {
+		spec.Maps["stmts"].MaxEntries = statementEntries()
 	}
 	t.spec = spec.Copy()
 	// Programs of families left off are not loaded, so a kernel without

@@ -127,6 +127,8 @@ func ProgramNames() ([]string, error) {
 // Types shared with the kernel side, generated from bpf/dbiolat.h.
 type (
 	QueryEvent = dbiolatQueryEvent
+	StmtKey    = dbiolatStmtKey
+	StmtTotals = dbiolatStmtTotals
 	ProcRun    = dbiolatProcRun
 	QueryAcct  = dbiolatQueryAcct
 	IOAcct     = dbiolatIoAcct
@@ -174,6 +176,12 @@ const (
 
 	EmitWanted    = dbiolatEmitFlagEMIT_WANTED
 	EmitStatement = dbiolatEmitFlagEMIT_STATEMENT
+	EmitFirst     = dbiolatEmitFlagEMIT_FIRST
+	EmitCounted   = dbiolatEmitFlagEMIT_COUNTED
+	EmitSampled   = dbiolatEmitFlagEMIT_SAMPLED
+
+	StmtSlotMin = int(dbiolatStmtSizeSTMT_SLOT_MIN)
+	StmtAsk     = uint64(dbiolatStmtSizeSTMT_ASK)
 )
 
 // spec is the embedded object, parsed: each call a fresh copy, which

@@ -31,6 +31,10 @@ type ProcInfo struct {
 	// Kept as an offset from WaitEventPtr, as ApplicationPtr is.
 	StatusPtr     uint64
 	QueryIDOffset uint32
+	// DatabaseOffset is where that entry keeps the backend's database
+	// (st_databaseid): with the query id, a statement's identity
+	// (CountStatements); 0: unknown.
+	DatabaseOffset uint32
 	// AIOWaitEvent is the wait event of waiting for asynchronous I/O that
 	// another process does (PostgreSQL 18's IO/AioIoCompletion); 0: none.
 	AIOWaitEvent uint32
@@ -69,7 +73,7 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 		info.ApplicationOff = int32(off)
 	}
 	if off := int64(p.StatusPtr - p.WaitEventPtr); p.StatusPtr != 0 && p.WaitEventPtr != 0 && off == int64(int32(off)) {
-		info.StatusOff, info.QueryIdOff = int32(off), p.QueryIDOffset
+		info.StatusOff, info.QueryIdOff, info.DatabaseOff = int32(off), p.QueryIDOffset, p.DatabaseOffset
 	}
 	if p.TLSProbed {
 		info.Flags |= uint32(dbiolatProcFlagPROC_TLS_PROBED)

@@ -195,7 +195,7 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 	if cmd.Code == mysql.ComStmtExecute { // the text is the prepare's, whole
 		truncated = false
 	}
-	if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
+	if !readWhole(e) {
 		return nil
 	}
 	q := s.accounted(t, e)

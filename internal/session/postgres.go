@@ -170,7 +170,7 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 		s.warnOnce("queryid "+strconv.Itoa(p.Version), fmt.Sprintf("PostgreSQL %d: %v", p.PID, err))
 	} else {
 		info.StatusPtr, _ = elfvar.Address(p.PID, p.Binary, postgres.StatusVariable)
-		info.QueryIDOffset = off
+		info.QueryIDOffset, info.DatabaseOffset = off, postgres.DatabaseIDOffset
 	}
 	if code, ok := postgres.WaitEventCode(p.Version, "IO/AioIoCompletion"); ok {
 		info.AIOWaitEvent = uint32(code)
@@ -207,7 +207,7 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 			}
 			s.suspended.opened(e.Tgid, p, int(e.PortalsOpen))
 		}
-		if e.EmitFlags&uint8(probe.EmitWanted) == 0 {
+		if !readWhole(e) {
 			return nil
 		}
 		s.unnamed += uint64(unnamed)

@@ -184,7 +184,33 @@ func fsTotals(fs *[probe.FSAccts]probe.IOAcct) model.FSTotals {
 // prepared statement's text, a connection's user).
 func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 	t := s.tracedOf(e.Instance)
-	return t.query(s, t, e, text)
+	q := t.query(s, t, e, text)
+	if q == nil {
+		return nil
+	}
+	if e.EmitFlags&uint8(probe.EmitFirst) != 0 {
+		s.counted.name(e, q)
+	}
+	if q.Counted = e.EmitFlags&uint8(probe.EmitCounted) != 0; q.Counted {
+		q.QueryID = int64(e.Stmt.Queryid)
+	}
+	q.Sampled = e.EmitFlags&uint8(probe.EmitSampled) != 0
+	if !shown(e) { // it only names its statement's identity
+		return nil
+	}
+	return q
+}
+
+// shown says a record is one to show (it met the thresholds, or was drawn
+// for a sample); else it is sent to teach Go (a prepared statement, a
+// statement identity's name).
+func shown(e *probe.QueryEvent) bool {
+	return e.EmitFlags&uint8(probe.EmitWanted|probe.EmitSampled) != 0
+}
+
+// readWhole says a record is to be read whole: shown, or naming an identity.
+func readWhole(e *probe.QueryEvent) bool {
+	return shown(e) || e.EmitFlags&uint8(probe.EmitFirst) != 0
 }
 
 // statement sets a query's text, normalized in the server's dialect

@@ -73,6 +73,7 @@ type Session struct {
 	pipelines    pipelines            // the statement texts of each backend's current round trip
 	unnamed      uint64               // statements of records shown that no capture named (wire_unnamed)
 	suspended    suspended            // the statements each backend's suspended portals run, not yet counted
+	counted      counted              // the kernel's statement counts: their names, what was read (counted.go)
 	exitedIO     rateRows             // what processes that exited did since the last interval
 	exitedHists  roleHists            // and their histograms' gains (RatesByServer)
 	leftForLater map[uint32]bool      // units whose counts the last interval left for this one

@@ -108,7 +108,8 @@ enum stat_id {
 	STAT_WIRE_UNWALKED = 28,   /* a reply whose messages could not be walked: its statements counted as one */
 	STAT_RUNQ_UNKNOWN = 29,    /* not a loss: a query's wake whose run-queue wait the kernel's clock did not measure */
 	STAT_WIRE_UNCAPTURED = 30, /* a read of a pipeline's request not captured whole: statements in it may go unnamed */
-	STAT_IDS = 31,
+	STAT_STMTS_FULL = 31,      /* a statement identity found the kernel's table full: its queries count in "other" */
+	STAT_IDS = 32,
 };
 
 /*
@@ -151,12 +152,50 @@ enum text_kind {
 enum emit_flag {
 	EMIT_WANTED = 1,    /* it met the command's thresholds: show it */
 	EMIT_STATEMENT = 2, /* it prepared a named statement: Go learns the statement's text */
+	EMIT_FIRST = 4,     /* the first of its statement identity on this CPU, or one Go asked for: it names it */
+	EMIT_COUNTED = 8,   /* its statement is counted in the kernel's statement totals: not to count again */
+	EMIT_SAMPLED = 16,  /* drawn at random (the OpenTelemetry export's sample) */
 };
+
 
 struct io_acct {
 	__u64 count;
 	__u64 bytes;
 	__u64 ns;
+};
+
+/*
+ * Every query counted in the kernel by its statement's identity (serve,
+ * top: statements.bpf.h). The identity is what the server itself names
+ * the statement by: PostgreSQL's query id (st_query_id, what
+ * pg_stat_statements keys by) in its database, from an application.
+ * Each CPU keeps its own entry of an identity, so no two CPUs write one
+ * and no lock is taken; Go adds them up.
+ */
+enum stmt_size {
+	STMT_SLOTS = 32,   /* the query-latency log2 slots kept per identity... */
+	STMT_SLOT_MIN = 8, /* ...from slot 8 ([256 ns, 512 ns), and all below) to 39 (2^39 ns, 9 min, and above) */
+	STMT_ASK = 1024,   /* identities Go may ask a record of, by their query id's low bits */
+};
+
+struct stmt_key {
+	__u64 queryid;     /* the server's query id */
+	__u32 instance;    /* the server (its postmaster) */
+	__u32 database;    /* the backend's database (PgBackendStatus.st_databaseid) */
+	__u32 application; /* a hash of the application's name (0: none) */
+	__u32 cpu;
+};
+
+struct stmt_totals {
+	__u64 calls; /* statements ended */
+	__u64 ns;    /* their time, earlier parts of suspended portals included */
+	__u64 box_ns[BOXES];
+	struct io_acct fs[FS_ACCTS];
+	struct io_acct blk[BLK_OPS];
+	__u64 blk_busy_ns;   /* as struct query_acct's */
+	__u64 blk_queue_ns;
+	__u64 blk_device_ns;
+	__u64 slots[STMT_SLOTS]; /* their latencies, log2 (bits.bpf.h), from STMT_SLOT_MIN */
 };
 
 /* The time asleep under one wait event (a database's code for it). */
@@ -258,6 +297,9 @@ struct query_event {
 	 * backend's memory when the record ends (proc_info.status_off); 0 when
 	 * unknown: compute_query_id off, MySQL, an unknown layout. */
 	__u64 queryid;
+	/* The statement identity it is counted under (EMIT_COUNTED): a record
+	 * EMIT_FIRST names it for Go. */
+	struct stmt_key stmt;
 	/* PostgreSQL's portals suspended at their row limit, whose statements
 	 * count when the portal ends (struct wire's open): a record whose round
 	 * trip left a fresh one suspended says how many are open after it; a
@@ -467,6 +509,7 @@ struct proc_info {
 	/* Where the current statement's query id lies in that entry
 	 * (PgBackendStatus.st_query_id, by major version); 0: unknown. */
 	__u32 query_id_off;
+	__u32 database_off; /* and the backend's database (st_databaseid); 0: unknown */
 };
 
 /* What a traced process is. */

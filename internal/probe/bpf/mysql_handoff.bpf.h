@@ -186,6 +186,7 @@ static __always_inline int mysql_end_parked(struct mysql_reply *r, __u64 sk)
 	e->acct.box_ns[BOX_AIO_WAIT] += r->end_ns - p->parked_ns;
 	e->emit_flags = query_counted(&e->acct, e->start_ns, r->end_ns, &how);
 	e->statements = how.statements;
+	e->stmt = how.stmt;
 	if (e->emit_flags)
 		mysql_submit(e, r, p->text, p->text_len, p->truncated);
 out:

@@ -255,6 +255,7 @@ static __always_inline struct query_event *pgwire_record(struct thread_state *ts
 		/* and a round trip that binds a named portal it does not run: Go learns its statement */
 		.teaches = ((w->flags & WIRE_NAMED_PARSE) && !w->text_sent) || opens ||
 			   (!statements && !w->done && (w->flags & (WIRE_NAMED_PORTAL | WIRE_SUSPENDED)) == WIRE_NAMED_PORTAL),
+		.single = !(w->flags & WIRE_WALK),
 		.earlier_ns = earlier_ns,
 	};
 	struct query_event *e;

@@ -35,7 +35,7 @@ int usdt_query_done(struct pt_regs *ctx)
 
 	if (!ts || !ts->query_start_ns) /* started before we attached */
 		return 0;
-	e = query_end(ts, waterfall_current(), bpf_ktime_get_ns(), (struct query_ending){.statements = 1, .timed = 1});
+	e = query_end(ts, waterfall_current(), bpf_ktime_get_ns(), (struct query_ending){.statements = 1, .timed = 1, .single = 1});
 	if (!e)
 		return 0;
 	e->text_kind = TEXT_SQL;

@@ -12,6 +12,7 @@
 #include "state.bpf.h"
 #include "counters.bpf.h"
 #include "waterfall.bpf.h"
+#include "statements.bpf.h"
 
 /*
  * Which finished queries become records; the others only count in
@@ -133,6 +134,7 @@ static __always_inline void query_fill(struct query_event *e, struct thread_stat
 	e->text_at = 0;
 	e->portals_open = e->portals_ended = 0;
 	e->earlier_ns = 0;
+	__builtin_memset(&e->stmt, 0, sizeof(e->stmt)); /* query_end sets it */
 	__builtin_memset(&e->pooled, 0, sizeof(e->pooled)); /* pgwire_submit sets it behind a pooler */
 	pi = bpf_map_lookup_elem(&procs, &e->tgid);
 	e->instance = pi ? pi->instance : 0;
@@ -154,8 +156,30 @@ struct query_ending {
 	__u32 statements;
 	__u8 timed;
 	__u8 teaches;
+	__u8 single; /* its round trip ran it alone: the backend's query id is its statement's */
 	__u64 earlier_ns;
+	struct stmt_key stmt; /* set by query_counted: the identity it counted the statement under */
 };
+
+/*
+ * With count_statements, a statement ending alone is counted under its
+ * identity (statements.bpf.h) when it has one; one that has none is sent
+ * for Go to count (emit_uncounted). Returns the record's flags.
+ */
+static __always_inline int query_statement(struct query_acct *a, struct query_ending *how, __u64 ns)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	int flags = 0;
+
+	if (how->single && how->statements == 1 && stmt_identity(bpf_map_lookup_elem(&procs, &tgid), &how->stmt))
+		flags = stmt_count(&how->stmt, a, ns);
+	else if (emit_uncounted)
+		flags = EMIT_WANTED;
+	if (emit_sample && bpf_get_prandom_u32() < emit_sample)
+		flags |= EMIT_SAMPLED;
+	return flags;
+}
+
 
 /*
  * A query from start to now ends as how says: a query begun before a
@@ -186,6 +210,8 @@ __noinline int query_counted(struct query_acct *a, __u64 start, __u64 now, struc
 		hist_add_n(HIST_QUERY, how->earlier_ns + now - start, how->statements);
 	if (wanted(a, now - start))
 		flags |= EMIT_WANTED;
+	if (count_statements && how->statements)
+		flags |= query_statement(a, how, how->earlier_ns + now - start);
 	return flags;
 }
 
@@ -218,14 +244,14 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 		ts->acct.runq_engine_ns = wf->runq_engine_ns;
 		ts->acct.runq_waits = wf->runq_waits;
 	}
+	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
+		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
 	flags = query_counted(&ts->acct, start, now, &how);
 	if (!flags)
 		return NULL;
 	e = bpf_map_lookup_elem(&query_scratch, &zero);
 	if (!e)
 		return NULL;
-	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
-		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
 	e->acct = ts->acct;
 	if (wf)
 		__builtin_memcpy(e->waits, wf->waits, sizeof(e->waits));
@@ -234,6 +260,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	query_fill(e, ts, start, now, flags);
 	e->statements = how.statements;
 	e->earlier_ns = how.earlier_ns;
+	e->stmt = how.stmt;
 	return e;
 }
 

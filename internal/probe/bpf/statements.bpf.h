@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Every query counted in the kernel by its statement's identity (serve,
+ * top), so that tracing all the time costs about what the hooks cost: no
+ * record per query, no text read, normalized and fingerprinted in user
+ * space. A query goes out as a record only when chosen (query.bpf.h): over
+ * a threshold, drawn for a sample, the first of its identity on a CPU (it
+ * names the identity for Go), or one no identity counts (Go counts it).
+ */
+#ifndef STATEMENTS_BPF_H
+#define STATEMENTS_BPF_H
+
+#include "state.bpf.h"
+#include "counters.bpf.h"
+#include "bits.bpf.h"
+
+/* Set by Go before load. */
+const volatile __u8 count_statements = 0; /* count queries by identity here (serve, top) */
+const volatile __u8 emit_uncounted = 0;   /* send a query no identity counts as a record: Go counts it */
+const volatile __u32 emit_sample = 0;     /* send this share of queries, of 2^32, drawn at random */
+
+/* An entry per identity and CPU (struct stmt_key); Go sizes it, and it
+ * is allocated as it fills: most identities run on a few CPUs. Full, a
+ * query counts in stmt_overflow (STAT_STMTS_FULL), shown as "other". */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, struct stmt_key);
+	__type(value, struct stmt_totals);
+} stmts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stmt_totals);
+} stmt_overflow SEC(".maps");
+
+/* A new identity's value, zero: too big for the stack. */
+static const struct stmt_totals stmt_zero;
+
+/*
+ * Identities Go has no name for (their first record was lost), by the
+ * low bits of their query id: the next query of one is sent, and the
+ * mark cleared. Another identity sharing the bits is sent once more.
+ */
+volatile __u8 stmt_ask[STMT_ASK];
+
+/* A hash of the application's name, as query_application reads it. */
+static __always_inline __u32 stmt_application(struct proc_info *pi)
+{
+	__u64 name = 0, w[APPLICATION_MAX / 8] = {}, h = 0xcbf29ce484222325ULL;
+	int i;
+
+	if (!pi->application_off ||
+	    bpf_probe_read_user(&name, sizeof(name), (void *)(pi->wait_event_ptr + pi->application_off)) || !name ||
+	    bpf_probe_read_user_str(w, sizeof(w), (void *)name) <= 1)
+		return 0;
+	for (i = 0; i < APPLICATION_MAX / 8; i++)
+		h = (h ^ w[i]) * 0x100000001b3ULL;
+	return (__u32)(h ^ (h >> 32)) | 1;
+}
+
+/*
+ * The identity of the statement the backend (the current task) ended
+ * last: its query id, database and application, read from its memory.
+ * 0 when it has none (compute_query_id off, a statement without one, an
+ * unknown layout).
+ */
+static __always_inline int stmt_identity(struct proc_info *pi, struct stmt_key *k)
+{
+	__u64 entry = 0;
+
+	if (!pi || !pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off ||
+	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(pi->wait_event_ptr + pi->status_off)) || !entry ||
+	    bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) || !k->queryid ||
+	    bpf_probe_read_user(&k->database, sizeof(k->database), (void *)(entry + pi->database_off)))
+		return 0;
+	k->instance = pi->instance;
+	k->application = stmt_application(pi);
+	k->cpu = bpf_get_smp_processor_id();
+	return 1;
+}
+
+/*
+ * Count a statement of ns under its identity: its boxes, file system and
+ * block figures and its latency's slot. Returns the record's flags:
+ * EMIT_COUNTED, and EMIT_FIRST when the entry is new or Go asked. A
+ * global function: verified once.
+ */
+__noinline int stmt_count(struct stmt_key *k, struct query_acct *a, __u64 ns)
+{
+	struct stmt_totals *s;
+	__u32 zero = 0, slot, i;
+	int flags = EMIT_COUNTED;
+
+	if (!k || !a)
+		return 0;
+	s = bpf_map_lookup_elem(&stmts, k);
+	if (!s) {
+		if (!bpf_map_update_elem(&stmts, k, &stmt_zero, BPF_NOEXIST))
+			flags |= EMIT_FIRST;
+		s = bpf_map_lookup_elem(&stmts, k);
+	}
+	if (!s) {
+		stat_inc(STAT_STMTS_FULL);
+		s = bpf_map_lookup_elem(&stmt_overflow, &zero);
+		if (!s)
+			return 0;
+		flags = EMIT_COUNTED;
+	}
+	i = k->queryid & (STMT_ASK - 1);
+	if (stmt_ask[i]) {
+		stmt_ask[i] = 0;
+		flags |= EMIT_FIRST;
+	}
+	/* Only this CPU writes this entry: plain adds. */
+	s->calls++;
+	s->ns += ns;
+	for (i = 0; i < BOXES; i++)
+		s->box_ns[i] += a->box_ns[i];
+	for (i = 0; i < FS_ACCTS; i++) {
+		s->fs[i].count += a->fs[i].count;
+		s->fs[i].bytes += a->fs[i].bytes;
+		s->fs[i].ns += a->fs[i].ns;
+	}
+	for (i = 0; i < BLK_OPS; i++) {
+		s->blk[i].count += a->blk[i].count;
+		s->blk[i].bytes += a->blk[i].bytes;
+		s->blk[i].ns += a->blk[i].ns;
+	}
+	s->blk_busy_ns += a->blk_busy_ns;
+	s->blk_queue_ns += a->blk_queue_ns;
+	s->blk_device_ns += a->blk_device_ns;
+	slot = log2_slot(ns);
+	slot = slot < STMT_SLOT_MIN ? 0 : slot - STMT_SLOT_MIN;
+	if (slot >= STMT_SLOTS)
+		slot = STMT_SLOTS - 1;
+	s->slots[slot]++;
+	return flags;
+}
+
+#endif /* STATEMENTS_BPF_H */

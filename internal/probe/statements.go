@@ -1,0 +1,126 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// statementEntries sizes the kernel's statement table (stmts): an entry
+// per statement identity and CPU that ran it, allocated as it fills.
+// pg_stat_statements keeps 5,000 statements by default; 4,096 entries a
+// CPU, for at most 16 CPUs, holds that many busy ones run on every CPU
+// of most machines (about 600 bytes an entry). Past it, queries count
+// together, under "other" (STAT_STMTS_FULL).
+func statementEntries() uint32 {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil || cpus < 1 {
+		cpus = 1
+	}
+	return 4096 * uint32(min(cpus, 16))
+}
+
+// Statements returns what the kernel counted under each statement
+// identity since it was loaded (Emit.Statements), its CPUs' entries
+// added up (Cpu 0), and what it counted together once its table was full.
+func (t *Tracer) Statements() (map[StmtKey]*StmtTotals, *StmtTotals, error) {
+	out := map[StmtKey]*StmtTotals{}
+	const batch = 512
+	keys, vals := make([]StmtKey, batch), make([]StmtTotals, batch)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := t.objs.Stmts.BatchLookup(&cursor, keys, vals, nil)
+		for i := range n {
+			k := keys[i]
+			k.Cpu = 0
+			if out[k] == nil {
+				out[k] = &StmtTotals{}
+			}
+			out[k].Add(&vals[i])
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the statements' totals: %w", err)
+		}
+	}
+	var perCPU []StmtTotals
+	if err := t.objs.StmtOverflow.Lookup(uint32(0), &perCPU); err != nil {
+		return nil, nil, fmt.Errorf("reading the statements' overflow: %w", err)
+	}
+	over := &StmtTotals{}
+	for i := range perCPU {
+		over.Add(&perCPU[i])
+	}
+	return out, over, nil
+}
+
+// Add adds o's counts to s.
+func (s *StmtTotals) Add(o *StmtTotals) {
+	s.Calls += o.Calls
+	s.Ns += o.Ns
+	for i := range s.BoxNs {
+		s.BoxNs[i] += o.BoxNs[i]
+	}
+	for i := range s.Fs {
+		s.Fs[i].Count += o.Fs[i].Count
+		s.Fs[i].Bytes += o.Fs[i].Bytes
+		s.Fs[i].Ns += o.Fs[i].Ns
+	}
+	for i := range s.Blk {
+		s.Blk[i].Count += o.Blk[i].Count
+		s.Blk[i].Bytes += o.Blk[i].Bytes
+		s.Blk[i].Ns += o.Blk[i].Ns
+	}
+	s.BlkBusyNs += o.BlkBusyNs
+	s.BlkQueueNs += o.BlkQueueNs
+	s.BlkDeviceNs += o.BlkDeviceNs
+	for i := range s.Slots {
+		s.Slots[i] += o.Slots[i]
+	}
+}
+
+// Sub takes o's counts from s (o: s as it was before).
+func (s *StmtTotals) Sub(o *StmtTotals) {
+	s.Calls -= o.Calls
+	s.Ns -= o.Ns
+	for i := range s.BoxNs {
+		s.BoxNs[i] -= o.BoxNs[i]
+	}
+	for i := range s.Fs {
+		s.Fs[i].Count -= o.Fs[i].Count
+		s.Fs[i].Bytes -= o.Fs[i].Bytes
+		s.Fs[i].Ns -= o.Fs[i].Ns
+	}
+	for i := range s.Blk {
+		s.Blk[i].Count -= o.Blk[i].Count
+		s.Blk[i].Bytes -= o.Blk[i].Bytes
+		s.Blk[i].Ns -= o.Blk[i].Ns
+	}
+	s.BlkBusyNs -= o.BlkBusyNs
+	s.BlkQueueNs -= o.BlkQueueNs
+	s.BlkDeviceNs -= o.BlkDeviceNs
+	for i := range s.Slots {
+		s.Slots[i] -= o.Slots[i]
+	}
+}
+
+// StmtSlot is the log2 slot (internal/hist) of a statement latency slot:
+// the first holds all below, the last all above.
+func StmtSlot(i int) int { return i + StmtSlotMin }
+
+// AskStatements asks the kernel for a record of the next query of each
+// of these identities (by their query id), whose first record Go did not
+// get (the ring buffer was full).
+func (t *Tracer) AskStatements(queryids []uint64) error {
+	if len(queryids) == 0 {
+		return nil
+	}
+	var ask [StmtAsk]uint8
+	for _, id := range queryids {
+		ask[id%StmtAsk] = 1
+	}
+	return t.objs.StmtAsk.Set(ask)
+}

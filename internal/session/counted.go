@@ -1,0 +1,109 @@
+package session
+
+import (
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/hist"
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/probe"
+)
+
+// Queries counted in the kernel by their statement's identity
+// (probe.Emit.Statements: serve, top). The kernel counts; a record names
+// each identity once (its first on a CPU, probe.EmitFirst), from which Go
+// keeps what the identity's sums are labelled with.
+
+// unnamedWait is how long an identity's counts wait for the record that
+// names it (it is read with the counts' first look, normally) before they
+// go out as model.UnnamedFingerprint.
+const unnamedWait = 5 * time.Second
+
+// counted is what the session keeps of the kernel's statement counts.
+type counted struct {
+	names  map[probe.StmtKey]*model.Query // labels of each identity, from its record (key: Cpu 0)
+	prev   map[probe.StmtKey]probe.StmtTotals
+	over   probe.StmtTotals // the overflow's, as last read
+	unseen map[probe.StmtKey]time.Time
+}
+
+// name keeps what a record says of its statement's identity.
+func (c *counted) name(e *probe.QueryEvent, q *model.Query) {
+	k := e.Stmt
+	k.Cpu = 0
+	if c.names == nil {
+		c.names = map[probe.StmtKey]*model.Query{}
+	}
+	c.names[k] = &model.Query{Database: q.Database, User: q.User, Application: q.Application,
+		Fingerprint: q.Fingerprint, Query: q.Query, Truncated: q.Truncated, QueryID: int64(k.Queryid)}
+}
+
+// Statements returns what the kernel counted of each statement identity
+// since the last call: per identity a record of its statements' sums
+// (Statements their calls, QueryNs their time, the boxes, file system
+// and block figures), labelled as its naming record was, and their
+// latencies. An identity not named yet waits for its record (asked of
+// the kernel again) up to unnamedWait, then goes as
+// model.UnnamedFingerprint; queries the kernel counted together, its
+// table full, as model.OtherFingerprint.
+func (s *Session) Statements() ([]model.StatementCounts, error) {
+	totals, over, err := s.tracer.Statements()
+	if err != nil {
+		return nil, err
+	}
+	c := &s.counted
+	if c.prev == nil {
+		c.prev, c.unseen = map[probe.StmtKey]probe.StmtTotals{}, map[probe.StmtKey]time.Time{}
+	}
+	var out []model.StatementCounts
+	var ask []uint64
+	now := time.Now()
+	for k, cur := range totals {
+		d := *cur
+		prev := c.prev[k]
+		d.Sub(&prev)
+		if d.Calls == 0 {
+			continue
+		}
+		name := c.names[k]
+		if name == nil {
+			if first, ok := c.unseen[k]; !ok {
+				c.unseen[k] = now
+			} else if now.Sub(first) >= unnamedWait {
+				name = &model.Query{Fingerprint: model.UnnamedFingerprint, QueryID: int64(k.Queryid)}
+			}
+		}
+		if name == nil {
+			ask = append(ask, k.Queryid)
+			continue
+		}
+		delete(c.unseen, k)
+		c.prev[k] = *cur
+		out = append(out, s.statementCounts(k.Instance, &d, name))
+	}
+	d := *over
+	d.Sub(&c.over)
+	if d.Calls > 0 {
+		c.over = *over
+		out = append(out, s.statementCounts(0, &d, &model.Query{Fingerprint: model.OtherFingerprint, Application: model.OtherFingerprint}))
+	}
+	return out, s.tracer.AskStatements(ask)
+}
+
+// statementCounts is a record of the sums d of a server's statements,
+// labelled as name, and their latencies.
+func (s *Session) statementCounts(instance uint32, d *probe.StmtTotals, name *model.Query) model.StatementCounts {
+	e := &probe.QueryEvent{EndNs: d.Ns, Instance: instance, Statements: uint32(d.Calls)}
+	e.Acct.Fs, e.Acct.Blk, e.Acct.BoxNs = d.Fs, d.Blk, d.BoxNs
+	e.Acct.BlkBusyNs, e.Acct.BlkQueueNs, e.Acct.BlkDeviceNs = d.BlkBusyNs, d.BlkQueueNs, d.BlkDeviceNs
+	t := s.tracedOf(instance)
+	q := s.accounted(t, e)
+	q.TS = time.Now()
+	q.Database, q.User, q.Application = name.Database, name.User, name.Application
+	q.Fingerprint, q.Query, q.Truncated, q.QueryID = name.Fingerprint, name.Query, name.Truncated, name.QueryID
+	q.Counted = true
+	h := &hist.Hist{Sum: d.Ns}
+	for i, n := range d.Slots {
+		h.AddSlot(probe.StmtSlot(i), n)
+	}
+	return model.StatementCounts{Sums: q, Latencies: h}
+}
