@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,4 +148,81 @@ func drops(fams map[string]*dto.MetricFamily, loss bool) float64 {
 		}
 	}
 	return n
+}
+
+// The same on MariaDB, whose statements have no id of the server's: the
+// kernel counts each under its text without literals, so a statement run
+// with 300 values is one series of 300 calls, and dbiolat_queries_total
+// is the statements the server counted (Com_*).
+func TestServeCountsEveryMariaDBStatement(t *testing.T) {
+	sideBySide(t)
+	s := startMariaDB(t, nil)
+	ctx := mysqlContext(t)
+	tr := startTrace(t, "serve", "--window", "1s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(s.PID()))
+	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	script := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "SELECT %d AS shape_a;\nSELECT 'x%d' AS shape_b, %d.5 AS y;\n", i, i*7, i)
+		}
+		return b.String()
+	}
+	run := func(n int) {
+		if _, err := s.SQL(ctx, "", script(n)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2500 * time.Millisecond) // a tick and a window: the shapes' series are admitted
+	}
+	calls := func(fams map[string]*dto.MetricFamily) map[string]float64 {
+		texts := map[string]string{}
+		json.Unmarshal([]byte(getBody(t, strings.TrimSuffix(url, "/metrics")+"/queries")), &texts)
+		out := map[string]float64{}
+		for _, m := range fams["dbiolat_fingerprint_calls_total"].GetMetric() {
+			out[texts[labelOf(m, "fingerprint")]] += m.GetCounter().GetValue()
+		}
+		return out
+	}
+	run(20)
+	run(20) // the client's program name admitted as an application too
+	fams0 := scrape(t, url)
+	ours0, q0 := calls(fams0), fams0["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	before := comCounters(t, s)
+	run(300)
+	fams := scrape(t, url)
+	ours1, q1 := calls(fams), fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	after := comCounters(t, s)
+	var ran uint64 // the statements the server counted, but its counters' own reading
+	for k, v := range after {
+		if strings.HasPrefix(k, "com_") && k != "com_show_status" {
+			ran += v - before[k]
+		}
+	}
+	// The minute's statements, and the test's first reading of the
+	// counters (SHOW STATUS), which it leaves out of theirs.
+	queries := q1 - q0 - 1
+	t.Logf("dbiolat_queries_total +%.0f; the server counted %d statements (Com_*)", queries, ran)
+	if queries != float64(ran) {
+		t.Errorf("serve counted %.0f statements, the server %d", queries, ran)
+	}
+	for text, want := range map[string]float64{"SELECT ? AS shape_a": 300, "SELECT ? AS shape_b, ? AS y": 300} {
+		if got := ours1[text] - ours0[text]; got != want {
+			t.Errorf("%q: %.0f calls in its series, want %.0f (each run with other values is the same statement): %v", text, got, want, ours1)
+		}
+	}
+	if lost := drops(fams, true); lost != 0 {
+		t.Errorf("%.0f drops that lose records or events", lost)
+	}
+	tr.stopText(t)
+}
+
+// getBody reads a URL's body.
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

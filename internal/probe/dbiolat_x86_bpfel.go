@@ -193,9 +193,10 @@ type dbiolatMysqlConn struct {
 	Have     uint8
 	InSeq    uint8
 	InHeader uint8
-	Pad      uint8
+	StmtKind uint8
 	_        [4]byte
 	SyncedNs uint64
+	Stmt     uint64
 	Head     [32]uint8
 }
 
@@ -215,7 +216,9 @@ type dbiolatMysqlReply struct {
 	ReplyId    uint32
 	Statements uint32
 	Cmd        uint8
-	Pad        [7]uint8
+	StmtKind   uint8
+	Pad        [6]uint8
+	Stmt       uint64
 }
 
 type dbiolatMysqlTlsConn struct {
@@ -401,15 +404,25 @@ type dbiolatStmtKey struct {
 	Instance    uint32
 	Database    uint32
 	Application uint32
-	Cpu         uint32
+	Cpu         uint16
+	Kind        uint16
 }
+
+type dbiolatStmtKind uint32
+
+const (
+	dbiolatStmtKindSTMT_QUERY_ID dbiolatStmtKind = 1
+	dbiolatStmtKindSTMT_TEXT     dbiolatStmtKind = 2
+	dbiolatStmtKindSTMT_PREPARED dbiolatStmtKind = 3
+)
 
 type dbiolatStmtSize uint32
 
 const (
-	dbiolatStmtSizeSTMT_SLOTS    dbiolatStmtSize = 32
-	dbiolatStmtSizeSTMT_SLOT_MIN dbiolatStmtSize = 8
-	dbiolatStmtSizeSTMT_ASK      dbiolatStmtSize = 1024
+	dbiolatStmtSizeSTMT_SLOTS       dbiolatStmtSize = 32
+	dbiolatStmtSizeSTMT_SLOT_MIN    dbiolatStmtSize = 8
+	dbiolatStmtSizeSTMT_ASK         dbiolatStmtSize = 1024
+	dbiolatStmtSizeSTMT_TEXT_HASHED dbiolatStmtSize = 512
 )
 
 type dbiolatStmtTotals struct {
@@ -490,6 +503,9 @@ type dbiolatTaskLocal struct {
 		Pad2        [3]uint8
 		_           [4]byte
 		PortalNs    uint64
+		StatusEntry uint64
+		Database    uint32
+		Pad3        uint32
 	}
 	Kind uint32
 	Pad  uint32
@@ -729,6 +745,7 @@ const (
 	dbiolatVarUnusedProcFlag        = "unused_proc_flag"
 	dbiolatVarUnusedProcKind        = "unused_proc_kind"
 	dbiolatVarUnusedProcRun         = "unused_proc_run"
+	dbiolatVarUnusedStmtKind        = "unused_stmt_kind"
 	dbiolatVarUnusedStmtSize        = "unused_stmt_size"
 	dbiolatVarUnusedTextKind        = "unused_text_kind"
 	dbiolatVarUnusedUsdtArgKind     = "unused_usdt_arg_kind"
@@ -907,6 +924,7 @@ type dbiolatVariableSpecs struct {
 	UnusedProcFlag    *ebpf.VariableSpec `ebpf:"unused_proc_flag"`
 	UnusedProcKind    *ebpf.VariableSpec `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.VariableSpec `ebpf:"unused_proc_run"`
+	UnusedStmtKind    *ebpf.VariableSpec `ebpf:"unused_stmt_kind"`
 	UnusedStmtSize    *ebpf.VariableSpec `ebpf:"unused_stmt_size"`
 	UnusedTextKind    *ebpf.VariableSpec `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.VariableSpec `ebpf:"unused_usdt_arg_kind"`
@@ -1025,6 +1043,7 @@ type dbiolatVariables struct {
 	UnusedProcFlag    *ebpf.Variable `ebpf:"unused_proc_flag"`
 	UnusedProcKind    *ebpf.Variable `ebpf:"unused_proc_kind"`
 	UnusedProcRun     *ebpf.Variable `ebpf:"unused_proc_run"`
+	UnusedStmtKind    *ebpf.Variable `ebpf:"unused_stmt_kind"`
 	UnusedStmtSize    *ebpf.Variable `ebpf:"unused_stmt_size"`
 	UnusedTextKind    *ebpf.Variable `ebpf:"unused_text_kind"`
 	UnusedUsdtArgKind *ebpf.Variable `ebpf:"unused_usdt_arg_kind"`

@@ -180,6 +180,7 @@ const (
 	EmitCounted   = dbiolatEmitFlagEMIT_COUNTED
 	EmitSampled   = dbiolatEmitFlagEMIT_SAMPLED
 
+	StmtQueryID = uint16(dbiolatStmtKindSTMT_QUERY_ID)
 	StmtSlotMin = int(dbiolatStmtSizeSTMT_SLOT_MIN)
 	StmtAsk     = uint64(dbiolatStmtSizeSTMT_ASK)
 )

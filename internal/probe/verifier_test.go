@@ -20,6 +20,12 @@ func TestVerifierHeadroom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The knobs that turn code on (serve's), so the verifier sees it.
+	for name, v := range map[string]any{"count_statements": uint8(1), "emit_uncounted": uint8(1), "emit_sample": uint32(1 << 20)} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats, LogSizeStart: 1 << 16}})
 	if err != nil {

@@ -34,7 +34,16 @@ func (c *counted) name(e *probe.QueryEvent, q *model.Query) {
 		c.names = map[probe.StmtKey]*model.Query{}
 	}
 	c.names[k] = &model.Query{Database: q.Database, User: q.User, Application: q.Application,
-		Fingerprint: q.Fingerprint, Query: q.Query, Truncated: q.Truncated, QueryID: int64(k.Queryid)}
+		Fingerprint: q.Fingerprint, Query: q.Query, Truncated: q.Truncated, QueryID: queryID(k)}
+}
+
+// queryID is the server's query id an identity is, 0 if it is a hash of
+// ours (a text's, a prepared statement's).
+func queryID(k probe.StmtKey) int64 {
+	if k.Kind != probe.StmtQueryID {
+		return 0
+	}
+	return int64(k.Queryid) // as pg_stat_statements shows it: signed
 }
 
 // Statements returns what the kernel counted of each statement identity
@@ -69,7 +78,7 @@ func (s *Session) Statements() ([]model.StatementCounts, error) {
 			if first, ok := c.unseen[k]; !ok {
 				c.unseen[k] = now
 			} else if now.Sub(first) >= unnamedWait {
-				name = &model.Query{Fingerprint: model.UnnamedFingerprint, QueryID: int64(k.Queryid)}
+				name = &model.Query{Fingerprint: model.UnnamedFingerprint, QueryID: queryID(k)}
 			}
 		}
 		if name == nil {

@@ -191,8 +191,8 @@ func (s *Session) query(e *probe.QueryEvent, text []byte) *model.Query {
 	if e.EmitFlags&uint8(probe.EmitFirst) != 0 {
 		s.counted.name(e, q)
 	}
-	if q.Counted = e.EmitFlags&uint8(probe.EmitCounted) != 0; q.Counted {
-		q.QueryID = int64(e.Stmt.Queryid)
+	if q.Counted = e.EmitFlags&uint8(probe.EmitCounted) != 0; q.Counted && e.Stmt.Kind == probe.StmtQueryID {
+		q.QueryID = queryID(e.Stmt)
 	}
 	q.Sampled = e.EmitFlags&uint8(probe.EmitSampled) != 0
 	if !shown(e) { // it only names its statement's identity

@@ -30,5 +30,6 @@ const enum proc_kind *unused_proc_kind __attribute__((unused));
 const enum usdt_arg_kind *unused_usdt_arg_kind __attribute__((unused));
 const enum wait_class *unused_wait_class __attribute__((unused));
 const enum stmt_size *unused_stmt_size __attribute__((unused));
+const enum stmt_kind *unused_stmt_kind __attribute__((unused));
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -176,14 +176,23 @@ enum stmt_size {
 	STMT_SLOTS = 32,   /* the query-latency log2 slots kept per identity... */
 	STMT_SLOT_MIN = 8, /* ...from slot 8 ([256 ns, 512 ns), and all below) to 39 (2^39 ns, 9 min, and above) */
 	STMT_ASK = 1024,   /* identities Go may ask a record of, by their query id's low bits */
+	STMT_TEXT_HASHED = 512, /* bytes of a statement's text its identity hashes (and its length) */
+};
+
+/* What a statement identity is (struct stmt_key.kind). */
+enum stmt_kind {
+	STMT_QUERY_ID = 1, /* PostgreSQL's query id */
+	STMT_TEXT = 2,     /* a hash of the statement's text without its literals (no query id) */
+	STMT_PREPARED = 3, /* a hash of a prepared statement's name or id within its connection */
 };
 
 struct stmt_key {
-	__u64 queryid;     /* the server's query id */
-	__u32 instance;    /* the server (its postmaster) */
-	__u32 database;    /* the backend's database (PgBackendStatus.st_databaseid) */
-	__u32 application; /* a hash of the application's name (0: none) */
-	__u32 cpu;
+	__u64 queryid;     /* the server's query id, or a hash (kind) */
+	__u32 instance;    /* the server (its postmaster; MySQL's server process) */
+	__u32 database;    /* PostgreSQL: the backend's database (PgBackendStatus.st_databaseid) */
+	__u32 application; /* PostgreSQL: a hash of the application's name (0: none) */
+	__u16 cpu;
+	__u16 kind;        /* enum stmt_kind */
 };
 
 struct stmt_totals {
@@ -474,6 +483,11 @@ struct wire {
 	__u8 bind_pending; /* the last round trip bound a portal and ran none: its first Execute is a fresh one's */
 	__u8 pad2[3];
 	__u64 portal_ns;   /* the time of their parts so far (the round trips that suspended or resumed them) */
+	/* count_statements: the backend's status entry (MyBEEntry) and its
+	 * database, read once: neither changes in a backend's life. */
+	__u64 status_entry;
+	__u32 database;
+	__u32 pad3;
 };
 
 /* The task-local state of a traced thread. */

@@ -80,8 +80,9 @@ struct mysql_conn {
 	__u8 have;       /* bytes of head kept from the last send: a packet split across sends */
 	__u8 in_seq;     /* ...its sequence number... */
 	__u8 in_header;  /* ...when its payload comes next (servers read the header first) */
-	__u8 pad;
+	__u8 stmt_kind;  /* count_statements: the command's statement identity (enum stmt_kind, 0: none)... */
 	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
+	__u64 stmt;      /* ...and its hash */
 	__u8 head[MYSQL_HEAD];
 };
 

@@ -98,7 +98,9 @@ struct mysql_reply {
 	__u32 reply_id;
 	__u32 statements; /* the command's, if it ran any: one a result */
 	__u8 cmd;
-	__u8 pad[7];
+	__u8 stmt_kind; /* its statement's identity (struct mysql_conn's) */
+	__u8 pad[6];
+	__u64 stmt;
 };
 
 struct {
@@ -149,6 +151,8 @@ static __always_inline struct mysql_reply mysql_reply_of(struct mysql_conn *c, _
 		.reply_id = c->reply_id,
 		.statements = mysql_ran(c->cmd) ? 1 + c->results : 0,
 		.cmd = c->cmd,
+		.stmt_kind = c->stmt_kind,
+		.stmt = c->stmt,
 	};
 	return r;
 }
@@ -176,6 +180,8 @@ static __always_inline int mysql_end_parked(struct mysql_reply *r, __u64 sk)
 		.statements = r->statements,
 		.timed = mysql_timed(r->cmd),
 		.teaches = mysql_teaches(r->cmd),
+		.single = 1,
+		.stmt = {.queryid = r->stmt, .kind = r->stmt_kind},
 	};
 
 	if (!p)
@@ -328,7 +334,8 @@ static __always_inline void mysql_end(struct task_struct *task, struct task_loca
 	c->state = MYSQL_IDLE;
 	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
 		e = query_end(ts, &tl->wf, r.end_ns,
-			      (struct query_ending){.statements = r.statements, .timed = mysql_timed(r.cmd), .teaches = mysql_teaches(r.cmd)});
+			      (struct query_ending){.statements = r.statements, .timed = mysql_timed(r.cmd), .teaches = mysql_teaches(r.cmd),
+						    .single = 1, .stmt = {.queryid = r.stmt, .kind = r.stmt_kind}});
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&captures, task, 0, 0);

@@ -56,6 +56,28 @@ static __always_inline void mysql_sent(struct task_struct *task, struct task_loc
 }
 
 /*
+ * serve: the identity of the statement a command runs, as Go will name it:
+ * a query's text without its literals, a prepared statement's id in its
+ * connection.
+ */
+static __always_inline void mysql_identity(struct mysql_conn *c, struct capture *t)
+{
+	struct stmt_key k = {};
+
+	c->stmt_kind = 0;
+	if (!count_statements)
+		return;
+	if (c->cmd == COM_QUERY) {
+		k.queryid = stmt_text(t, 1, t->len, 0);
+		k.kind = STMT_TEXT;
+	} else if (c->cmd == COM_STMT_EXECUTE && t->len >= 5 && c->conn) { /* a connection older than the trace: Go counts */
+		stmt_prepared(&k, c->conn, le32((__u8 *)t->buf + 1));
+	}
+	c->stmt = k.queryid;
+	c->stmt_kind = k.kind;
+}
+
+/*
  * A command's payload arrives: its first n bytes at payload (of len). The
  * thread's query began at its header.
  */
@@ -78,6 +100,7 @@ static __always_inline void mysql_command(struct task_struct *task, struct task_
 	c->cmd = (__u8)t->buf[0];
 	c->part = first_part(c->cmd);
 	c->state = MYSQL_BUSY;
+	mysql_identity(c, t);
 	switch (c->cmd) {
 	case COM_STMT_CLOSE:          /* no reply */
 	case COM_STMT_SEND_LONG_DATA: /* no reply */

@@ -239,6 +239,38 @@ int BPF_PROG(pgwire_recv, struct sock *sk, int ret, int flags)
 	return 0;
 }
 /*
+ * serve: the identity of the statement a round trip ran alone: its query
+ * id, else its text (a simple Query's, a Parse's), else the prepared
+ * statement a Bind of the unnamed portal names, in this backend.
+ */
+static __always_inline void pgwire_identity(struct wire *w, struct stmt_key *k)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, off = w->text_off, end;
+	struct capture *t;
+
+	if (stmt_query_id(bpf_map_lookup_elem(&procs, &tgid), k, w))
+		return;
+	t = bpf_task_storage_get(&captures, bpf_get_current_task_btf(), 0, 0);
+	if (!t || off + 7 > t->len)
+		return;
+	end = off + 1 + be32_at(t->buf, off + 1);
+	switch (t->buf[off & TEXT_MASK]) {
+	case 'Q':
+		k->queryid = stmt_text(t, off + 5, end, 0);
+		k->kind = STMT_TEXT;
+		break;
+	case 'P': /* past its statement's name */
+		k->queryid = stmt_text(t, off + 5, end, 1);
+		k->kind = STMT_TEXT;
+		break;
+	case 'B':
+		if (!t->buf[(off + 5) & TEXT_MASK] && t->buf[(off + 6) & TEXT_MASK])
+			stmt_prepared(k, tgid, stmt_text(t, off + 6, end, 0));
+		break;
+	}
+}
+
+/*
  * The round trip's statements its replies ended since the last record
  * are done, now: a record holding them (the first of the round trip
  * teaches Go the statements it prepares; one that leaves a fresh portal
@@ -260,6 +292,8 @@ static __always_inline struct query_event *pgwire_record(struct thread_state *ts
 	};
 	struct query_event *e;
 
+	if (count_statements && how.statements == 1 && how.single)
+		pgwire_identity(w, &how.stmt);
 	if (w->flags & WIRE_SUSPENDED) { /* a part of a statement: the rest comes in a later round trip */
 		how.teaches |= !!(w->flags & WIRE_NAMED_PORTAL);
 		w->portal_ns += now - ts->query_start_ns;

@@ -29,13 +29,16 @@ SEC("uprobe")
 int usdt_query_done(struct pt_regs *ctx)
 {
 	struct thread_state *ts = thread_current();
+	struct query_ending how = {.statements = 1, .timed = 1, .single = 1};
 	struct query_event *e;
 	__s64 text = 0;
 	long n = 0;
 
 	if (!ts || !ts->query_start_ns) /* started before we attached */
 		return 0;
-	e = query_end(ts, waterfall_current(), bpf_ktime_get_ns(), (struct query_ending){.statements = 1, .timed = 1, .single = 1});
+	if (count_statements)
+		stmt_query_id(bpf_map_lookup_elem(&procs, &ts->tgid), &how.stmt, NULL);
+	e = query_end(ts, waterfall_current(), bpf_ktime_get_ns(), how);
 	if (!e)
 		return 0;
 	e->text_kind = TEXT_SQL;

@@ -156,25 +156,31 @@ struct query_ending {
 	__u32 statements;
 	__u8 timed;
 	__u8 teaches;
-	__u8 single; /* its round trip ran it alone: the backend's query id is its statement's */
+	__u8 single; /* its round trip (MySQL: its command) ran it alone: stmt is its statement's */
 	__u64 earlier_ns;
-	struct stmt_key stmt; /* set by query_counted: the identity it counted the statement under */
+	/* The statement's identity, as its protocol tells (kind 0: none); its
+	 * instance and CPU are set where it is counted (query_counted). */
+	struct stmt_key stmt;
 };
 
 /*
- * With count_statements, a statement ending alone is counted under its
- * identity (statements.bpf.h) when it has one; one that has none is sent
- * for Go to count (emit_uncounted). Returns the record's flags.
+ * With count_statements, a statement that ended alone is counted under the
+ * identity its protocol gave it (how->stmt: statements.bpf.h); one without
+ * is sent for Go to count (emit_uncounted). Returns the record's flags.
  */
 static __always_inline int query_statement(struct query_acct *a, struct query_ending *how, __u64 ns)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_info *pi;
 	int flags = 0;
 
-	if (how->single && how->statements == 1 && stmt_identity(bpf_map_lookup_elem(&procs, &tgid), &how->stmt))
+	if (how->single && how->statements == 1 && how->stmt.kind) {
+		pi = bpf_map_lookup_elem(&procs, &tgid);
+		how->stmt.instance = pi ? pi->instance : 0;
 		flags = stmt_count(&how->stmt, a, ns);
-	else if (emit_uncounted)
+	} else if (emit_uncounted) {
 		flags = EMIT_WANTED;
+	}
 	if (emit_sample && bpf_get_prandom_u32() < emit_sample)
 		flags |= EMIT_SAMPLED;
 	return flags;

@@ -85,4 +85,80 @@ static __always_inline __u32 capture_bound(__u64 n)
 	return ((n - 1) & TEXT_MASK) + 1;
 }
 
+/*
+ * A statement's identity from its text, for a server that names it by no
+ * id of its own (MySQL; PostgreSQL without query ids): a hash of the text
+ * at [off, end) of t (to a NUL) without its literals, so the statement run
+ * with other values is the same identity: numbers not part of a name, the
+ * insides of quoted strings (one mark each), runs of white space (one
+ * space). skip: NUL-terminated strings before it (a Parse's statement
+ * name). Hashes STMT_TEXT_HASHED bytes, and the length of a longer text.
+ * Two statements Go normalizes alike may differ here (a list's length, an
+ * escaped quote), never the other way round: each identity one fingerprint.
+ */
+struct text_hash {
+	struct capture *t;
+	__u32 off, end;
+	__u64 h;
+	__u8 skip, quote, word, space, done;
+};
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static long text_hash_step(__u32 i, void *ctx)
+{
+	struct text_hash *s = ctx;
+	__u8 c;
+
+	if (s->off >= s->end) {
+		s->done = 1;
+		return 1;
+	}
+	c = s->t->buf[s->off++ & TEXT_MASK];
+	if (s->skip) {
+		s->skip -= !c;
+		return 0;
+	}
+	if (!c) {
+		s->done = 1;
+		return 1;
+	}
+	if (s->quote) {
+		s->quote = c != '\'';
+		return 0;
+	}
+	if (c == '\'') {
+		s->quote = 1;
+		c = '?';
+	} else if (c >= '0' && c <= '9' && !s->word) {
+		return 0;
+	} else if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+		s->space = 1;
+		s->word = 0;
+		return 0;
+	}
+	if (s->space)
+		s->h = (s->h ^ ' ') * FNV_PRIME;
+	s->space = 0;
+	s->word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+		  c >= 0x80;
+	s->h = (s->h ^ c) * FNV_PRIME;
+	return 0;
+}
+
+__noinline __u64 stmt_text(struct capture *t, __u32 off, __u32 end, __u32 skip)
+{
+	struct text_hash s = { .t = t, .off = off, .end = end, .h = FNV_OFFSET, .skip = skip };
+
+	if (!t)
+		return 0;
+	if (s.end > t->len)
+		s.end = t->len;
+	bpf_loop(STMT_TEXT_HASHED + 64, text_hash_step, &s, 0);
+	if (!s.done) /* longer than hashed: its length tells more */
+		s.h = (s.h ^ (end - off)) * FNV_PRIME;
+	return s.h | 1;
+}
+
 #endif /* SOCK_BPF_H */

@@ -63,24 +63,40 @@ static __always_inline __u32 stmt_application(struct proc_info *pi)
 }
 
 /*
- * The identity of the statement the backend (the current task) ended
- * last: its query id, database and application, read from its memory.
- * 0 when it has none (compute_query_id off, a statement without one, an
- * unknown layout).
+ * PostgreSQL: the identity of the statement the backend (the current
+ * task) ended last: its query id, database and application, read from its
+ * memory (the entry and database once, into w when given). 0 when it has
+ * none (compute_query_id off, a statement without one, an unknown layout).
  */
-static __always_inline int stmt_identity(struct proc_info *pi, struct stmt_key *k)
+static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *k, struct wire *w)
 {
-	__u64 entry = 0;
+	__u64 entry = w ? w->status_entry : 0;
 
-	if (!pi || !pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off ||
-	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(pi->wait_event_ptr + pi->status_off)) || !entry ||
-	    bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) || !k->queryid ||
-	    bpf_probe_read_user(&k->database, sizeof(k->database), (void *)(entry + pi->database_off)))
+	if (!pi || !pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off)
 		return 0;
-	k->instance = pi->instance;
+	if (!entry) {
+		if (bpf_probe_read_user(&entry, sizeof(entry), (void *)(pi->wait_event_ptr + pi->status_off)) || !entry ||
+		    bpf_probe_read_user(&k->database, sizeof(k->database), (void *)(entry + pi->database_off)))
+			return 0;
+		if (w && k->database) { /* 0 until the backend has connected to its database */
+			w->status_entry = entry;
+			w->database = k->database;
+		}
+	} else {
+		k->database = w->database;
+	}
+	if (bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) || !k->queryid)
+		return 0;
+	k->kind = STMT_QUERY_ID;
 	k->application = stmt_application(pi);
-	k->cpu = bpf_get_smp_processor_id();
 	return 1;
+}
+
+/* A prepared statement's identity: its id or name's hash h, in its connection. */
+static __always_inline void stmt_prepared(struct stmt_key *k, __u64 conn, __u64 h)
+{
+	k->queryid = ((h ^ conn) * 0x100000001b3ULL) | 1;
+	k->kind = STMT_PREPARED;
 }
 
 /*
@@ -97,6 +113,7 @@ __noinline int stmt_count(struct stmt_key *k, struct query_acct *a, __u64 ns)
 
 	if (!k || !a)
 		return 0;
+	k->cpu = bpf_get_smp_processor_id();
 	s = bpf_map_lookup_elem(&stmts, k);
 	if (!s) {
 		if (!bpf_map_update_elem(&stmts, k, &stmt_zero, BPF_NOEXIST))
