@@ -7,6 +7,9 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dbiolat/dbiolat/internal/cmdrun"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 )
@@ -225,4 +229,52 @@ func getBody(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// Without the server's query ids (compute_query_id = off), serve counts
+// each statement under its text without literals, or its prepared
+// statement: psycopg's three ways of sending a statement, each run 300
+// times with other values, are 300 calls in one series each.
+func TestServeCountsWithoutQueryIDs(t *testing.T) {
+	sideBySide(t)
+	python, _ := driverTools(t)
+	c := startPG(t, map[string]string{"compute_query_id": "off", "shared_preload_libraries": ""})
+	tr := startTrace(t, "serve", "--window", "1s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(c.PostmasterPID()))
+	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	run := func(n int) {
+		cmd := exec.Command(python, filepath.Join("testdata", "drivers", "pg_shapes.py"), strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), c.Env()...)
+		if _, err := cmdrun.Run(cmd, nil, "pg_shapes.py"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2500 * time.Millisecond) // a tick and a window: the shapes' series are admitted
+	}
+	calls := func() (map[string]float64, float64) {
+		fams := scrape(t, url)
+		texts := map[string]string{}
+		json.Unmarshal([]byte(getBody(t, strings.TrimSuffix(url, "/metrics")+"/queries")), &texts)
+		out := map[string]float64{}
+		for _, m := range fams["dbiolat_fingerprint_calls_total"].GetMetric() {
+			out[texts[labelOf(m, "fingerprint")]] += m.GetCounter().GetValue()
+			if labelOf(m, "queryid") != "" {
+				t.Errorf("a series with a query id (%s), the server computes none", labelOf(m, "queryid"))
+			}
+		}
+		return out, fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	}
+	run(20)
+	run(20) // the application admitted too
+	ours0, q0 := calls()
+	run(300)
+	ours1, q1 := calls()
+	t.Logf("dbiolat_queries_total +%.0f; by statement %v", q1-q0, ours1)
+	if q1-q0 != 900 {
+		t.Errorf("serve counted %.0f statements, psycopg sent 900", q1-q0)
+	}
+	for _, text := range []string{"SELECT $1::int AS shape_x", "SELECT $1::int + $2 AS shape_y", "SELECT $1 AS shape_z"} {
+		if got := ours1[text] - ours0[text]; got != 300 {
+			t.Errorf("%q: %.0f calls in its series, want 300", text, got)
+		}
+	}
+	tr.stopText(t)
 }
