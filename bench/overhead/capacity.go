@@ -25,8 +25,9 @@ type step struct {
 	EventsPerS  float64     `json:"bpf_events_per_sec"` // program runs: socket calls, context switches
 	RecsPerS    float64     `json:"records_per_sec"`    // query records delivered to user space
 	Delivered   uint64      `json:"delivered"`
+	Counted     uint64      `json:"counted_in_kernel"` // -counted: queries the kernel counted by statement identity
 	Drops       model.Drops `json:"drops"`
-	Accounted   bool        `json:"accounted"` // delivered + dropped = sent
+	Accounted   bool        `json:"accounted"` // delivered + counted + dropped = sent
 	MaxRSSBytes int64       `json:"max_rss_bytes"`
 	HeapBytes   uint64      `json:"go_heap_bytes"`
 }
@@ -38,7 +39,11 @@ type step struct {
 // internal/loadgen: a real server on this machine cannot go fast enough.
 // Queries come pipelined in batches of 16, as a busy connection pool sends
 // them; the drain runs every 100 ms, as in the commands.
-func capacity(o options, rates []int) error {
+//
+// With counted (-counted), the ladder runs serve's mode instead: every
+// query counted in the kernel by its statement's identity, a record only
+// of the first of each identity on a CPU.
+func capacity(o options, rates []int, counted bool) error {
 	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME) // to count the events, not to time them
 	if err != nil {
 		return fmt.Errorf("enabling BPF statistics: %w", err)
@@ -47,13 +52,13 @@ func capacity(o options, rates []int) error {
 	var steps []step
 	best := step{}
 	for _, rate := range rates {
-		s, err := capacityStep(rate, o.secs)
+		s, err := capacityStep(rate, o.secs, counted)
 		if err != nil {
 			return fmt.Errorf("at %d queries/s: %w", rate, err)
 		}
 		steps = append(steps, s)
-		fmt.Fprintf(os.Stderr, "target %7d q/s: %7.0f q/s, %8.0f BPF events/s, %7.0f records/s, lost %d (%s), accounted %v, RSS %d MB\n",
-			rate, s.QPS, s.EventsPerS, s.RecsPerS, s.Drops.Lost(), output.DropsText(s.Drops), s.Accounted, s.MaxRSSBytes>>20)
+		fmt.Fprintf(os.Stderr, "target %7d q/s: %7.0f q/s, %8.0f BPF events/s, %7.0f records/s, %d counted in the kernel, lost %d (%s), accounted %v, RSS %d MB\n",
+			rate, s.QPS, s.EventsPerS, s.RecsPerS, s.Counted, s.Drops.Lost(), output.DropsText(s.Drops), s.Accounted, s.MaxRSSBytes>>20)
 		if s.Drops.Lost() == 0 && s.Accounted && s.EventsPerS > best.EventsPerS {
 			best = s
 		}
@@ -63,14 +68,18 @@ func capacity(o options, rates []int) error {
 	return saveJSON(o.out, "capacity", map[string]any{"seconds": o.secs, "steps": steps, "best": best})
 }
 
-func capacityStep(rate, secs int) (step, error) {
+func capacityStep(rate, secs int, counted bool) (step, error) {
 	st := step{TargetQPS: rate}
 	b, err := loadgen.Start()
 	if err != nil {
 		return st, err
 	}
 	defer b.Close()
-	s, err := session.OpenProcesses(probe.PGWire|probe.Sched|probe.Block, probe.EmitAll)
+	emit := probe.EmitAll
+	if counted {
+		emit = probe.Emit{MinQuery: -1, MinFS: -1, Statements: true}
+	}
+	s, err := session.OpenProcesses(probe.PGWire|probe.Sched|probe.Block, emit)
 	if err != nil {
 		return st, err
 	}
@@ -115,9 +124,18 @@ func capacityStep(rate, secs int) (step, error) {
 	if st.Drops, err = s.Drops(); err != nil {
 		return st, err
 	}
+	if counted {
+		cs, err := s.Statements()
+		if err != nil {
+			return st, err
+		}
+		for _, c := range cs {
+			st.Counted += uint64(c.Sums.Statements)
+		}
+	}
 	sec := elapsed.Seconds()
 	st.QPS, st.EventsPerS, st.RecsPerS = float64(st.Sent)/sec, float64(runs)/sec, float64(st.Delivered)/sec
-	st.Accounted = st.Delivered+st.Drops.Lost() == uint64(st.Sent)
+	st.Accounted = st.Delivered+st.Counted+st.Drops.Lost() == uint64(st.Sent)
 	c := s.Cost()
 	st.MaxRSSBytes, st.HeapBytes = int64(c.MaxRSSBytes), heapBytes()
 	return st, nil

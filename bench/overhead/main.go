@@ -82,6 +82,7 @@ func main() {
 	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
 		"), and mariadb (sysbench oltp_read_only for select-only, oltp_read_write for tpcb-like)")
 	capacityRates := flag.String("capacity", "", "instead, the capacity ladder on a synthetic backend: query rates to hold for -seconds each with every query recorded, e.g. 25000,50000,100000,0 (0: unlimited)")
+	counted := flag.Bool("counted", false, "with -capacity: serve's mode, every query counted in the kernel by statement identity (a record only of each identity's first)")
 	refBinary = flag.String("ref", "", "config default-ref runs this dbiolat binary (one built from another commit: go build -o /tmp/dbiolat-ref ./cmd/dbiolat there) in the default mode")
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
@@ -90,7 +91,7 @@ func main() {
 	if *capacityRates != "" {
 		rates, err := parseRates(*capacityRates)
 		if err == nil {
-			err = capacity(o, rates)
+			err = capacity(o, rates, *counted)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "overhead:", err)

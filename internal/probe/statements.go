@@ -21,40 +21,68 @@ func statementEntries() uint32 {
 	return 4096 * uint32(min(cpus, 16))
 }
 
-// Statements returns what the kernel counted under each statement
-// identity since it was loaded (Emit.Statements), its CPUs' entries
-// added up (Cpu 0), and what it counted together once its table was full.
-func (t *Tracer) Statements() (map[StmtKey]*StmtTotals, *StmtTotals, error) {
-	out := map[StmtKey]*StmtTotals{}
+// StatementTable is what the kernel counted under each statement identity
+// since it was loaded (Emit.Statements), or since the identity was
+// evicted: its CPUs' entries added up (Cpu 0); what it counted together
+// once its table was full; the table's entries and their bound.
+type StatementTable struct {
+	Totals            map[StmtKey]*StmtTotals
+	Overflow          StmtTotals
+	Entries, Capacity int
+}
+
+// Statements reads the kernel's statement table.
+func (t *Tracer) Statements() (*StatementTable, error) {
+	out := &StatementTable{Totals: map[StmtKey]*StmtTotals{}, Capacity: int(t.objs.Stmts.MaxEntries())}
 	const batch = 512
 	keys, vals := make([]StmtKey, batch), make([]StmtTotals, batch)
 	var cursor ebpf.MapBatchCursor
 	for {
 		n, err := t.objs.Stmts.BatchLookup(&cursor, keys, vals, nil)
+		out.Entries += n
 		for i := range n {
 			k := keys[i]
 			k.Cpu = 0
-			if out[k] == nil {
-				out[k] = &StmtTotals{}
+			if out.Totals[k] == nil {
+				out.Totals[k] = &StmtTotals{}
 			}
-			out[k].Add(&vals[i])
+			out.Totals[k].Add(&vals[i])
 		}
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the statements' totals: %w", err)
+			return nil, fmt.Errorf("reading the statements' totals: %w", err)
 		}
 	}
 	var perCPU []StmtTotals
 	if err := t.objs.StmtOverflow.Lookup(uint32(0), &perCPU); err != nil {
-		return nil, nil, fmt.Errorf("reading the statements' overflow: %w", err)
+		return nil, fmt.Errorf("reading the statements' overflow: %w", err)
 	}
-	over := &StmtTotals{}
 	for i := range perCPU {
-		over.Add(&perCPU[i])
+		out.Overflow.Add(&perCPU[i])
 	}
-	return out, over, nil
+	return out, nil
+}
+
+// EvictStatements deletes identities (Cpu 0: on every CPU) from the
+// kernel's table, to make room. A query of one that ends at the very
+// moment of its deletion may go uncounted: evict only identities that have
+// been idle a long while.
+func (t *Tracer) EvictStatements(keys []StmtKey) error {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		for cpu := range cpus {
+			k.Cpu = uint16(cpu)
+			if err := t.objs.Stmts.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return fmt.Errorf("evicting a statement: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Add adds o's counts to s.

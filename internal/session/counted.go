@@ -18,12 +18,21 @@ import (
 // go out as model.UnnamedFingerprint.
 const unnamedWait = 5 * time.Second
 
+// Room in the kernel's statement table: once it is three quarters full,
+// identities idle for evictIdle are deleted from it (their counts were
+// read; one that comes back starts again, named again), as
+// pg_stat_statements deallocates its least used. evictIdle is long, so a
+// query racing its identity's eviction, which would go uncounted, is
+// about impossible.
+const evictIdle = 10 * time.Minute
+
 // counted is what the session keeps of the kernel's statement counts.
 type counted struct {
-	names  map[probe.StmtKey]*model.Query // labels of each identity, from its record (key: Cpu 0)
-	prev   map[probe.StmtKey]probe.StmtTotals
-	over   probe.StmtTotals // the overflow's, as last read
-	unseen map[probe.StmtKey]time.Time
+	names   map[probe.StmtKey]*model.Query // labels of each identity, from its record (key: Cpu 0)
+	prev    map[probe.StmtKey]probe.StmtTotals
+	over    probe.StmtTotals // the overflow's, as last read
+	unseen  map[probe.StmtKey]time.Time
+	changed map[probe.StmtKey]time.Time // when each identity last counted a query
 }
 
 // name keeps what a record says of its statement's identity.
@@ -55,13 +64,14 @@ func queryID(k probe.StmtKey) int64 {
 // model.UnnamedFingerprint; queries the kernel counted together, its
 // table full, as model.OtherFingerprint.
 func (s *Session) Statements() ([]model.StatementCounts, error) {
-	totals, over, err := s.tracer.Statements()
+	table, err := s.tracer.Statements()
 	if err != nil {
 		return nil, err
 	}
+	totals, over := table.Totals, &table.Overflow
 	c := &s.counted
 	if c.prev == nil {
-		c.prev, c.unseen = map[probe.StmtKey]probe.StmtTotals{}, map[probe.StmtKey]time.Time{}
+		c.prev, c.unseen, c.changed = map[probe.StmtKey]probe.StmtTotals{}, map[probe.StmtKey]time.Time{}, map[probe.StmtKey]time.Time{}
 	}
 	var out []model.StatementCounts
 	var ask []uint64
@@ -73,6 +83,7 @@ func (s *Session) Statements() ([]model.StatementCounts, error) {
 		if d.Calls == 0 {
 			continue
 		}
+		c.changed[k] = now
 		name := c.names[k]
 		if name == nil {
 			if first, ok := c.unseen[k]; !ok {
@@ -95,7 +106,31 @@ func (s *Session) Statements() ([]model.StatementCounts, error) {
 		c.over = *over
 		out = append(out, s.statementCounts(0, &d, &model.Query{Fingerprint: model.OtherFingerprint, Application: model.OtherFingerprint}))
 	}
-	return out, s.tracer.AskStatements(ask)
+	if err := s.tracer.AskStatements(ask); err != nil {
+		return nil, err
+	}
+	return out, s.evict(table, now)
+}
+
+// evict deletes identities idle for evictIdle from a table three quarters
+// full, and what is kept of them.
+func (s *Session) evict(table *probe.StatementTable, now time.Time) error {
+	if table.Entries < table.Capacity*3/4 {
+		return nil
+	}
+	c := &s.counted
+	var idle []probe.StmtKey
+	for k := range table.Totals {
+		if now.Sub(c.changed[k]) >= evictIdle && c.unseen[k].IsZero() {
+			idle = append(idle, k)
+		}
+	}
+	for _, k := range idle {
+		delete(c.prev, k)
+		delete(c.names, k)
+		delete(c.changed, k)
+	}
+	return s.tracer.EvictStatements(idle)
 }
 
 // statementCounts is a record of the sums d of a server's statements,
