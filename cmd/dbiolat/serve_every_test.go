@@ -115,6 +115,9 @@ func statementCalls(t *testing.T, c *pgsandbox.Cluster) (map[string]float64, flo
 	calls := map[string]float64{}
 	var total float64
 	for _, line := range strings.Split(psql(t, c, "SELECT queryid, sum(calls) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' GROUP BY queryid"), "\n") {
+		if line == "" { // none yet
+			continue
+		}
 		id, n, ok := strings.Cut(line, "|")
 		v, err := strconv.ParseFloat(n, 64)
 		if !ok || err != nil {
