@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/sqlnorm"
 	"github.com/dbiolat/dbiolat/internal/testenv"
@@ -430,6 +431,66 @@ func TestTopCountsAsPgStatStatements(t *testing.T) {
 		t.Logf("%-20s pg_stat_statements %4d, top %4d", k, theirs[k], byCase[k])
 		if theirs[k] == 0 || byCase[k] != theirs[k] {
 			t.Errorf("%s: top counted %d statements, pg_stat_statements %d", k, byCase[k], theirs[k])
+		}
+	}
+}
+
+// top on MariaDB (sysbench's oltp_read_write, its statements prepared and
+// not): MySQL's queries are not counted in the kernel by statement, so
+// each is a record the aggregator counts; the calls of top's fingerprint
+// rows are the server's own counters (Com_select...) by kind, and its
+// backends are the connections, with their time.
+func TestTopMariaDB(t *testing.T) {
+	sideBySide(t)
+	s := startMariaDB(t, nil)
+	ctx := mysqlContext(t)
+	o := mysandbox.SysbenchOptions{Test: "oltp_read_write", Tables: 2, TableSize: 2000, Threads: 4, Events: 200}
+	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	before := comCounters(t, s)
+	tr := startTrace(t, "top", "--json", "--interval", "1s", "--pid", fmt.Sprint(s.PID()))
+	for _, mode := range []string{"auto", "disable"} {
+		o.PSMode = mode
+		if _, err := s.Sysbench(ctx, o, "run"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the interval that holds the last of them
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat top exited with %v: %s", err, tr.stderr.String())
+	}
+	after := comCounters(t, s)
+
+	ours := map[string]uint64{}
+	connections := 0
+	for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+		var f top.Frame
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		for _, r := range f.Fingerprints {
+			first, _, _ := strings.Cut(strings.TrimSpace(r.Query), " ")
+			ours[strings.ToUpper(first)] += r.Calls
+		}
+		for _, r := range f.Backends {
+			if r.ConnectionID != 0 && r.Calls > 0 {
+				connections++
+				if r.KernelCounted || r.TotalNs == 0 {
+					t.Errorf("connection %d: %d calls, %dns, kernel_counted %v: MySQL's are records, with their time", r.ConnectionID, r.Calls, r.TotalNs, r.KernelCounted)
+				}
+			}
+		}
+	}
+	if connections == 0 {
+		t.Errorf("no connection among the backends:\n%s", tr.stdout.String())
+	}
+	for kind, counter := range sysbenchKinds {
+		theirs := after[counter] - before[counter]
+		t.Logf("%-6s %s %5d, top %5d", kind, counter, theirs, ours[kind])
+		if theirs == 0 || ours[kind] != theirs {
+			t.Errorf("%s: top counted %d, the server's %s %d", kind, ours[kind], counter, theirs)
 		}
 	}
 }
