@@ -60,22 +60,52 @@ func runTopCmd(ctx context.Context, args []string) error {
 }
 
 // topTracer is the trace top's two outputs share: every family on, every
-// query recorded, each into the aggregator (observe), each interval's
-// snapshot to show.
-func topTracer(o targetOptions, interval time.Duration, count int, agg *top.Aggregator, observe func(*model.Query), show func(*top.Snapshot) error) tracer {
+// query counted (observe takes the records), each interval's snapshot to
+// show. The aggregator is used under mu: the screen's keys read it too.
+//
+// The kernel counts PostgreSQL's queries by statement identity, as for
+// serve (probe.Emit.Statements), and sends records only of queries of
+// top.Slow or more, of a sample (top.Sample: a fingerprint's slow-log
+// lines) and of those no identity counts (MySQL's, those without a query
+// id, pipelines': the aggregator counts them). At each interval the
+// fingerprints' rows take the statements' counts, and the backends' rows
+// what the kernel keeps per process (queries begun, I/O): the statements'
+// counts have no backend, and a record per query only for the backends'
+// time would cost what counting in the kernel saves.
+func topTracer(o targetOptions, interval time.Duration, count int, mu sync.Locker, agg *top.Aggregator, observe func(*model.Query), show func(*top.Snapshot) error) tracer {
 	servers := func(s *session.Session) string {
 		return cmp.Or(describeServers(s), "no database server yet: waiting for one to start")
 	}
-	return tracer{opts: o, families: probe.All, emit: probe.EmitAll, interval: interval, count: count, wait: true,
-		onStart: func(s *session.Session) error { agg.Start(servers(s), time.Now()); return nil },
+	emit := probe.Emit{MinQuery: top.Slow, MinFS: -1, Statements: true, Sample: top.Sample}
+	return tracer{opts: o, families: probe.All, emit: emit, interval: interval, count: count, wait: true,
+		onStart: func(s *session.Session) error {
+			mu.Lock()
+			defer mu.Unlock()
+			agg.Start(servers(s), time.Now())
+			return nil
+		},
 		onQuery: func(q *model.Query) error { observe(q); return nil },
 		onTick: func(s *session.Session) error {
-			agg.Servers(servers(s)) // one may have started or restarted
+			cs, err := s.Statements()
+			if err != nil {
+				return err
+			}
+			bs, err := s.Backends()
+			if err != nil {
+				return err
+			}
 			iv, err := s.Interval()
 			if err != nil {
 				return err
 			}
-			return show(agg.Tick(iv))
+			desc := servers(s) // one may have started or restarted
+			mu.Lock()
+			agg.Servers(desc)
+			agg.AddStatements(cs)
+			agg.AddBackends(bs)
+			snap := agg.Tick(iv)
+			mu.Unlock()
+			return show(snap)
 		}}
 }
 
@@ -84,7 +114,7 @@ func topTracer(o targetOptions, interval time.Duration, count int, agg *top.Aggr
 func runTopPlain(ctx context.Context, o targetOptions, interval time.Duration, count int, v *top.View) error {
 	agg := top.New()
 	js := output.NewJSON(stdout)
-	t := topTracer(o, interval, count, agg, agg.Observe, func(snap *top.Snapshot) error {
+	t := topTracer(o, interval, count, &sync.Mutex{}, agg, agg.Observe, func(snap *top.Snapshot) error { // one goroutine: the lock is never contended
 		f := v.Frame(snap)
 		if o.JSON {
 			return js.Write(f)
@@ -129,7 +159,7 @@ func runTopScreen(ctx context.Context, o targetOptions, interval time.Duration, 
 	defer quit()
 	ts := &topScreen{agg: top.New(), view: v, quit: quit}
 	defer ts.close()
-	t := topTracer(o, interval, count, ts.agg, ts.observe, ts.tick)
+	t := topTracer(o, interval, count, &ts.mu, ts.agg, ts.observe, ts.tick)
 	t.warn = ts.warn
 	s, err := t.run(ctx)
 	ts.close()

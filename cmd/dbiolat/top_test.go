@@ -5,16 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/sqlnorm"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 	"github.com/dbiolat/dbiolat/internal/top"
 )
@@ -271,5 +277,220 @@ func TestTopPlainAndJSON(t *testing.T) {
 	}
 	if frames != 2 || summaries != 1 {
 		t.Errorf("%d objects of type top and %d summaries, want 2 and 1:\n%s", frames, summaries, out)
+	}
+}
+
+// top counts as the kernel counts: PostgreSQL's queries under their
+// statement identity, without a record each. Over pgbench (TPC-B-like on
+// the simple protocol, select-only on the extended one) and real drivers
+// (psycopg's executemany, server-side cursor and multi-statement Query;
+// pgJDBC's prepared statements, batch and fetch size; libpq's pipeline
+// mode, driven by pgbench), the calls top's fingerprint rows add up to
+// over its intervals are pg_stat_statements' calls: per query id for
+// pgbench's statements, per driver case by the table its statements name
+// (a pipeline's statements come as records Go counts, the others the
+// kernel counts). The backends' rows are the kernel's too (no time per
+// backend); no identity goes unnamed and nothing is lost.
+func TestTopCountsAsPgStatStatements(t *testing.T) {
+	sideBySide(t)
+	python, jars := driverTools(t)
+	port := freePort(t)
+	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})
+	ctx := context.Background()
+	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
+		t.Fatal(err)
+	}
+	cases := []driverCase{
+		{"psycopg", "executemany", regexp.MustCompile(`drv_executemany\b`)},
+		{"psycopg", "cursor", regexp.MustCompile(`drv_(cursor|named)\b`)},
+		{"psycopg", "multi", regexp.MustCompile(`drv_multi\b`)},
+		{"pgjdbc", "prepared", regexp.MustCompile(`drv_prepared\b`)},
+		{"pgjdbc", "batch", regexp.MustCompile(`drv_batch\b`)},
+		{"pgjdbc", "fetch", regexp.MustCompile(`drv_fetch\b`)},
+		{"libpq", "pipeline", regexp.MustCompile(`drv_libpq\b`)},
+	}
+	script := filepath.Join(reachableTempDir(t, "top-pipeline-"), "pipeline.sql")
+	body := "\\startpipeline\n" + strings.Repeat("INSERT INTO drv_libpq VALUES (:client_id, 'x');\n", 10) + "\\endpipeline\n"
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tr := startTrace(t, "top", "--json", "--interval", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	before, _ := statementCalls(t, c)
+	psql(t, c, "CREATE TABLE drv_libpq (id int, v text)") // counted by both
+	done := make(chan error, 2)
+	for _, args := range [][]string{
+		{"-n", "-c", "1", "-M", "simple", "-t", "300"},
+		{"-n", "-S", "-c", "2", "-M", "extended", "-t", "3000"},
+	} {
+		go func() { _, err := c.Pgbench(ctx, "postgres", args...); done <- err }()
+	}
+	for _, dc := range cases {
+		runDriver(t, c, dc, python, jars, port, func(ctx context.Context) *exec.Cmd {
+			return c.PgbenchCmd(ctx, "postgres", "-n", "-M", "extended", "-f", script, "-t", "30")
+		})
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("pgbench: %v", err)
+		}
+	}
+	// An identity's counts wait for the record that names it (read with
+	// them, normally; asked again if lost): a few intervals more.
+	time.Sleep(4 * time.Second)
+	after, _ := statementCalls(t, c)
+	time.Sleep(1500 * time.Millisecond) // the interval that reads the test's own query
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat top exited with %v: %s", err, tr.stderr.String())
+	}
+
+	byFP, byCase := map[string]uint64{}, map[string]uint64{}
+	var frames, counted int
+	var last top.Frame
+	for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+		var f top.Frame
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		if f.Type != "top" {
+			continue
+		}
+		frames++
+		last = f
+		for _, r := range f.Fingerprints {
+			if r.Fingerprint == model.UnnamedFingerprint || r.Fingerprint == model.OtherFingerprint {
+				t.Errorf("%d calls counted as %q", r.Calls, r.Fingerprint)
+			}
+			matched := false
+			for _, dc := range cases {
+				if dc.marker.MatchString(r.Query) {
+					byCase[dc.driver+" "+dc.name] += r.Calls
+					matched = true
+				}
+			}
+			if !matched {
+				byFP[r.Fingerprint] += r.Calls
+			}
+		}
+		for _, r := range f.Backends {
+			// (Its calls are the queries its live threads began: a backend
+			// that exited before the interval's end shows its I/O only.)
+			if r.KernelCounted {
+				counted++
+				if r.TotalNs != 0 || r.Role != "client backend" {
+					t.Errorf("a backend the kernel counted with %dns of time, role %q", r.TotalNs, r.Role)
+				}
+			}
+		}
+	}
+	if frames < 3 || counted == 0 {
+		t.Fatalf("%d intervals, %d backend rows the kernel counted:\n%s", frames, counted, tr.stdout.String())
+	}
+	for _, c := range model.Counters {
+		if c.Loss && last.Drops[c.Name] > 0 {
+			t.Errorf("%s: %d", c.Name, last.Drops[c.Name])
+		}
+	}
+
+	// pgbench's statements, by their fingerprint: top's rows are
+	// fingerprints, and PostgreSQL gives a statement sent with literals
+	// (the simple protocol) another query id than the same sent with
+	// parameters (the extended one), so that pgbench's SELECT has two.
+	theirsByFP, texts := map[string]uint64{}, map[string]string{}
+	for _, line := range strings.Split(psql(t, c, "SELECT queryid, query FROM pg_stat_statements WHERE query LIKE '%pgbench\\_%' AND query NOT LIKE '%drv\\_%'"), "\n") {
+		id, query, _ := strings.Cut(line, "|")
+		if n := after[id] - before[id]; n > 0 {
+			norm, fp := sqlnorm.Of(query)
+			theirsByFP[fmt.Sprintf("%016x", fp)] += uint64(n)
+			texts[fmt.Sprintf("%016x", fp)] = norm
+		}
+	}
+	if len(theirsByFP) < 6 {
+		t.Errorf("pg_stat_statements counted %d of pgbench's statements, want its 4 of TPC-B-like, its SELECT and its count", len(theirsByFP))
+	}
+	for _, fp := range slices.Sorted(maps.Keys(theirsByFP)) {
+		t.Logf("pg_stat_statements %5d, top %5d: %s", theirsByFP[fp], byFP[fp], texts[fp])
+		if byFP[fp] != theirsByFP[fp] {
+			t.Errorf("top counted %d, pg_stat_statements %d: %s", byFP[fp], theirsByFP[fp], texts[fp])
+		}
+	}
+	// Each driver case's statements, by the tables they name.
+	theirs := map[string]uint64{}
+	for _, line := range strings.Split(psql(t, c, "SELECT calls, query FROM pg_stat_statements WHERE query LIKE '%drv\\_%'"), "\n") {
+		calls, query, _ := strings.Cut(line, "|")
+		n, _ := strconv.ParseUint(calls, 10, 64)
+		for _, dc := range cases {
+			if dc.marker.MatchString(query) {
+				theirs[dc.driver+" "+dc.name] += n
+			}
+		}
+	}
+	for _, dc := range cases {
+		k := dc.driver + " " + dc.name
+		t.Logf("%-20s pg_stat_statements %4d, top %4d", k, theirs[k], byCase[k])
+		if theirs[k] == 0 || byCase[k] != theirs[k] {
+			t.Errorf("%s: top counted %d statements, pg_stat_statements %d", k, byCase[k], theirs[k])
+		}
+	}
+}
+
+// top on MariaDB (sysbench's oltp_read_write, its statements prepared and
+// not): MySQL's queries are not counted in the kernel by statement, so
+// each is a record the aggregator counts; the calls of top's fingerprint
+// rows are the server's own counters (Com_select...) by kind, and its
+// backends are the connections, with their time.
+func TestTopMariaDB(t *testing.T) {
+	sideBySide(t)
+	s := startMariaDB(t, nil)
+	ctx := mysqlContext(t)
+	o := mysandbox.SysbenchOptions{Test: "oltp_read_write", Tables: 2, TableSize: 2000, Threads: 4, Events: 200}
+	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	before := comCounters(t, s)
+	tr := startTrace(t, "top", "--json", "--interval", "1s", "--pid", fmt.Sprint(s.PID()))
+	for _, mode := range []string{"auto", "disable"} {
+		o.PSMode = mode
+		if _, err := s.Sysbench(ctx, o, "run"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the interval that holds the last of them
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat top exited with %v: %s", err, tr.stderr.String())
+	}
+	after := comCounters(t, s)
+
+	ours := map[string]uint64{}
+	connections := 0
+	for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+		var f top.Frame
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		for _, r := range f.Fingerprints {
+			first, _, _ := strings.Cut(strings.TrimSpace(r.Query), " ")
+			ours[strings.ToUpper(first)] += r.Calls
+		}
+		for _, r := range f.Backends {
+			if r.ConnectionID != 0 && r.Calls > 0 {
+				connections++
+				if r.KernelCounted || r.TotalNs == 0 {
+					t.Errorf("connection %d: %d calls, %dns, kernel_counted %v: MySQL's are records, with their time", r.ConnectionID, r.Calls, r.TotalNs, r.KernelCounted)
+				}
+			}
+		}
+	}
+	if connections == 0 {
+		t.Errorf("no connection among the backends:\n%s", tr.stdout.String())
+	}
+	for kind, counter := range sysbenchKinds {
+		theirs := after[counter] - before[counter]
+		t.Logf("%-6s %s %5d, top %5d", kind, counter, theirs, ours[kind])
+		if theirs == 0 || ours[kind] != theirs {
+			t.Errorf("%s: top counted %d, the server's %s %d", kind, ours[kind], counter, theirs)
+		}
 	}
 }

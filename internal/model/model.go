@@ -157,6 +157,21 @@ type StatementCounts struct {
 	Latencies *hist.Hist
 }
 
+// BackendCounts are what the kernel counted of one PostgreSQL backend
+// over a while, without a record per query (top, when the kernel counts
+// queries by statement identity): the queries it began, its file system
+// calls and the block requests it started. Its queries' time is in the
+// statements' counts, which have no backend.
+type BackendCounts struct {
+	PID      int
+	Role     string
+	Database string
+	User     string
+	Queries  uint64 // queries begun
+	FSCount  uint64 // file system calls (reads, writes, syncs)
+	BlkCount uint64 // block requests started
+}
+
 // OtherFingerprint labels queries counted together, without their
 // statement's identity (a bound was reached); UnnamedFingerprint those of
 // an identity no record named (the record was lost: drops say why).

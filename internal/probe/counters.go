@@ -248,3 +248,22 @@ func (t *Tracer) MapBytes() uint64 {
 	}
 	return sum
 }
+
+// QueriesBegun returns, per unit, how many queries its live threads
+// began since they were tracked (thread_state.query_seq, which tags
+// their block requests): what top counts per backend when the kernel
+// counts the queries themselves by statement (Emit.Statements). A thread
+// that exited takes its count with it.
+func (t *Tracer) QueriesBegun() (map[uint32]uint64, error) {
+	out := map[uint32]uint64{}
+	var k uint32
+	var ts dbiolatThreadState
+	it := t.objs.Threads.Iterate()
+	for it.Next(&k, &ts) {
+		out[ts.Unit] += ts.QuerySeq
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the threads' queries: %w", err)
+	}
+	return out, nil
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/hist"
 	"github.com/dbiolat/dbiolat/internal/model"
+	"github.com/dbiolat/dbiolat/internal/postgres"
 	"github.com/dbiolat/dbiolat/internal/probe"
 )
 
@@ -145,6 +146,9 @@ func (s *Session) statementCounts(instance uint32, d *probe.StmtTotals, name *mo
 	q.Database, q.User, q.Application = name.Database, name.User, name.Application
 	q.Fingerprint, q.Query, q.Truncated, q.QueryID = name.Fingerprint, name.Query, name.Truncated, name.QueryID
 	q.Counted = true
+	// Only a client backend ends a statement the kernel counts (from its
+	// client's messages): the role top's filter selects its rows by.
+	q.Role = string(postgres.ClientBackend)
 	h := &hist.Hist{Sum: d.Ns}
 	for i, n := range d.Slots {
 		h.AddSlot(probe.StmtSlot(i), n)

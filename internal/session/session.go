@@ -69,20 +69,21 @@ type Session struct {
 	exited       map[uint32]time.Time // pid -> when its exit was seen
 	prevTotals   totals               // for Interval
 	prevQueries  uint64
-	statements   statements           // named prepared statements per backend, learned from the wire
-	pipelines    pipelines            // the statement texts of each backend's current round trip
-	unnamed      uint64               // statements of records shown that no capture named (wire_unnamed)
-	suspended    suspended            // the statements each backend's suspended portals run, not yet counted
-	counted      counted              // the kernel's statement counts: their names, what was read (counted.go)
-	exitedIO     rateRows             // what processes that exited did since the last interval
-	exitedHists  roleHists            // and their histograms' gains (RatesByServer)
-	leftForLater map[uint32]bool      // units whose counts the last interval left for this one
-	unfolded     []uint32             // exited processes whose kernel totals are not folded yet
-	folded       time.Time            // when foldExited last ran
-	followed     time.Time            // when follow last looked for restarted servers
-	owners       map[uint32]int       // the server each tracked process (or MySQL thread) belongs to
-	poolers      map[int]procfs.Start // the connection poolers followed (pooler.go), by pid
-	boxes        []boxOf              // where each kernel box goes in a model.Query
+	statements   statements            // named prepared statements per backend, learned from the wire
+	pipelines    pipelines             // the statement texts of each backend's current round trip
+	unnamed      uint64                // statements of records shown that no capture named (wire_unnamed)
+	suspended    suspended             // the statements each backend's suspended portals run, not yet counted
+	counted      counted               // the kernel's statement counts: their names, what was read (counted.go)
+	unitsRead    map[uint32]unitCounts // the backends' figures as Backends last read them (backends.go)
+	exitedIO     rateRows              // what processes that exited did since the last interval
+	exitedHists  roleHists             // and their histograms' gains (RatesByServer)
+	leftForLater map[uint32]bool       // units whose counts the last interval left for this one
+	unfolded     []uint32              // exited processes whose kernel totals are not folded yet
+	folded       time.Time             // when foldExited last ran
+	followed     time.Time             // when follow last looked for restarted servers
+	owners       map[uint32]int        // the server each tracked process (or MySQL thread) belongs to
+	poolers      map[int]procfs.Start  // the connection poolers followed (pooler.go), by pid
+	boxes        []boxOf               // where each kernel box goes in a model.Query
 }
 
 // boxOf is one waterfall box: its index in the kernel's query_acct, and

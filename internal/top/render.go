@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -103,7 +104,14 @@ func Render(f *Frame, v *View, recent []model.Query, width, height int) []Line {
 		add(Alert, fmt.Sprintf("+ %d queries not listed: over %d rows in the interval", f.UnlistedFingerprints, maxRows))
 	}
 	add(Normal, "")
-	add(Normal, fmt.Sprintf("%d backends ran queries, each with its last one%s", len(f.Backends), shown(beN, len(f.Backends))))
+	// The kernel counts PostgreSQL's queries by statement, not by
+	// backend: such a backend's row has its calls (queries begun) and I/O,
+	// its time is in the fingerprints' rows.
+	untimed := ""
+	if slices.ContainsFunc(f.Backends, func(r Row) bool { return r.KernelCounted }) {
+		untimed = " (-: time counted by statement only)"
+	}
+	add(Normal, fmt.Sprintf("%d backends ran queries, each with its last one%s%s", len(f.Backends), untimed, shown(beN, len(f.Backends))))
 	out = table(out, f.Backends, backends, v, width, beN, false)
 	if f.UnlistedBackends > 0 {
 		add(Alert, fmt.Sprintf("+ %d queries not listed: over %d rows in the interval", f.UnlistedBackends, maxRows))
@@ -283,7 +291,8 @@ func detail(out []Line, f *Frame, v *View, recent []model.Query, width, height i
 		add(Normal, output.OneLine(text))
 	}
 	if len(recent) == 0 {
-		add(Normal, fmt.Sprintf("(its queries are not kept: the %d busiest fingerprints' are)", maxFingerprints))
+		add(Normal, fmt.Sprintf("(no query of it kept: top keeps those of %s or more, one in %.0f of the others and those the kernel does not count, of the %d busiest fingerprints)",
+			dur(uint64(Slow)), 1/Sample, maxFingerprints))
 		return append(out, lines[:min(len(lines), max(0, height))]...)
 	}
 	add(Normal, "")

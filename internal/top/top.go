@@ -1,10 +1,22 @@
 // Package top is dbiolat top's logic, without a terminal and without BPF:
-// an aggregator fed the session's query records and intervals, which makes
-// one Snapshot per interval (what each query fingerprint and each backend
-// spent in it, and the I/O rates); a View of a snapshot (filtered, sorted,
-// a fingerprint selected) as a Frame, which --json prints; and the
-// rendering of a frame into lines of text for a width and height, which
-// the screen and the plain output both show.
+// an aggregator fed the session's query records, the kernel's counts by
+// statement and by backend, and intervals, which makes one Snapshot per
+// interval (what each query fingerprint and each backend spent in it, and
+// the I/O rates); a View of a snapshot (filtered, sorted, a fingerprint
+// selected) as a Frame, which --json prints; and the rendering of a frame
+// into lines of text for a width and height, which the screen and the
+// plain output both show.
+//
+// The kernel counts PostgreSQL's queries by statement identity and sends
+// a record only of some (slow, drawn for a sample, or that no identity
+// counts: MySQL's, those without a query id, pipelines'). A fingerprint's
+// row is then the statements' counts (AddStatements) plus the records not
+// counted in the kernel (Observe); a record the kernel counted
+// (model.Query.Counted) only names a backend's last query and joins the
+// recent queries. The statements' counts have no backend: a backend whose
+// queries the kernel counted gets its row from what the kernel keeps per
+// process (AddBackends: queries begun, file system calls, block
+// requests), without their time, which no count per backend holds.
 //
 // Memory is bounded whatever the workload: rows are kept per interval, at
 // most maxRows of each kind, and the recent queries of at most
@@ -32,6 +44,14 @@ const (
 	// new ones can enter in the next interval.
 	maxFingerprints = 1000
 	newcomers       = 100
+	// Slow and Sample choose the queries the kernel sends as records
+	// besides those it does not count (probe.Emit: MinQuery, Sample): the
+	// recent queries a fingerprint's slow-log lines show. A share of one
+	// in a hundred costs little at any rate (pgbench's 20,000 queries a
+	// second send 200 records) and shows a busy fingerprint's queries at
+	// once; a query of 10 ms or more is always one.
+	Slow   = 10 * time.Millisecond
+	Sample = 0.01
 	// RecentKept is how many of a fingerprint's latest queries are kept.
 	RecentKept = 20
 	// recentTextMax bounds a kept query's text (--raw-sql: each differs
@@ -111,6 +131,10 @@ type Backend struct {
 	Fingerprint  string // of its last query
 	Query        string
 	QueryID      int64 // of its last query: PostgreSQL's query id, 0: none
+	// Counted: the kernel counted its queries (AddBackends): Calls are the
+	// queries it began, FSCount and BlkCount its process's; no time, which
+	// the kernel counts by statement, not by backend.
+	Counted bool
 	Stats
 }
 
@@ -179,10 +203,14 @@ func cut(s string, n int) string {
 // Aggregator sums query records into the current interval's rows. It is
 // not safe for concurrent use: its caller serializes.
 type Aggregator struct {
-	servers                string
-	since                  time.Time
-	cells                  map[cellKey]*Cell
-	backends               map[backendKey]*Backend
+	servers  string
+	since    time.Time
+	cells    map[cellKey]*Cell
+	backends map[backendKey]*Backend
+	// last: each backend's session and last query, kept from interval to
+	// interval while it runs queries: a backend the kernel counted may
+	// send no record in an interval.
+	last                   map[backendKey]Backend
 	recents                map[string]*recent
 	interval               int // intervals ended
 	unlistedFP, unlistedBE uint64
@@ -190,7 +218,7 @@ type Aggregator struct {
 
 // New makes an aggregator.
 func New() *Aggregator {
-	return &Aggregator{cells: map[cellKey]*Cell{}, backends: map[backendKey]*Backend{}, recents: map[string]*recent{}}
+	return &Aggregator{cells: map[cellKey]*Cell{}, backends: map[backendKey]*Backend{}, last: map[backendKey]Backend{}, recents: map[string]*recent{}}
 }
 
 // Start says what the trace follows, once attached, and since when: what
@@ -200,35 +228,29 @@ func (a *Aggregator) Start(servers string, since time.Time) { a.servers, a.since
 // Servers says anew what is traced: a server started or restarted since.
 func (a *Aggregator) Servers(servers string) { a.servers = servers }
 
-// Observe counts one finished query in the current interval.
+// Observe counts one finished query in the current interval, unless the
+// kernel counted it (AddStatements, AddBackends have it): then it only
+// names its backend's last query. Either way it joins its fingerprint's
+// recent queries.
 func (a *Aggregator) Observe(q *model.Query) {
-	k := cellKey{q.Fingerprint, q.Database, q.User, q.Application, q.Role}
-	c := a.cells[k]
-	if c == nil && len(a.cells) < maxRows {
-		c = &Cell{Fingerprint: q.Fingerprint, Query: q.Query, Database: q.Database, User: q.User, Application: q.Application, Role: q.Role}
-		a.cells[k] = c
-	}
-	if c != nil {
-		c.add(q)
-		c.noteQueryID(q.QueryID)
-	} else {
-		a.unlistedFP++
+	if !q.Counted {
+		a.cell(q).add(q, &a.unlistedFP)
 	}
 
 	bk := backendKey{q.PID, q.ConnectionID}
-	b := a.backends[bk]
-	if b == nil && len(a.backends) < maxRows {
-		b = &Backend{PID: q.PID, ConnectionID: q.ConnectionID}
-		a.backends[bk] = b
-	}
-	if b != nil {
+	if b := a.backend(bk); b != nil {
 		// The last query's session: a MySQL connection may change user or
 		// database, a PostgreSQL one its application_name.
 		b.Database, b.User, b.Application, b.Role = q.Database, q.User, q.Application, q.Role
 		b.Fingerprint, b.Query, b.QueryID = q.Fingerprint, q.Query, q.QueryID
-		b.add(q)
-	} else {
-		a.unlistedBE++
+		switch {
+		case q.Counted: // its time is in its statement's counts, not in any backend's
+			b.Counted = true
+		case !b.Counted:
+			b.add(q)
+		}
+	} else if !q.Counted {
+		a.unlistedBE += uint64(q.Statements)
 	}
 
 	r := a.recents[q.Fingerprint]
@@ -240,6 +262,74 @@ func (a *Aggregator) Observe(q *model.Query) {
 		r.push(q)
 		r.ns += q.QueryNs
 		r.seen = a.interval
+	}
+}
+
+// cell is the current interval's cell of a query's fingerprint, session
+// and role; nil beyond maxRows.
+func (a *Aggregator) cell(q *model.Query) *Cell {
+	k := cellKey{q.Fingerprint, q.Database, q.User, q.Application, q.Role}
+	c := a.cells[k]
+	if c == nil && len(a.cells) < maxRows {
+		c = &Cell{Fingerprint: q.Fingerprint, Query: q.Query, Database: q.Database, User: q.User, Application: q.Application, Role: q.Role}
+		a.cells[k] = c
+	}
+	return c
+}
+
+// add counts a query (or the sums of a statement identity's) in the cell,
+// or as unlisted when there is none.
+func (c *Cell) add(q *model.Query, unlisted *uint64) {
+	if c == nil {
+		*unlisted += uint64(q.Statements)
+		return
+	}
+	c.Stats.add(q)
+	c.noteQueryID(q.QueryID)
+}
+
+// backend is the current interval's row of a backend, begun with what
+// was last known of it; nil beyond maxRows.
+func (a *Aggregator) backend(k backendKey) *Backend {
+	b := a.backends[k]
+	if b == nil && len(a.backends) < maxRows {
+		last := a.last[k]
+		b = &Backend{PID: k.pid, ConnectionID: k.conn, Database: last.Database, User: last.User, Application: last.Application,
+			Role: last.Role, Fingerprint: last.Fingerprint, Query: last.Query, QueryID: last.QueryID}
+		a.backends[k] = b
+	}
+	return b
+}
+
+// AddStatements counts what the kernel counted under statement identities
+// in the interval (session.Statements): each identity's sums, labelled
+// as the record that named it.
+func (a *Aggregator) AddStatements(cs []model.StatementCounts) {
+	for _, c := range cs {
+		a.cell(c.Sums).add(c.Sums, &a.unlistedFP)
+	}
+}
+
+// AddBackends gives the backends whose queries the kernel counted their
+// rows for the interval (session.Backends): the queries they began, their
+// file system calls and block requests. A backend whose queries all came
+// as records (none counted in the kernel: as many or more statements
+// recorded than begun) keeps the row its records made, with their time.
+func (a *Aggregator) AddBackends(bs []model.BackendCounts) {
+	for _, kb := range bs {
+		b := a.backend(backendKey{kb.PID, 0})
+		if b == nil {
+			a.unlistedBE += kb.Queries
+			continue
+		}
+		if b.Role == "" { // no record of it yet: its process's title says
+			b.Database, b.User, b.Role = kb.Database, kb.User, kb.Role
+		}
+		if !b.Counted && kb.Queries <= b.Calls && (kb.Queries > 0 || b.Calls > 0) {
+			continue
+		}
+		b.Counted = true
+		b.Stats = Stats{Calls: kb.Queries, FSCount: kb.FSCount, BlkCount: kb.BlkCount}
 	}
 }
 
@@ -255,6 +345,13 @@ func (a *Aggregator) Tick(iv *model.Interval) *Snapshot {
 	s.Backends = make([]Backend, 0, len(a.backends))
 	for _, b := range a.backends {
 		s.Backends = append(s.Backends, *b)
+	}
+	// What is known of the backends of the interval, for the next: those
+	// that ran none in it are forgotten (bounded as the rows are).
+	a.last = make(map[backendKey]Backend, len(a.backends))
+	for k, b := range a.backends {
+		a.last[k] = Backend{Database: b.Database, User: b.User, Application: b.Application, Role: b.Role,
+			Fingerprint: b.Fingerprint, Query: b.Query, QueryID: b.QueryID}
 	}
 	// Fresh maps: a burst of rows must not keep its maps' size.
 	a.cells, a.backends = map[cellKey]*Cell{}, map[backendKey]*Backend{}

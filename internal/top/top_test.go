@@ -640,3 +640,60 @@ func TestQueryIDInRows(t *testing.T) {
 		t.Errorf("a row without a query id has one in JSON: %s", b)
 	}
 }
+
+// With the kernel counting by statement: a fingerprint's calls are its
+// statements' counts plus the records no identity counted, never a
+// counted record again; a backend whose queries the kernel counted has
+// the kernel's calls and I/O and no time ("-"), one whose queries all
+// came as records keeps its row; its last query is the last recorded,
+// kept into the next interval.
+func TestKernelCounted(t *testing.T) {
+	a := started("PostgreSQL pid 1")
+	sums := query("aaaa", pgbenchSelect, 0, "shop", "app", 30, 10, 0, 0, 5, 2)
+	sums.Statements, sums.Counted = 20, true
+	slow := query("aaaa", pgbenchSelect, 10, "shop", "app", 12, 0, 0, 0, 0, 0) // one of the 20, recorded as slow
+	slow.Counted = true
+	a.Observe(slow)
+	a.Observe(query("bbbb", "UPDATE t SET x = $1", 11, "shop", "app", 1, 0, 0, 0, 0, 0)) // not counted in the kernel
+	a.AddStatements([]model.StatementCounts{{Sums: sums}})
+	a.AddBackends([]model.BackendCounts{
+		{PID: 10, Role: "client backend", Database: "shop", User: "app", Queries: 20, FSCount: 7, BlkCount: 3},
+		{PID: 11, Role: "client backend", Database: "shop", User: "app", Queries: 1},
+		{PID: 12, Role: "client backend", Database: "crm", User: "batch", FSCount: 4}, // I/O, no query begun: a long one
+	})
+	v, _ := NewView("total", Filter{Role: "client backend"})
+	f := v.Frame(a.Tick(interval(1, 21)))
+	calls := map[string]uint64{}
+	for _, r := range f.Fingerprints {
+		calls[r.Fingerprint] = r.Calls
+	}
+	if calls["aaaa"] != 20 || calls["bbbb"] != 1 || len(calls) != 2 {
+		t.Errorf("fingerprints' calls %v, want aaaa 20 (the kernel's, the slow record not again) and bbbb 1", calls)
+	}
+	byPID := map[int]Row{}
+	for _, r := range f.Backends {
+		byPID[r.PID] = r
+	}
+	if r := byPID[10]; !r.KernelCounted || r.Calls != 20 || r.FSCount != 7 || r.BlkCount != 3 || r.TotalNs != 0 || r.Query != pgbenchSelect {
+		t.Errorf("backend 10: %+v", r)
+	}
+	if r := byPID[11]; r.KernelCounted || r.Calls != 1 || r.TotalNs != 1e6 {
+		t.Errorf("backend 11, its query a record: %+v", r)
+	}
+	if r := byPID[12]; !r.KernelCounted || r.Calls != 0 || r.FSCount != 4 || r.Database != "crm" {
+		t.Errorf("backend 12: %+v", r)
+	}
+	var text string
+	for _, l := range Render(f, v, nil, 160, 0) {
+		text += l.Text + "\n"
+	}
+	if !strings.Contains(text, "(-: time counted by statement only)") {
+		t.Errorf("the backends' table does not say why its time is -:\n%s", text)
+	}
+	// The next interval: the kernel's figures alone; the last query stays.
+	a.AddBackends([]model.BackendCounts{{PID: 10, Role: "client backend", Database: "shop", User: "app", Queries: 5}})
+	f = v.Frame(a.Tick(interval(1, 5)))
+	if len(f.Backends) != 1 || f.Backends[0].Query != pgbenchSelect || f.Backends[0].Calls != 5 {
+		t.Errorf("the next interval's backends: %+v", f.Backends)
+	}
+}

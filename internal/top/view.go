@@ -38,6 +38,10 @@ type Row struct {
 	BoxNs       []uint64 `json:"-"` // per box of the waterfall (model.Boxes); in JSON by the boxes' names
 	FSCount     uint64   `json:"fs_count"`
 	BlkCount    uint64   `json:"blk_count"`
+	// KernelCounted: a backend whose queries the kernel counted by
+	// statement: Calls are the queries it began, FSCount and BlkCount its
+	// process's; its time is not known per backend (zero, shown as "-").
+	KernelCounted bool `json:"kernel_counted,omitempty"`
 }
 
 func row(s *Stats, seconds float64) Row {
@@ -188,9 +192,9 @@ func buildColumns() []column {
 		{name: "calls/s", title: "CALLS/S", width: 7, in: both, desc: true, text: func(r *Row) string { return perSec(r.CallsPerSec) },
 			cmp: func(a, b *Row) int { return cmp.Compare(a.CallsPerSec, b.CallsPerSec) }},
 		{name: "total", title: "TOTAL", width: 6, in: both, desc: true,
-			text: func(r *Row) string { return dur(r.TotalNs) }, cmp: num(func(r *Row) uint64 { return r.TotalNs })},
+			text: timed(func(r *Row) string { return dur(r.TotalNs) }), cmp: num(func(r *Row) uint64 { return r.TotalNs })},
 		{name: "mean", title: "MEAN", width: 6, in: both, desc: true,
-			text: func(r *Row) string { return dur(r.MeanNs) }, cmp: num(func(r *Row) uint64 { return r.MeanNs })},
+			text: timed(func(r *Row) string { return dur(r.MeanNs) }), cmp: num(func(r *Row) uint64 { return r.MeanNs })},
 	}
 	index := map[string]int{}
 	for i, b := range model.Boxes {
@@ -218,7 +222,7 @@ func buildColumns() []column {
 		// the fingerprint with the most I/O wait, not the one whose single
 		// call was all I/O wait.
 		cols = append(cols, column{name: bc.name, title: bc.title, width: max(4, len(bc.title)), in: both, desc: true,
-			text: func(r *Row) string { return share(ns(r), r.TotalNs) }, cmp: num(ns)})
+			text: timed(func(r *Row) string { return share(ns(r), r.TotalNs) }), cmp: num(ns)})
 	}
 	return append(cols,
 		column{name: "fs", title: "FS", width: 5, in: both, desc: true,
@@ -231,6 +235,17 @@ func buildColumns() []column {
 }
 
 var dur = output.Format(hist.Time) // durations, as every output writes them
+
+// timed shows a time column's value, or "-" for a backend whose queries'
+// time is not known per backend (Row.KernelCounted).
+func timed(text func(*Row) string) func(*Row) string {
+	return func(r *Row) string {
+		if r.KernelCounted {
+			return "-"
+		}
+		return text(r)
+	}
+}
 
 func pidText(r *Row) string {
 	if r.ConnectionID != 0 { // a MySQL connection: the server's PID is every connection's
@@ -288,15 +303,16 @@ func ColumnNames() []string {
 }
 
 // sortRows sorts rows by a column, in its order (the largest first for
-// numbers) or reversed; ties go to the most total time, then by
-// fingerprint and PID, so that the order is stable.
+// numbers) or reversed; ties go to the most total time, then the most
+// calls (backends the kernel counted have no time), then by fingerprint
+// and PID, so that the order is stable.
 func sortRows(rows []Row, c *column, reverse bool) {
 	slices.SortFunc(rows, func(a, b Row) int {
 		by := c.cmp(&a, &b)
 		if c.desc != reverse {
 			by = -by
 		}
-		return cmp.Or(by, cmp.Compare(b.TotalNs, a.TotalNs), strings.Compare(a.Fingerprint, b.Fingerprint),
+		return cmp.Or(by, cmp.Compare(b.TotalNs, a.TotalNs), cmp.Compare(b.Calls, a.Calls), strings.Compare(a.Fingerprint, b.Fingerprint),
 			cmp.Compare(a.PID, b.PID), cmp.Compare(a.ConnectionID, b.ConnectionID))
 	})
 }
@@ -394,6 +410,7 @@ func (v *View) Frame(s *Snapshot) *Frame {
 		r := row(&b.Stats, s.Seconds)
 		r.Fingerprint, r.Query, r.QueryID, r.PID, r.ConnectionID = b.Fingerprint, b.Query, b.QueryID, b.PID, b.ConnectionID
 		r.Database, r.User, r.Application, r.Role = b.Database, b.User, b.Application, b.Role
+		r.KernelCounted = b.Counted
 		f.Backends = append(f.Backends, r)
 	}
 	for _, r := range s.Rates {
