@@ -149,6 +149,10 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 	// select-only TPS at 1s/10s, against about 1% on time).
 	var resumedAt time.Time
 	tick, paused := 0, false
+	// The export's account of the queries the kernel counted: those it
+	// did not send as records were not chosen. Counted a tick late, so a
+	// record still to be drained is not taken for one not chosen.
+	var counted, countedBefore, offeredCounted, notChosen uint64
 	measure := func(s *session.Session, attached time.Duration) error {
 		iv, err := s.Interval()
 		if err != nil {
@@ -169,6 +173,16 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 			return err
 		}
 		e.AddStatements(cs)
+		if x != nil {
+			if n := countedBefore - min(countedBefore, offeredCounted); n > notChosen {
+				x.NotChosen(int(n - notChosen))
+				notChosen = n
+			}
+			countedBefore = counted
+			for _, c := range cs {
+				counted += uint64(c.Sums.Statements)
+			}
+		}
 		e.Add(iv)
 		e.SetHists(hs)
 		return nil
@@ -186,6 +200,9 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 			e.Observe(q)
 			if x != nil {
 				x.Offer(q) // never waits: chosen, queued or counted as dropped
+				if q.Counted {
+					offeredCounted += uint64(q.Statements)
+				}
 			}
 			return nil
 		},

@@ -121,6 +121,11 @@ func (e *Exporter) Offer(q *model.Query) {
 	}
 }
 
+// NotChosen counts n queries the kernel counted and did not choose (under
+// the threshold, not drawn for the sample): they never became records,
+// and are not_sampled as those Go did not choose are.
+func (e *Exporter) NotChosen(n int) { e.counts.both("not_sampled", n) }
+
 // Counts are the records offered so far by signal and outcome.
 func (e *Exporter) Counts() []model.OTLPCount { return e.counts.list() }
 

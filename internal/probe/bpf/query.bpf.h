@@ -186,7 +186,6 @@ static __always_inline int query_statement(struct query_acct *a, struct query_en
 	return flags;
 }
 
-
 /*
  * A query from start to now ends as how says: a query begun before a
  * pause of tracing is left out (counted); its statements count in

@@ -120,19 +120,22 @@ __noinline int stmt_count(struct stmt_key *k, struct query_acct *a, __u64 ns)
 			flags |= EMIT_FIRST;
 		s = bpf_map_lookup_elem(&stmts, k);
 	}
+	i = k->queryid & (STMT_ASK - 1);
+	if (s && stmt_ask[i]) {
+		stmt_ask[i] = 0;
+		flags |= EMIT_FIRST;
+	}
 	if (!s) {
 		stat_inc(STAT_STMTS_FULL);
 		s = bpf_map_lookup_elem(&stmt_overflow, &zero);
 		if (!s)
 			return 0;
-		flags = EMIT_COUNTED;
 	}
-	i = k->queryid & (STMT_ASK - 1);
-	if (stmt_ask[i]) {
-		stmt_ask[i] = 0;
-		flags |= EMIT_FIRST;
-	}
-	/* Only this CPU writes this entry: plain adds. */
+	/* Only this CPU writes this entry, and a socket tracepoint's program
+	 * runs with preemption off: plain adds. (A TLS connection's query ends
+	 * in a uprobe, which may be preempted: another query of the same
+	 * identity ending on this CPU within those nanoseconds could lose an
+	 * add.) */
 	s->calls++;
 	s->ns += ns;
 	for (i = 0; i < BOXES; i++)
