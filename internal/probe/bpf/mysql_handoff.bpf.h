@@ -193,7 +193,7 @@ static __always_inline int mysql_end_parked(struct mysql_reply *r, __u64 sk)
 	e->emit_flags = query_counted(&e->acct, e->start_ns, r->end_ns, &how);
 	e->statements = how.statements;
 	e->stmt = how.stmt;
-	if (e->emit_flags)
+	if (e->emit_flags & ~EMIT_COUNTED)
 		mysql_submit(e, r, p->text, p->text_len, p->truncated);
 out:
 	bpf_map_delete_elem(&mysql_parked, &sk);

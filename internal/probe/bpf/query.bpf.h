@@ -252,7 +252,7 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
 		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
 	flags = query_counted(&ts->acct, start, now, &how);
-	if (!flags)
+	if (!(flags & ~EMIT_COUNTED)) /* counted in the kernel, and nothing more to tell */
 		return NULL;
 	e = bpf_map_lookup_elem(&query_scratch, &zero);
 	if (!e)
