@@ -99,6 +99,11 @@ func TestServeCountsEveryQueryByQueryID(t *testing.T) {
 	if n := ours1[model.UnnamedFingerprint]; n != 0 {
 		t.Errorf("%.0f queries counted under no name", n)
 	}
+	// Counted in the kernel: records only of each identity's first on a
+	// CPU (a few dozen), not of every query.
+	if recs := fams["dbiolat_query_records_total"].GetMetric()[0].GetCounter().GetValue(); recs > 0.01*queries {
+		t.Errorf("%.0f query records for %.0f queries: the kernel should have counted them", recs, queries)
+	}
 	if r := fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue(); r != 1 {
 		t.Errorf("dbiolat_traced_ratio %v, want 1: serve's default traces all the time", r)
 	}
@@ -219,7 +224,21 @@ func TestServeCountsEveryMariaDBStatement(t *testing.T) {
 	if lost := drops(fams, true); lost != 0 {
 		t.Errorf("%.0f drops that lose records or events", lost)
 	}
+	checkFewRecords(t, fams)
 	tr.stopText(t)
+}
+
+// checkFewRecords: the kernel counted the statements, sending records only
+// of each identity's first on a CPU and of those it could not count (a
+// client's own few): at most one in twenty here, a share that falls as the
+// statements repeat.
+func checkFewRecords(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	recs := fams["dbiolat_query_records_total"].GetMetric()[0].GetCounter().GetValue()
+	queries := fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+	if recs > 0.05*queries {
+		t.Errorf("%.0f query records for %.0f queries: the kernel should have counted them", recs, queries)
+	}
 }
 
 // getBody reads a URL's body.
@@ -270,6 +289,7 @@ func TestServeCountsWithoutQueryIDs(t *testing.T) {
 	ours0, q0 := calls()
 	run(300)
 	ours1, q1 := calls()
+	checkFewRecords(t, scrape(t, url))
 	t.Logf("dbiolat_queries_total +%.0f; by statement %v", q1-q0, ours1)
 	if q1-q0 != 900 {
 		t.Errorf("serve counted %.0f statements, psycopg sent 900", q1-q0)

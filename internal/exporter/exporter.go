@@ -39,6 +39,7 @@ type Exporter struct {
 	roleHists map[roleHist]*scaledHist
 	drops     model.Drops // cumulative
 	queries   float64
+	records   float64
 	traced    float64     // the share of the time traced; 1: all of it
 	cost      *model.Cost // the last measure of the tracer's own cost; nil: none yet
 	fps       *fingerprints
@@ -156,6 +157,7 @@ func (e *Exporter) Add(iv *model.Interval) {
 	}
 	clear(e.queryPending)
 	e.queries += w * float64(iv.Queries)
+	e.records += float64(iv.Records)
 	e.drops = iv.Drops
 	for _, rh := range iv.RoleHists {
 		for name, h := range rh.Hists {
@@ -244,6 +246,8 @@ func (s *scaledHist) add(h *hist.Hist, w float64) {
 var (
 	queriesDesc = prometheus.NewDesc("dbiolat_queries_total",
 		"Queries seen finished, recorded or not.", nil, nil)
+	recordsDesc = prometheus.NewDesc("dbiolat_query_records_total",
+		"Query records the kernel sent to user space (serve: only those chosen for the export, naming a statement identity, or that no identity counts; the others are counted in the kernel).", nil, nil)
 	ioLabels = []string{"layer", "server", "database", "role", "device", "op"}
 	opsDesc  = prometheus.NewDesc("dbiolat_io_operations_total",
 		"I/O operations by layer (fs: file system calls; blk: block requests), the server, database and role of the process or thread that did them (none of them for I/O not ours), device (blk) and operation.",
@@ -291,7 +295,7 @@ func histDesc(h model.Histogram) *prometheus.Desc {
 
 // Describe sends the descriptions of every metric the exporter has.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queriesDesc, opsDesc, bytesDesc, serverDesc, serversDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
+	for _, d := range []*prometheus.Desc{queriesDesc, recordsDesc, opsDesc, bytesDesc, serverDesc, serversDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
 		ch <- d
 	}
 	for _, h := range model.Histograms {
@@ -307,6 +311,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, e.queries)
+	ch <- prometheus.MustNewConstMetric(recordsDesc, prometheus.CounterValue, e.records)
 	ch <- prometheus.MustNewConstMetric(tracedDesc, prometheus.GaugeValue, e.traced)
 	if c := e.cost; c != nil {
 		if c.BPFSampledSeconds > 0 {

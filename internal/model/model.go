@@ -325,7 +325,11 @@ type Interval struct {
 	// split by them (dbiolat serve).
 	RoleHists []RoleHists `json:"role_hists,omitempty"`
 	Queries   uint64      `json:"queries"`
-	Drops     Drops       `json:"drops"`
+	// Records: the query records the kernel sent to user space meanwhile
+	// (when it counts statements, only those chosen, naming an identity,
+	// or that no identity counts: what tracing costs in user space).
+	Records uint64 `json:"records"`
+	Drops   Drops  `json:"drops"`
 }
 
 // RoleHists are the histograms of the I/O one role of a server's database

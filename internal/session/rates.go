@@ -29,8 +29,8 @@ func (s *Session) Interval() (*model.Interval, error) {
 	if err != nil {
 		return nil, err
 	}
-	iv := &model.Interval{Type: "interval", TS: time.Now(), Queries: queries - s.prevQueries, Drops: drops}
-	s.prevQueries = queries
+	iv := &model.Interval{Type: "interval", TS: time.Now(), Queries: queries - s.prevQueries, Records: s.records - s.prevRecords, Drops: drops}
+	s.prevQueries, s.prevRecords = queries, s.records
 	iv.Rates, iv.RoleHists, iv.Seconds, err = s.rates()
 	return iv, err
 }

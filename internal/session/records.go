@@ -102,6 +102,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 		}
 	}
 	if err := s.tracer.ReadQueries(deadline, func(e *probe.QueryEvent, text []byte) {
+		s.records++
 		if q := s.query(e, text); q != nil {
 			onQuery(q)
 		}

@@ -69,6 +69,8 @@ type Session struct {
 	exited       map[uint32]time.Time // pid -> when its exit was seen
 	prevTotals   totals               // for Interval
 	prevQueries  uint64
+	records      uint64 // query records read from the kernel
+	prevRecords  uint64
 	statements   statements            // named prepared statements per backend, learned from the wire
 	pipelines    pipelines             // the statement texts of each backend's current round trip
 	unnamed      uint64                // statements of records shown that no capture named (wire_unnamed)
