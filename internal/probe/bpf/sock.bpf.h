@@ -103,9 +103,6 @@ struct text_hash {
 	__u8 skip, quote, word, space, done;
 };
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
 static long text_hash_step(__u32 i, void *ctx)
 {
 	struct text_hash *s = ctx;

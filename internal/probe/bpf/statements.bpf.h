@@ -14,6 +14,10 @@
 #include "counters.bpf.h"
 #include "bits.bpf.h"
 
+/* The hashes of identities (FNV-1a's constants). */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
 /* Set by Go before load. */
 const volatile __u8 count_statements = 0; /* count queries by identity here (serve, top) */
 const volatile __u8 emit_uncounted = 0;   /* send a query no identity counts as a record: Go counts it */
@@ -50,7 +54,7 @@ volatile __u8 stmt_ask[STMT_ASK];
 /* A hash of the application's name, as query_application reads it. */
 static __always_inline __u32 stmt_application(struct proc_info *pi)
 {
-	__u64 name = 0, w[APPLICATION_MAX / 8] = {}, h = 0xcbf29ce484222325ULL;
+	__u64 name = 0, w[APPLICATION_MAX / 8] = {}, h = FNV_OFFSET;
 	int i;
 
 	if (!pi->application_off ||
@@ -58,7 +62,7 @@ static __always_inline __u32 stmt_application(struct proc_info *pi)
 	    bpf_probe_read_user_str(w, sizeof(w), (void *)name) <= 1)
 		return 0;
 	for (i = 0; i < APPLICATION_MAX / 8; i++)
-		h = (h ^ w[i]) * 0x100000001b3ULL;
+		h = (h ^ w[i]) * FNV_PRIME;
 	return (__u32)(h ^ (h >> 32)) | 1;
 }
 
@@ -95,7 +99,7 @@ static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *
 /* A prepared statement's identity: its id or name's hash h, in its connection. */
 static __always_inline void stmt_prepared(struct stmt_key *k, __u64 conn, __u64 h)
 {
-	k->queryid = ((h ^ conn) * 0x100000001b3ULL) | 1;
+	k->queryid = (((conn * FNV_PRIME) ^ h) * FNV_PRIME) | 1; /* not h ^ conn: small ids would collide */
 	k->kind = STMT_PREPARED;
 }
 
