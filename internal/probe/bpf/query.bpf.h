@@ -175,8 +175,10 @@ static __always_inline int query_statement(struct query_acct *a, struct query_en
 	int flags = 0;
 
 	if (how->single && how->statements == 1 && how->stmt.kind) {
-		pi = bpf_map_lookup_elem(&procs, &tgid);
-		how->stmt.instance = pi ? pi->instance : 0;
+		if (!how->stmt.instance) { /* PostgreSQL's query id came with it */
+			pi = bpf_map_lookup_elem(&procs, &tgid);
+			how->stmt.instance = pi ? pi->instance : 0;
+		}
 		flags = stmt_count(&how->stmt, a, ns);
 	} else if (emit_uncounted) {
 		flags = EMIT_WANTED;

@@ -92,6 +92,7 @@ static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *
 	if (bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) || !k->queryid)
 		return 0;
 	k->kind = STMT_QUERY_ID;
+	k->instance = pi->instance;
 	k->application = stmt_application(pi);
 	return 1;
 }
