@@ -57,7 +57,7 @@ static __always_inline __u32 stmt_application(struct proc_info *pi)
 	__u64 name = 0, w[APPLICATION_MAX / 8] = {}, h = FNV_OFFSET;
 	int i;
 
-	if (!pi->application_off ||
+	if (!pi->wait_event_ptr || !pi->application_off ||
 	    bpf_probe_read_user(&name, sizeof(name), (void *)(pi->wait_event_ptr + pi->application_off)) || !name ||
 	    bpf_probe_read_user_str(w, sizeof(w), (void *)name) <= 1)
 		return 0;
@@ -68,15 +68,21 @@ static __always_inline __u32 stmt_application(struct proc_info *pi)
 
 /*
  * PostgreSQL: the identity of the statement the backend (the current
- * task) ended last: its query id, database and application, read from its
- * memory (the entry and database once, into w when given). 0 when it has
- * none (compute_query_id off, a statement without one, an unknown layout).
+ * task) ended last, read from its memory: its server, database and
+ * application, and its query id (the entry and database once, into w
+ * when given). 0 when it has no query id (compute_query_id off, a
+ * statement without one, an unknown layout): the caller names it by its
+ * text, in the same server, database and application.
  */
 static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *k, struct wire *w)
 {
 	__u64 entry = w ? w->status_entry : 0;
 
-	if (!pi || !pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off)
+	if (!pi)
+		return 0;
+	k->instance = pi->instance;
+	k->application = stmt_application(pi);
+	if (!pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off)
 		return 0;
 	if (!entry) {
 		if (bpf_probe_read_user(&entry, sizeof(entry), (void *)(pi->wait_event_ptr + pi->status_off)) || !entry ||
@@ -92,8 +98,6 @@ static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *
 	if (bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) || !k->queryid)
 		return 0;
 	k->kind = STMT_QUERY_ID;
-	k->instance = pi->instance;
-	k->application = stmt_application(pi);
 	return 1;
 }
 
