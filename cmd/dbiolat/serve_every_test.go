@@ -185,15 +185,7 @@ func TestServeCountsEveryMariaDBStatement(t *testing.T) {
 		}
 		time.Sleep(2500 * time.Millisecond) // a tick and a window: the shapes' series are admitted
 	}
-	calls := func(fams map[string]*dto.MetricFamily) map[string]float64 {
-		texts := map[string]string{}
-		json.Unmarshal([]byte(getBody(t, strings.TrimSuffix(url, "/metrics")+"/queries")), &texts)
-		out := map[string]float64{}
-		for _, m := range fams["dbiolat_fingerprint_calls_total"].GetMetric() {
-			out[texts[labelOf(m, "fingerprint")]] += m.GetCounter().GetValue()
-		}
-		return out
-	}
+	calls := func(fams map[string]*dto.MetricFamily) map[string]float64 { return callsByText(t, url, fams) }
 	run(20)
 	run(20) // the client's program name admitted as an application too
 	fams0 := scrape(t, url)
@@ -241,6 +233,21 @@ func checkFewRecords(t *testing.T, fams map[string]*dto.MetricFamily) {
 	}
 }
 
+// callsByText are the fingerprint series' calls by their normalized text
+// (serve's /queries; the series "other" under "").
+func callsByText(t *testing.T, url string, fams map[string]*dto.MetricFamily) map[string]float64 {
+	t.Helper()
+	texts := map[string]string{}
+	if err := json.Unmarshal([]byte(getBody(t, strings.TrimSuffix(url, "/metrics")+"/queries")), &texts); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, m := range fams["dbiolat_fingerprint_calls_total"].GetMetric() {
+		out[texts[labelOf(m, "fingerprint")]] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
 // getBody reads a URL's body.
 func getBody(t *testing.T, url string) string {
 	t.Helper()
@@ -273,16 +280,12 @@ func TestServeCountsWithoutQueryIDs(t *testing.T) {
 	}
 	calls := func() (map[string]float64, float64) {
 		fams := scrape(t, url)
-		texts := map[string]string{}
-		json.Unmarshal([]byte(getBody(t, strings.TrimSuffix(url, "/metrics")+"/queries")), &texts)
-		out := map[string]float64{}
 		for _, m := range fams["dbiolat_fingerprint_calls_total"].GetMetric() {
-			out[texts[labelOf(m, "fingerprint")]] += m.GetCounter().GetValue()
 			if labelOf(m, "queryid") != "" {
 				t.Errorf("a series with a query id (%s), the server computes none", labelOf(m, "queryid"))
 			}
 		}
-		return out, fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
+		return callsByText(t, url, fams), fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
 	}
 	run(20)
 	run(20) // the application admitted too
