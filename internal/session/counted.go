@@ -146,9 +146,13 @@ func (s *Session) statementCounts(instance uint32, d *probe.StmtTotals, name *mo
 	q.Database, q.User, q.Application = name.Database, name.User, name.Application
 	q.Fingerprint, q.Query, q.Truncated, q.QueryID = name.Fingerprint, name.Query, name.Truncated, name.QueryID
 	q.Counted = true
-	// Only a client backend ends a statement the kernel counts (from its
-	// client's messages): the role top's filter selects its rows by.
+	// Only a client backend (a MySQL connection's thread) ends a statement
+	// the kernel counts, from its client's messages: the role top's filter
+	// selects its rows by.
 	q.Role = string(postgres.ClientBackend)
+	if _, ok := t.server.(*mysqlServer); ok {
+		q.Role = string(mysqlConnRole)
+	}
 	h := &hist.Hist{Sum: d.Ns}
 	for i, n := range d.Slots {
 		h.AddSlot(probe.StmtSlot(i), n)
