@@ -113,25 +113,32 @@ func (s *Session) Statements() ([]model.StatementCounts, error) {
 	return out, s.evict(table, now)
 }
 
-// evict deletes identities idle for evictIdle from a table three quarters
-// full, and what is kept of them.
+// evict deletes the idle identities (counted.idle) from the kernel's
+// table, and what is kept of them.
 func (s *Session) evict(table *probe.StatementTable, now time.Time) error {
-	if table.Entries < table.Capacity*3/4 {
-		return nil
-	}
 	c := &s.counted
-	var idle []probe.StmtKey
-	for k := range table.Totals {
-		if now.Sub(c.changed[k]) >= evictIdle && c.unseen[k].IsZero() {
-			idle = append(idle, k)
-		}
-	}
+	idle := c.idle(table, now)
 	for _, k := range idle {
 		delete(c.prev, k)
 		delete(c.names, k)
 		delete(c.changed, k)
 	}
 	return s.tracer.EvictStatements(idle)
+}
+
+// idle are, in a table three quarters full, the named identities that
+// counted no query for evictIdle.
+func (c *counted) idle(table *probe.StatementTable, now time.Time) []probe.StmtKey {
+	if table.Entries < table.Capacity*3/4 {
+		return nil
+	}
+	var idle []probe.StmtKey
+	for k := range table.Totals {
+		if now.Sub(c.changed[k]) >= evictIdle && c.unseen[k].IsZero() {
+			idle = append(idle, k)
+		}
+	}
+	return idle
 }
 
 // statementCounts is a record of the sums d of a server's statements,
