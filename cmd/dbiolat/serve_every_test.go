@@ -39,7 +39,7 @@ func TestServeCountsEveryQueryByQueryID(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := startTrace(t, "serve", "--window", "1s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(c.PostmasterPID()))
-	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	url := serveMetrics(t, tr)
 	runs := [][]string{
 		{"-n", "-c", "1", "-M", "simple", "-R", "40"},
 		{"-n", "-S", "-c", "2", "-M", "extended", "-R", "200"},
@@ -107,9 +107,7 @@ func TestServeCountsEveryQueryByQueryID(t *testing.T) {
 	if r := fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue(); r != 1 {
 		t.Errorf("dbiolat_traced_ratio %v, want 1: serve's default traces all the time", r)
 	}
-	if lost := drops(fams, true); lost != 0 {
-		t.Errorf("%.0f drops that lose records or events", lost)
-	}
+	checkNoLoss(t, fams)
 	tr.stopText(t)
 }
 
@@ -150,16 +148,19 @@ func servedCalls(fams map[string]*dto.MetricFamily) (map[string]float64, float64
 	return calls, fams["dbiolat_queries_total"].GetMetric()[0].GetCounter().GetValue()
 }
 
-// drops adds up dbiolat_drops_total of the losses (loss=true) or the
-// notes.
-func drops(fams map[string]*dto.MetricFamily, loss bool) float64 {
-	var n float64
+// checkNoLoss: serve counted no drop that loses records or events
+// (dbiolat_drops_total{loss="true"}).
+func checkNoLoss(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	var lost float64
 	for _, m := range fams["dbiolat_drops_total"].GetMetric() {
-		if labelOf(m, "loss") == strconv.FormatBool(loss) {
-			n += m.GetCounter().GetValue()
+		if labelOf(m, "loss") == "true" {
+			lost += m.GetCounter().GetValue()
 		}
 	}
-	return n
+	if lost != 0 {
+		t.Errorf("%.0f drops that lose records or events", lost)
+	}
 }
 
 // The same on MariaDB, whose statements have no id of the server's: the
@@ -171,7 +172,7 @@ func TestServeCountsEveryMariaDBStatement(t *testing.T) {
 	s := startMariaDB(t, nil)
 	ctx := mysqlContext(t)
 	tr := startTrace(t, "serve", "--window", "1s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(s.PID()))
-	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	url := serveMetrics(t, tr)
 	script := func(n int) string {
 		var b strings.Builder
 		for i := range n {
@@ -213,9 +214,7 @@ func TestServeCountsEveryMariaDBStatement(t *testing.T) {
 			t.Errorf("%q: %.0f calls in its series, want %.0f (each run with other values is the same statement): %v", text, got, want, ours1)
 		}
 	}
-	if lost := drops(fams, true); lost != 0 {
-		t.Errorf("%.0f drops that lose records or events", lost)
-	}
+	checkNoLoss(t, fams)
 	checkFewRecords(t, fams)
 	tr.stopText(t)
 }
@@ -269,7 +268,7 @@ func TestServeCountsWithoutQueryIDs(t *testing.T) {
 	python, _ := driverTools(t)
 	c := startPG(t, map[string]string{"compute_query_id": "off", "shared_preload_libraries": ""})
 	tr := startTrace(t, "serve", "--window", "1s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(c.PostmasterPID()))
-	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
+	url := serveMetrics(t, tr)
 	run := func(n int) {
 		cmd := exec.Command(python, filepath.Join("testdata", "drivers", "pg_shapes.py"), strconv.Itoa(n))
 		cmd.Env = append(os.Environ(), c.Env()...)

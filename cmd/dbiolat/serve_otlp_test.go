@@ -296,9 +296,7 @@ func TestServeOTLPSlowQueriesInTraces(t *testing.T) {
 	if r := fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue(); r != 1 {
 		t.Errorf("dbiolat_traced_ratio %v, want 1: serve's default traces all the time", r)
 	}
-	if lost := drops(fams, true); lost != 0 {
-		t.Errorf("%.0f drops that lose records or events", lost)
-	}
+	checkNoLoss(t, fams)
 	checkExitCounts(t, tr, sent)
 }
 
@@ -463,9 +461,7 @@ func TestServeOTLPMariaDBEveryQuery(t *testing.T) {
 	}
 	checkTracedQueries(t, col, j, app, "SLEEP")
 	checkNothingLost(t, fams1)
-	if lost := drops(fams1, true); lost != 0 {
-		t.Errorf("%.0f drops that lose records or events", lost)
-	}
+	checkNoLoss(t, fams1)
 	if n := fams1["dbiolat_drops_total"]; n != nil {
 		for _, m := range n.GetMetric() {
 			if v := m.GetCounter().GetValue(); v > 0 {

@@ -732,7 +732,6 @@ const (
 	dbiolatVarEmitMinFsNs           = "emit_min_fs_ns"
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 	dbiolatVarEmitSample            = "emit_sample"
-	dbiolatVarEmitUncounted         = "emit_uncounted"
 	dbiolatVarMysqlFence            = "mysql_fence"
 	dbiolatVarPooledSeen            = "pooled_seen"
 	dbiolatVarResyncNs              = "resync_ns"
@@ -911,7 +910,6 @@ type dbiolatVariableSpecs struct {
 	EmitMinFsNs       *ebpf.VariableSpec `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 	EmitSample        *ebpf.VariableSpec `ebpf:"emit_sample"`
-	EmitUncounted     *ebpf.VariableSpec `ebpf:"emit_uncounted"`
 	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
 	PooledSeen        *ebpf.VariableSpec `ebpf:"pooled_seen"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
@@ -1030,7 +1028,6 @@ type dbiolatVariables struct {
 	EmitMinFsNs       *ebpf.Variable `ebpf:"emit_min_fs_ns"`
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
 	EmitSample        *ebpf.Variable `ebpf:"emit_sample"`
-	EmitUncounted     *ebpf.Variable `ebpf:"emit_uncounted"`
 	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
 	PooledSeen        *ebpf.Variable `ebpf:"pooled_seen"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`

@@ -118,7 +118,6 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 		"emit_min_fs_ns":    threshold(emit.MinFS),
 		"emit_if_io":        map[bool]uint8{false: 0, true: 1}[emit.IfIO],
 		"count_statements":  map[bool]uint8{false: 0, true: 1}[emit.Statements],
-		"emit_uncounted":    map[bool]uint8{false: 0, true: 1}[emit.Statements],
 		"emit_sample":       uint32(min(1, max(0, emit.Sample)) * math.MaxUint32),
 		"rqf_flush_seq":     flushSeqFlag(),
 	} {

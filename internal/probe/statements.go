@@ -3,6 +3,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cilium/ebpf"
 )
@@ -86,52 +87,34 @@ func (t *Tracer) EvictStatements(keys []StmtKey) error {
 }
 
 // Add adds o's counts to s.
-func (s *StmtTotals) Add(o *StmtTotals) {
-	s.Calls += o.Calls
-	s.Ns += o.Ns
-	for i := range s.BoxNs {
-		s.BoxNs[i] += o.BoxNs[i]
-	}
-	for i := range s.Fs {
-		s.Fs[i].Count += o.Fs[i].Count
-		s.Fs[i].Bytes += o.Fs[i].Bytes
-		s.Fs[i].Ns += o.Fs[i].Ns
-	}
-	for i := range s.Blk {
-		s.Blk[i].Count += o.Blk[i].Count
-		s.Blk[i].Bytes += o.Blk[i].Bytes
-		s.Blk[i].Ns += o.Blk[i].Ns
-	}
-	s.BlkBusyNs += o.BlkBusyNs
-	s.BlkQueueNs += o.BlkQueueNs
-	s.BlkDeviceNs += o.BlkDeviceNs
-	for i := range s.Slots {
-		s.Slots[i] += o.Slots[i]
-	}
-}
+func (s *StmtTotals) Add(o *StmtTotals) { s.addTimes(o, 1) }
 
 // Sub takes o's counts from s (o: s as it was before).
-func (s *StmtTotals) Sub(o *StmtTotals) {
-	s.Calls -= o.Calls
-	s.Ns -= o.Ns
+func (s *StmtTotals) Sub(o *StmtTotals) { s.addTimes(o, math.MaxUint64) }
+
+// addTimes adds o's counts m times: m = 1 adds, m = MaxUint64 (-1 modulo
+// 2^64) subtracts.
+func (s *StmtTotals) addTimes(o *StmtTotals, m uint64) {
+	s.Calls += m * o.Calls
+	s.Ns += m * o.Ns
 	for i := range s.BoxNs {
-		s.BoxNs[i] -= o.BoxNs[i]
+		s.BoxNs[i] += m * o.BoxNs[i]
 	}
 	for i := range s.Fs {
-		s.Fs[i].Count -= o.Fs[i].Count
-		s.Fs[i].Bytes -= o.Fs[i].Bytes
-		s.Fs[i].Ns -= o.Fs[i].Ns
+		s.Fs[i].Count += m * o.Fs[i].Count
+		s.Fs[i].Bytes += m * o.Fs[i].Bytes
+		s.Fs[i].Ns += m * o.Fs[i].Ns
 	}
 	for i := range s.Blk {
-		s.Blk[i].Count -= o.Blk[i].Count
-		s.Blk[i].Bytes -= o.Blk[i].Bytes
-		s.Blk[i].Ns -= o.Blk[i].Ns
+		s.Blk[i].Count += m * o.Blk[i].Count
+		s.Blk[i].Bytes += m * o.Blk[i].Bytes
+		s.Blk[i].Ns += m * o.Blk[i].Ns
 	}
-	s.BlkBusyNs -= o.BlkBusyNs
-	s.BlkQueueNs -= o.BlkQueueNs
-	s.BlkDeviceNs -= o.BlkDeviceNs
+	s.BlkBusyNs += m * o.BlkBusyNs
+	s.BlkQueueNs += m * o.BlkQueueNs
+	s.BlkDeviceNs += m * o.BlkDeviceNs
 	for i := range s.Slots {
-		s.Slots[i] -= o.Slots[i]
+		s.Slots[i] += m * o.Slots[i]
 	}
 }
 

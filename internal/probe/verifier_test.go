@@ -21,7 +21,7 @@ func TestVerifierHeadroom(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The knobs that turn code on (serve's), so the verifier sees it.
-	for name, v := range map[string]any{"count_statements": uint8(1), "emit_uncounted": uint8(1), "emit_sample": uint32(1 << 20)} {
+	for name, v := range map[string]any{"count_statements": uint8(1), "emit_sample": uint32(1 << 20)} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			t.Fatal(err)
 		}

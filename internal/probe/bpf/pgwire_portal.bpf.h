@@ -58,7 +58,7 @@ static __noinline void pgwire_portals_ended(struct task_struct *task, struct wir
 	if (!ts || !(e = bpf_map_lookup_elem(&query_scratch, &zero)))
 		return;
 	__builtin_memset(&e->acct, 0, sizeof(e->acct));
-	if (!wanted(&e->acct, ns) && !emit_uncounted) /* statements no identity counts: Go counts them */
+	if (!wanted(&e->acct, ns) && !count_statements) /* statements no identity counts: Go counts them */
 		return;
 	__builtin_memset(e->waits, 0, sizeof(e->waits));
 	query_fill(e, ts, now, now, EMIT_WANTED);

@@ -166,7 +166,7 @@ struct query_ending {
 /*
  * With count_statements, a statement that ended alone is counted under the
  * identity its protocol gave it (how->stmt: statements.bpf.h); one without
- * is sent for Go to count (emit_uncounted). Returns the record's flags.
+ * is sent for Go to count. Returns the record's flags.
  */
 static __always_inline int query_statement(struct query_acct *a, struct query_ending *how, __u64 ns)
 {
@@ -180,7 +180,7 @@ static __always_inline int query_statement(struct query_acct *a, struct query_en
 			how->stmt.instance = pi ? pi->instance : 0;
 		}
 		flags = stmt_count(&how->stmt, a, ns);
-	} else if (emit_uncounted) {
+	} else {
 		flags = EMIT_WANTED;
 	}
 	if (emit_sample && bpf_get_prandom_u32() < emit_sample)

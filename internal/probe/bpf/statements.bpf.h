@@ -19,8 +19,9 @@
 #define FNV_PRIME 0x100000001b3ULL
 
 /* Set by Go before load. */
-const volatile __u8 count_statements = 0; /* count queries by identity here (serve, top) */
-const volatile __u8 emit_uncounted = 0;   /* send a query no identity counts as a record: Go counts it */
+/* Count queries by identity here (serve, top); a query no identity counts
+ * is then sent as a record, for Go to count. */
+const volatile __u8 count_statements = 0;
 const volatile __u32 emit_sample = 0;     /* send this share of queries, of 2^32, drawn at random */
 
 /* An entry per identity and CPU (struct stmt_key); Go sizes it, and it
