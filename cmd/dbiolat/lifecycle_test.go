@@ -300,7 +300,7 @@ func TestRestartIsFollowed(t *testing.T) {
 func TestStartedInstanceIsTraced(t *testing.T) {
 	first := startPG(t, nil)
 	tr := startTrace(t, "slowlog", "--json", "--min-query", "0")
-	port := 30000 + os.Getpid()%20000
+	port := freePort(t)
 	later := startVersion(t, "18", map[string]string{"listen_addresses": "127.0.0.1", "port": fmt.Sprint(port)})
 	waitFor(t, "the trace to find the new server", func() bool {
 		return strings.Contains(tr.stderr.String(), fmt.Sprintf("pid %d (%s) has started", later.PostmasterPID(), later.DataDir()))

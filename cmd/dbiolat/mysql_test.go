@@ -195,7 +195,7 @@ func TestMySQLThreadPool(t *testing.T) {
 func TestMySQLTLS(t *testing.T) {
 	sideBySide(t)
 	dir := t.TempDir()
-	s := startMariaDBWith(t, mysandbox.Options{Port: 40000 + os.Getpid()%20000, Settings: writeTLSFiles(t, dir)})
+	s := startMariaDBWith(t, mysandbox.Options{Port: freePort(t), Settings: writeTLSFiles(t, dir)})
 	early := openMariaDBSession(t, s)
 	qs, sum, before, after := sysbenchRun(t, s, dir)
 	checkStatementsOnce(t, qs, before, after)

@@ -115,7 +115,7 @@ func checkPgbenchStatements(t *testing.T, c *pgsandbox.Cluster, queries []model.
 // With --usdt, whose probes fire in the backend, the same queries are seen.
 func TestTLSConnectionsAreTraced(t *testing.T) {
 	sideBySide(t)
-	port := 20000 + os.Getpid()%20000
+	port := freePort(t)
 	eachVersion(t, map[string]string{"listen_addresses": "127.0.0.1", "port": fmt.Sprint(port)}, testTLSConnectionsAreTraced)
 }
 
