@@ -57,6 +57,7 @@ type result struct {
 	IQR            [2]float64 `json:"tps_ratio_iqr"`
 	MedianCPURatio float64    `json:"median_cpu_per_tx_ratio"`
 	ToolCPU        float64    `json:"median_tool_cpu_s"`
+	ToolNsPerTx    float64    `json:"median_tool_ns_per_tx"` // the tracer's process CPU per transaction
 	ToolRSS        int64      `json:"max_tool_rss_bytes"`
 	BPFnsPerTx     float64    `json:"median_bpf_ns_per_tx"`
 	// OwnShare: the tracer's programs and process, CPU per transaction,
@@ -248,12 +249,13 @@ func summarize(workload, config string, base, traced []measurement, profile meas
 		baseOf[m.Round] = m
 	}
 	r.BPFnsPerTx = float64(profile.BPFns) / float64(max(profile.Tx, 1))
-	var cpu, toolCPU, own []float64
+	var cpu, toolCPU, toolPerTx, own []float64
 	for _, m := range traced {
 		b := baseOf[m.Round]
 		r.Ratios = append(r.Ratios, m.TPS/b.TPS)
 		cpu = append(cpu, m.CPUus/b.CPUus)
 		toolCPU = append(toolCPU, m.ToolCPU)
+		toolPerTx = append(toolPerTx, m.ToolCPU*1e9/float64(max(m.Tx, 1)))
 		own = append(own, (m.ToolCPU*1e9/float64(max(m.Tx, 1))+r.BPFnsPerTx)/(b.CPUus*1e3))
 		r.ToolRSS = max(r.ToolRSS, m.ToolRSS)
 	}
@@ -261,6 +263,7 @@ func summarize(workload, config string, base, traced []measurement, profile meas
 	r.IQR = [2]float64{quantile(r.Ratios, 0.25), quantile(r.Ratios, 0.75)}
 	r.MedianCPURatio = quantile(cpu, 0.5)
 	r.ToolCPU = quantile(toolCPU, 0.5)
+	r.ToolNsPerTx = quantile(toolPerTx, 0.5)
 	r.OwnShare = quantile(own, 0.5)
 	programs := profile.Programs
 	names := make([]string, 0, len(programs))
@@ -286,14 +289,15 @@ func printTable(o options, results []result) {
 	}
 	fmt.Printf("\npgbench scale %d, shared_buffers %s, %d clients %s, %ds runs, %d rounds (strace: %d)\n",
 		o.scale, o.sharedBuffers, o.clients, rate, o.secs, o.rounds, min(o.rounds, strace.rounds))
-	fmt.Printf("%-11s %-4s %-9s %8s %7s %15s %9s %8s %9s %8s %10s  %s\n", "workload", "pg", "config", "TPS", "loss", "IQR", "CPU/tx", "own CPU", "tool CPU", "tool RSS", "BPF ns/tx", "BPF time by program")
+	fmt.Printf("%-11s %-4s %-9s %8s %7s %15s %9s %8s %9s %10s %8s %10s  %s\n", "workload", "pg", "config", "TPS", "loss", "IQR", "CPU/tx", "own CPU", "tool CPU", "tool ns/tx", "tool RSS", "BPF ns/tx", "BPF time by program")
 	for _, r := range results {
-		fmt.Printf("%-11s %-4s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %7.2f%% %8.2fs %6dMB %10.0f  %s\n", r.Workload, r.Version, r.Config, r.MedianRatio,
-			(1-r.MedianRatio)*100, r.IQR[0], r.IQR[1], r.MedianCPURatio, 100*r.OwnShare, r.ToolCPU, r.ToolRSS>>20, r.BPFnsPerTx, strings.Join(r.TopPrograms, ", "))
+		fmt.Printf("%-11s %-4s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %7.2f%% %8.2fs %10.0f %6dMB %10.0f  %s\n", r.Workload, r.Version, r.Config, r.MedianRatio,
+			(1-r.MedianRatio)*100, r.IQR[0], r.IQR[1], r.MedianCPURatio, 100*r.OwnShare, r.ToolCPU, r.ToolNsPerTx, r.ToolRSS>>20, r.BPFnsPerTx, strings.Join(r.TopPrograms, ", "))
 	}
 	fmt.Println(`TPS: median of traced/baseline per round; IQR: its interquartile range; CPU/tx: machine CPU per
 transaction, traced/baseline; own CPU: the tracer's programs and process per transaction over the
-baseline's CPU per transaction (a floor of its cost: the hooks' dispatch is not in it); BPF: the
+baseline's CPU per transaction (a floor of its cost: the hooks' dispatch is not in it); tool ns/tx:
+the tracer's process CPU per transaction; BPF: the
 tracer's programs (kernel statistics, in a separate profile run)`)
 }
 

@@ -435,6 +435,72 @@ func TestTopCountsAsPgStatStatements(t *testing.T) {
 	}
 }
 
+// The kernel counts a statement under the application its backend has
+// when the statement ends: the name's hash is kept with the string it was
+// read from (stmt_application), and PostgreSQL gives the variable a new
+// string at each change. One connection changes its application_name by
+// its startup packet, SET, set_config(), two SETs in one multi-statement
+// Query (the second string may take the place the name before last had)
+// and RESET; top's rows of one statement hold each application's calls as
+// they ran.
+func TestTopCountsByApplication(t *testing.T) {
+	sideBySide(t)
+	c := startPG(t, nil)
+	const probe = "SELECT 1 AS app_probe;\n"
+	steps := []struct {
+		set, app string
+		n        int
+	}{
+		{"", "app-start", 5},
+		{"SET application_name = 'app-one';", "app-one", 30},
+		{"SET application_name = 'app-two';", "app-two", 20},
+		{"SELECT set_config('application_name', 'app-three', false);", "app-three", 10},
+		{"SET application_name = 'app-tmp' \\; SET application_name = 'app-four';", "app-four", 7},
+		{"RESET application_name;", "app-start", 3},
+	}
+	var script strings.Builder
+	want := map[string]uint64{}
+	for _, st := range steps {
+		script.WriteString(st.set + "\n" + strings.Repeat(probe, st.n))
+		want[st.app] += uint64(st.n)
+	}
+	// A top for each application (--application): its fingerprint rows
+	// are the queries of that application only.
+	tops := map[string]*trace{}
+	for app := range want {
+		tops[app] = startTrace(t, "top", "--json", "--interval", "1s", "--application", app, "--pid", fmt.Sprint(c.PostmasterPID()))
+	}
+	cmd := c.PsqlCmd(context.Background(), "postgres", "-q", "-v", "ON_ERROR_STOP=1", "-f", "-")
+	cmd.Env = append(cmd.Env, "PGAPPNAME=app-start")
+	cmd.Stdin = strings.NewReader(script.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v: %s", err, out)
+	}
+	time.Sleep(2500 * time.Millisecond) // the intervals that read them, and their names
+	got := map[string]uint64{}
+	for app, tr := range tops {
+		tr.cmd.Process.Signal(syscall.SIGINT)
+		if err := tr.cmd.Wait(); err != nil {
+			t.Fatalf("dbiolat top exited with %v: %s", err, tr.stderr.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+			var f top.Frame
+			if err := json.Unmarshal([]byte(line), &f); err != nil {
+				t.Fatalf("%v: %q", err, line)
+			}
+			for _, r := range f.Fingerprints {
+				if strings.Contains(r.Query, "app_probe") {
+					got[app] += r.Calls
+				}
+			}
+		}
+	}
+	t.Logf("calls by application: ran %v, top %v", want, got)
+	if !maps.Equal(got, want) {
+		t.Errorf("top counted %v by application, the connection ran %v", got, want)
+	}
+}
+
 // top on MariaDB (sysbench's oltp_read_write, its statements prepared and
 // not): MySQL's queries are counted in the kernel by statement (their text
 // without literals, or their prepared statement in its connection); the

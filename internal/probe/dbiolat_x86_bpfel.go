@@ -488,24 +488,25 @@ type dbiolatTaskLocal struct {
 			Pad    [2]uint8
 			Hdr    [8]uint8
 		}
-		Done        uint32
-		Recorded    uint32
-		Failed      uint32
-		Execs       uint32
-		TextFirst   uint32
-		TextSent    uint8
-		OpenUnnamed uint8
-		Opened      uint16
-		Resumed     uint16
-		_           [2]byte
-		Open        uint32
-		BindPending uint8
-		Pad2        [3]uint8
-		_           [4]byte
-		PortalNs    uint64
-		StatusEntry uint64
-		Database    uint32
-		Pad3        uint32
+		Done           uint32
+		Recorded       uint32
+		Failed         uint32
+		Execs          uint32
+		TextFirst      uint32
+		TextSent       uint8
+		OpenUnnamed    uint8
+		Opened         uint16
+		Resumed        uint16
+		_              [2]byte
+		Open           uint32
+		BindPending    uint8
+		Pad2           [3]uint8
+		_              [4]byte
+		PortalNs       uint64
+		StatusEntry    uint64
+		Database       uint32
+		Application    uint32
+		ApplicationPtr uint64
 	}
 	Kind uint32
 	Pad  uint32

@@ -487,7 +487,10 @@ struct wire {
 	 * database, read once: neither changes in a backend's life. */
 	__u64 status_entry;
 	__u32 database;
-	__u32 pad3;
+	/* ...and its application_name's hash, kept with the string it was read
+	 * from (stmt_application). */
+	__u32 application;
+	__u64 application_ptr;
 };
 
 /* The task-local state of a traced thread. */

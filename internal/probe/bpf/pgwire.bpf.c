@@ -52,6 +52,8 @@ static __always_inline void pgwire_begin(struct task_local *tl, struct capture *
 	w->opened = w->resumed = 0;
 	w->text_sent = 0;
 	pgwire_walk(t, w);
+	if (w->flags & WIRE_WALK) /* it may run several: they may change the application (stmt_application) */
+		w->application_ptr = 0;
 	/* What was not captured may hold the Execute. */
 	if ((w->flags & (WIRE_OPEN | WIRE_TRUNCATED)) == (WIRE_OPEN | WIRE_TRUNCATED))
 		w->flags |= WIRE_EXEC;
@@ -101,6 +103,7 @@ static __always_inline struct task_local *pgwire_sync(struct task_local *tl)
 		return tl;
 	w = &tl->wire;
 	w->synced_ns = resync_ns;
+	w->application_ptr = 0; /* its name may have changed twice meanwhile (stmt_application) */
 	switch (w->state) {
 	case WIRE_SSL_ASKED: /* the answer, the handshake, the startup may have gone by */
 		w->state = WIRE_NEW;

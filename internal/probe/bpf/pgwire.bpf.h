@@ -59,15 +59,29 @@ static long semi_step(__u32 i, void *ctx)
 	return s->more ? 1 : 0;
 }
 
+/* Words and bytes of a text scanned in line before bpf_loop takes over:
+ * most queries are short, and a callback per step costs more than the
+ * step. */
+#define SEMI_INLINE_WORDS 16
+#define SEMI_INLINE_BYTES 16
+
 /* Does the simple Query text at [off, end) of t hold a second statement? */
 static __always_inline int query_has_more(struct capture *t, __u32 off, __u32 end)
 {
 	/* aligned: the header's bytes before the text are no semicolon's */
 	struct semi_scan scan = { .t = t, .off = off & ~7, .end = end };
+	int i;
 
-	bpf_loop(QUERY_TEXT_MAX / 8, semi_word, &scan, 0);
+	for (i = 0; i < SEMI_INLINE_WORDS; i++)
+		if (semi_word(i, &scan))
+			break;
+	if (i == SEMI_INLINE_WORDS)
+		bpf_loop(QUERY_TEXT_MAX / 8, semi_word, &scan, 0);
 	if (scan.off < off)
 		scan.off = off;
+	for (i = 0; i < SEMI_INLINE_BYTES; i++)
+		if (semi_step(i, &scan))
+			return scan.more;
 	bpf_loop(QUERY_TEXT_MAX, semi_step, &scan, 0);
 	return scan.more;
 }

@@ -52,19 +52,40 @@ static const struct stmt_totals stmt_zero;
  */
 volatile __u8 stmt_ask[STMT_ASK];
 
-/* A hash of the application's name, as query_application reads it. */
-static __always_inline __u32 stmt_application(struct proc_info *pi)
+/*
+ * A hash of the application's name, as query_application reads it. A
+ * read of user memory costs more than the rest of a query's count, so
+ * the hash is kept in w with the string it was read from: PostgreSQL
+ * assigns a new string to the variable at every change (set_string_field:
+ * the new one is allocated while the old one lives), so the same pointer
+ * is the same name. Only a string freed and reallocated at the same place
+ * between two reads would pass for the old name: two changes without a
+ * statement counted between them, where pgwire_begin forgets the hash for
+ * the round trips that can hold several (a pipeline, a multi-statement
+ * Query); one statement calling set_config() twice remains.
+ */
+static __always_inline __u32 stmt_application(struct proc_info *pi, struct wire *w)
 {
-	__u64 name = 0, w[APPLICATION_MAX / 8] = {}, h = FNV_OFFSET;
+	__u64 name = 0, s[APPLICATION_MAX / 8] = {}, h = FNV_OFFSET;
 	int i;
 
 	if (!pi->wait_event_ptr || !pi->application_off ||
-	    bpf_probe_read_user(&name, sizeof(name), (void *)(pi->wait_event_ptr + pi->application_off)) || !name ||
-	    bpf_probe_read_user_str(w, sizeof(w), (void *)name) <= 1)
+	    bpf_probe_read_user(&name, sizeof(name), (void *)(pi->wait_event_ptr + pi->application_off)) || !name)
 		return 0;
-	for (i = 0; i < APPLICATION_MAX / 8; i++)
-		h = (h ^ w[i]) * FNV_PRIME;
-	return (__u32)(h ^ (h >> 32)) | 1;
+	if (w && w->application_ptr == name)
+		return w->application;
+	if (bpf_probe_read_user_str(s, sizeof(s), (void *)name) <= 1)
+		h = 0;
+	else {
+		for (i = 0; i < APPLICATION_MAX / 8; i++)
+			h = (h ^ s[i]) * FNV_PRIME;
+		h = (__u32)(h ^ (h >> 32)) | 1;
+	}
+	if (w) {
+		w->application_ptr = name;
+		w->application = h;
+	}
+	return h;
 }
 
 /*
@@ -82,7 +103,7 @@ static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *
 	if (!pi)
 		return 0;
 	k->instance = pi->instance;
-	k->application = stmt_application(pi);
+	k->application = stmt_application(pi, w);
 	if (!pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off)
 		return 0;
 	if (!entry) {
