@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -115,15 +116,12 @@ type UnitHist struct {
 // UnitHists returns the I/O histograms kept per unit, cumulative.
 func (t *Tracer) UnitHists() (map[UnitHist]Hist, error) {
 	out := map[UnitHist]Hist{}
-	var k dbiolatUnitHistKey
-	var v Hist
-	it := t.objs.UnitHists.Iterate()
-	for it.Next(&k, &v) {
+	err := eachEntry(t.objs.UnitHists, func(k *dbiolatUnitHistKey, v *Hist) {
 		if int(k.Id) < len(t.names.hists) {
-			out[UnitHist{k.Unit, t.names.hists[k.Id], k.Id}] = v
+			out[UnitHist{k.Unit, t.names.hists[k.Id], k.Id}] = *v
 		}
-	}
-	if err := it.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reading the histograms per process: %w", err)
 	}
 	return out, nil
@@ -140,13 +138,7 @@ type WaitKey = dbiolatWaitKey
 // WaitHists returns the histogram of every wait event seen.
 func (t *Tracer) WaitHists() (map[WaitKey]Hist, error) {
 	out := map[WaitKey]Hist{}
-	var k WaitKey
-	var v Hist
-	it := t.objs.WaitHists.Iterate()
-	for it.Next(&k, &v) {
-		out[k] = v
-	}
-	if err := it.Err(); err != nil {
+	if err := eachEntry(t.objs.WaitHists, func(k *WaitKey, v *Hist) { out[*k] = *v }); err != nil {
 		return nil, fmt.Errorf("reading the wait event histograms: %w", err)
 	}
 	return out, nil
@@ -160,18 +152,10 @@ func (t *Tracer) BoxNames() []string { return t.names.boxes }
 // threads plus those of its live ones.
 func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 	out := map[uint32]ProcIO{}
-	var k uint32
-	var v ProcIO
-	it := t.objs.ProcTotals.Iterate()
-	for it.Next(&k, &v) {
-		out[k] = v
-	}
-	if err := it.Err(); err != nil {
+	if err := eachEntry(t.objs.ProcTotals, func(k *uint32, v *ProcIO) { out[*k] = *v }); err != nil {
 		return nil, fmt.Errorf("reading process totals: %w", err)
 	}
-	var ts dbiolatThreadState
-	it = t.objs.Threads.Iterate()
-	for it.Next(&k, &ts) {
+	err := eachEntry(t.objs.Threads, func(_ *uint32, ts *dbiolatThreadState) {
 		p := out[ts.Unit]
 		for op := range p.Fs {
 			p.Fs[op].Count += ts.FsTotal[op].Count
@@ -179,8 +163,11 @@ func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 			p.Fs[op].Ns += ts.FsTotal[op].Ns
 		}
 		out[ts.Unit] = p
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the threads' totals: %w", err)
 	}
-	return out, it.Err()
+	return out, nil
 }
 
 // ProcTotal returns the totals its exited threads left for a unit.
@@ -198,13 +185,10 @@ func (t *Tracer) ForgetProc(unit uint32) {
 // BlkTotals returns cumulative block counters per device, owner and op.
 func (t *Tracer) BlkTotals() (map[BlkKey]BlkIO, error) {
 	out := map[BlkKey]BlkIO{}
-	var k BlkKey
-	var v BlkIO
-	it := t.objs.BlkTotals.Iterate()
-	for it.Next(&k, &v) {
-		out[k] = v
+	if err := eachEntry(t.objs.BlkTotals, func(k *BlkKey, v *BlkIO) { out[*k] = *v }); err != nil {
+		return nil, fmt.Errorf("reading the block totals: %w", err)
 	}
-	return out, it.Err()
+	return out, nil
 }
 
 // ForgetBlk drops the block totals of a process that has exited, once read.
@@ -256,14 +240,29 @@ func (t *Tracer) MapBytes() uint64 {
 // that exited takes its count with it.
 func (t *Tracer) QueriesBegun() (map[uint32]uint64, error) {
 	out := map[uint32]uint64{}
-	var k uint32
-	var ts dbiolatThreadState
-	it := t.objs.Threads.Iterate()
-	for it.Next(&k, &ts) {
-		out[ts.Unit] += ts.QuerySeq
-	}
-	if err := it.Err(); err != nil {
+	if err := eachEntry(t.objs.Threads, func(_ *uint32, ts *dbiolatThreadState) { out[ts.Unit] += ts.QuerySeq }); err != nil {
 		return nil, fmt.Errorf("reading the threads' queries: %w", err)
 	}
 	return out, nil
+}
+
+// eachEntry calls f with every entry of a hash map, read in batches: a
+// syscall a batch, where an iteration takes two an entry (a busy server's
+// threads are read every second).
+func eachEntry[K, V any](m *ebpf.Map, f func(*K, *V)) error {
+	const batch = 256
+	keys, vals := make([]K, batch), make([]V, batch)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, keys, vals, nil)
+		for i := range n {
+			f(&keys[i], &vals[i])
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }

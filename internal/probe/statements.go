@@ -35,26 +35,17 @@ type StatementTable struct {
 // Statements reads the kernel's statement table.
 func (t *Tracer) Statements() (*StatementTable, error) {
 	out := &StatementTable{Totals: map[StmtKey]*StmtTotals{}, Capacity: int(t.objs.Stmts.MaxEntries())}
-	const batch = 512
-	keys, vals := make([]StmtKey, batch), make([]StmtTotals, batch)
-	var cursor ebpf.MapBatchCursor
-	for {
-		n, err := t.objs.Stmts.BatchLookup(&cursor, keys, vals, nil)
-		out.Entries += n
-		for i := range n {
-			k := keys[i]
-			k.Cpu = 0
-			if out.Totals[k] == nil {
-				out.Totals[k] = &StmtTotals{}
-			}
-			out.Totals[k].Add(&vals[i])
+	err := eachEntry(t.objs.Stmts, func(key *StmtKey, v *StmtTotals) {
+		out.Entries++
+		k := *key
+		k.Cpu = 0
+		if out.Totals[k] == nil {
+			out.Totals[k] = &StmtTotals{}
 		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the statements' totals: %w", err)
-		}
+		out.Totals[k].Add(v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the statements' totals: %w", err)
 	}
 	var perCPU []StmtTotals
 	if err := t.objs.StmtOverflow.Lookup(uint32(0), &perCPU); err != nil {

@@ -130,13 +130,8 @@ func (t *Tracer) setTaskLocal(tid int, tl dbiolatTaskLocal) error {
 // server it belongs to (ProcInfo.Instance).
 func (t *Tracer) Procs() (map[uint32]int, error) {
 	out := map[uint32]int{}
-	var k uint32
-	var v dbiolatProcInfo
-	it := t.objs.Procs.Iterate()
-	for it.Next(&k, &v) {
-		out[k] = int(v.Instance)
-	}
-	return out, it.Err()
+	err := eachEntry(t.objs.Procs, func(k *uint32, v *dbiolatProcInfo) { out[*k] = int(v.Instance) })
+	return out, err
 }
 
 // ProcServer is the server a tracked process belongs to (its pid), as
