@@ -160,14 +160,17 @@ type StatementCounts struct {
 // BackendCounts are what the kernel counted of one PostgreSQL backend
 // over a while, without a record per query (top, when the kernel counts
 // queries by statement identity): the queries it began, its file system
-// calls and the block requests it started. Its queries' time is in the
-// statements' counts, which have no backend.
+// calls and the block requests it started, and the time of the queries
+// it ended.
 type BackendCounts struct {
 	PID      int
 	Role     string
 	Database string
 	User     string
 	Queries  uint64 // queries begun
+	// Time: the time (QueryNs) and waterfall boxes of the queries it
+	// ended, measured whole.
+	Time     *Query
 	FSCount  uint64 // file system calls (reads, writes, syncs)
 	BlkCount uint64 // block requests started
 }

@@ -233,14 +233,30 @@ func (t *Tracer) MapBytes() uint64 {
 	return sum
 }
 
-// QueriesBegun returns, per unit, how many queries its live threads
-// began since they were tracked (thread_state.query_seq, which tags
-// their block requests): what top counts per backend when the kernel
-// counts the queries themselves by statement (Emit.Statements). A thread
-// that exited takes its count with it.
-func (t *Tracer) QueriesBegun() (map[uint32]uint64, error) {
-	out := map[uint32]uint64{}
-	if err := eachEntry(t.objs.Threads, func(_ *uint32, ts *dbiolatThreadState) { out[ts.Unit] += ts.QuerySeq }); err != nil {
+// UnitQueries is what a unit's live threads did since they were tracked
+// (thread_state): the queries they began (query_seq, which tags their
+// block requests), and the time and waterfall boxes of those measured
+// whole.
+type UnitQueries struct {
+	Begun, Ns uint64
+	BoxNs     [dbiolatBoxBOXES]uint64 // by enum box, as QueryAcct.BoxNs
+}
+
+// Queries returns each unit's UnitQueries: what top shows per backend
+// when the kernel counts the queries themselves by statement
+// (Emit.Statements). A thread that exited takes its figures with it.
+func (t *Tracer) Queries() (map[uint32]UnitQueries, error) {
+	out := map[uint32]UnitQueries{}
+	err := eachEntry(t.objs.Threads, func(_ *uint32, ts *dbiolatThreadState) {
+		u := out[ts.Unit]
+		u.Begun += ts.QuerySeq
+		u.Ns += ts.QueriesNs
+		for i, ns := range ts.QueriesBoxNs {
+			u.BoxNs[i] += ns
+		}
+		out[ts.Unit] = u
+	})
+	if err != nil {
 		return nil, fmt.Errorf("reading the threads' queries: %w", err)
 	}
 	return out, nil

@@ -552,6 +552,8 @@ type dbiolatThreadState struct {
 	UringReads   uint32
 	UringWrites  uint32
 	FsTotal      [5]dbiolatIoAcct
+	QueriesNs    uint64
+	QueriesBoxNs [7]uint64
 	Acct         dbiolatQueryAcct
 }
 

@@ -10,18 +10,21 @@ import (
 // backend rows when the kernel counts queries by statement identity
 // (probe.Emit.Statements) and so sends no record per query. The
 // statement counts have no backend; the kernel's per-unit figures do:
-// the queries each thread began (their sequence number), its file system
-// calls and its block requests.
+// the queries each thread began (their sequence number), the time and
+// boxes of those it ended, its file system calls and its block requests.
 
 // unitCounts is one reading of a unit's cumulative figures.
-type unitCounts struct{ begun, fs, blk uint64 }
+type unitCounts struct {
+	probe.UnitQueries
+	fs, blk uint64
+}
 
 // Backends returns what each PostgreSQL backend did since the last call
 // (or since the trace began): those that began queries, and client
 // backends that did I/O (a long query that began earlier). A backend that
 // exited since takes its last figures with it.
 func (s *Session) Backends() ([]model.BackendCounts, error) {
-	begun, err := s.tracer.QueriesBegun()
+	queries, err := s.tracer.Queries()
 	if err != nil {
 		return nil, err
 	}
@@ -34,10 +37,8 @@ func (s *Session) Backends() ([]model.BackendCounts, error) {
 		return nil, err
 	}
 	cur := map[uint32]unitCounts{}
-	for unit, n := range begun {
-		c := cur[unit]
-		c.begun = n
-		cur[unit] = c
+	for unit, q := range queries {
+		cur[unit] = unitCounts{UnitQueries: q}
 	}
 	for unit, p := range fs {
 		c := cur[unit]
@@ -62,11 +63,19 @@ func (s *Session) Backends() ([]model.BackendCounts, error) {
 		}
 		d := delta(c, s.unitsRead[unit])
 		p := s.describe(unit)
-		if d.begun == 0 && (d.fs+d.blk == 0 || p.role != model.Role(postgres.ClientBackend)) {
+		if d.Begun == 0 && (d.fs+d.blk == 0 || p.role != model.Role(postgres.ClientBackend)) {
 			continue
 		}
-		out = append(out, model.BackendCounts{PID: int(unit), Role: string(p.role), Database: p.database, User: p.user,
-			Queries: d.begun, FSCount: d.fs, BlkCount: d.blk})
+		role := p.role
+		if d.Begun > 0 && (role == model.RoleUnknown || role == model.Role(postgres.Postmaster)) {
+			// Its title was not read (gone already, or still the
+			// postmaster's), but it began queries from a client's messages.
+			role = model.Role(postgres.ClientBackend)
+		}
+		e := &probe.QueryEvent{EndNs: d.Ns, Tgid: unit}
+		e.Acct.BoxNs = d.BoxNs
+		out = append(out, model.BackendCounts{PID: int(unit), Role: string(role), Database: p.database, User: p.user,
+			Queries: d.Begun, Time: s.accounted(t, e), FSCount: d.fs, BlkCount: d.blk})
 	}
 	s.unitsRead = cur // units gone are forgotten with it
 	return out, nil
@@ -82,5 +91,10 @@ func delta(cur, prev unitCounts) unitCounts {
 		}
 		return c - p
 	}
-	return unitCounts{d(cur.begun, prev.begun), d(cur.fs, prev.fs), d(cur.blk, prev.blk)}
+	out := unitCounts{fs: d(cur.fs, prev.fs), blk: d(cur.blk, prev.blk)}
+	out.Begun, out.Ns = d(cur.Begun, prev.Begun), d(cur.Ns, prev.Ns)
+	for i := range out.BoxNs {
+		out.BoxNs[i] = d(cur.BoxNs[i], prev.BoxNs[i])
+	}
+	return out
 }

@@ -2,7 +2,6 @@ package top
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -104,14 +103,7 @@ func Render(f *Frame, v *View, recent []model.Query, width, height int) []Line {
 		add(Alert, fmt.Sprintf("+ %d queries not listed: over %d rows in the interval", f.UnlistedFingerprints, maxRows))
 	}
 	add(Normal, "")
-	// The kernel counts PostgreSQL's queries by statement, not by
-	// backend: such a backend's row has its calls (queries begun) and I/O,
-	// its time is in the fingerprints' rows.
-	untimed := ""
-	if slices.ContainsFunc(f.Backends, func(r Row) bool { return r.KernelCounted }) {
-		untimed = " (-: time counted by statement only)"
-	}
-	add(Normal, fmt.Sprintf("%d backends ran queries, each with its last one%s%s", len(f.Backends), untimed, shown(beN, len(f.Backends))))
+	add(Normal, fmt.Sprintf("%d backends ran queries, each with its last one%s", len(f.Backends), shown(beN, len(f.Backends))))
 	out = table(out, f.Backends, backends, v, width, beN, false)
 	if f.UnlistedBackends > 0 {
 		add(Alert, fmt.Sprintf("+ %d queries not listed: over %d rows in the interval", f.UnlistedBackends, maxRows))

@@ -15,8 +15,8 @@
 // (model.Query.Counted) only names a backend's last query and joins the
 // recent queries. The statements' counts have no backend: a backend whose
 // queries the kernel counted gets its row from what the kernel keeps per
-// process (AddBackends: queries begun, file system calls, block
-// requests), without their time, which no count per backend holds.
+// process and thread (AddBackends: queries begun, the time and boxes of
+// those ended, file system calls, block requests).
 //
 // Memory is bounded whatever the workload: rows are kept per interval, at
 // most maxRows of each kind, and the recent queries of at most
@@ -132,8 +132,8 @@ type Backend struct {
 	Query        string
 	QueryID      int64 // of its last query: PostgreSQL's query id, 0: none
 	// Counted: the kernel counted its queries (AddBackends): Calls are the
-	// queries it began, FSCount and BlkCount its process's; no time, which
-	// the kernel counts by statement, not by backend.
+	// queries it began, its time that of those it ended, FSCount and
+	// BlkCount its process's.
 	Counted bool
 	Stats
 }
@@ -311,10 +311,11 @@ func (a *Aggregator) AddStatements(cs []model.StatementCounts) {
 }
 
 // AddBackends gives the backends whose queries the kernel counted their
-// rows for the interval (session.Backends): the queries they began, their
-// file system calls and block requests. A backend whose queries all came
-// as records (none counted in the kernel: as many or more statements
-// recorded than begun) keeps the row its records made, with their time.
+// rows for the interval (session.Backends): the queries they began, the
+// time of those they ended, their file system calls and block requests.
+// A backend whose queries all came as records (none counted in the
+// kernel: as many or more statements recorded than begun) keeps the row
+// its records made.
 func (a *Aggregator) AddBackends(bs []model.BackendCounts) {
 	for _, kb := range bs {
 		b := a.backend(backendKey{kb.PID, 0})
@@ -329,7 +330,11 @@ func (a *Aggregator) AddBackends(bs []model.BackendCounts) {
 			continue
 		}
 		b.Counted = true
-		b.Stats = Stats{Calls: kb.Queries, FSCount: kb.FSCount, BlkCount: kb.BlkCount}
+		b.Stats = Stats{}
+		if kb.Time != nil {
+			b.Stats.add(kb.Time)
+		}
+		b.Stats.Calls, b.Stats.FSCount, b.Stats.BlkCount = kb.Queries, kb.FSCount, kb.BlkCount
 	}
 }
 

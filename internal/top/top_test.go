@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -657,7 +658,8 @@ func TestKernelCounted(t *testing.T) {
 	a.Observe(query("bbbb", "UPDATE t SET x = $1", 11, "shop", "app", 1, 0, 0, 0, 0, 0)) // not counted in the kernel
 	a.AddStatements([]model.StatementCounts{{Sums: sums}})
 	a.AddBackends([]model.BackendCounts{
-		{PID: 10, Role: "client backend", Database: "shop", User: "app", Queries: 20, FSCount: 7, BlkCount: 3},
+		{PID: 10, Role: "client backend", Database: "shop", User: "app", Queries: 20, FSCount: 7, BlkCount: 3,
+			Time: &model.Query{QueryNs: 40e6, CPUNs: 30e6, IOWaitNs: 10e6}},
 		{PID: 11, Role: "client backend", Database: "shop", User: "app", Queries: 1},
 		{PID: 12, Role: "client backend", Database: "crm", User: "batch", FSCount: 4}, // I/O, no query begun: a long one
 	})
@@ -674,7 +676,7 @@ func TestKernelCounted(t *testing.T) {
 	for _, r := range f.Backends {
 		byPID[r.PID] = r
 	}
-	if r := byPID[10]; !r.KernelCounted || r.Calls != 20 || r.FSCount != 7 || r.BlkCount != 3 || r.TotalNs != 0 || r.Query != pgbenchSelect {
+	if r := byPID[10]; !r.KernelCounted || r.Calls != 20 || r.FSCount != 7 || r.BlkCount != 3 || r.TotalNs != 40e6 || r.MeanNs != 2e6 || r.Query != pgbenchSelect {
 		t.Errorf("backend 10: %+v", r)
 	}
 	if r := byPID[11]; r.KernelCounted || r.Calls != 1 || r.TotalNs != 1e6 {
@@ -687,8 +689,8 @@ func TestKernelCounted(t *testing.T) {
 	for _, l := range Render(f, v, nil, 160, 0) {
 		text += l.Text + "\n"
 	}
-	if !strings.Contains(text, "(-: time counted by statement only)") {
-		t.Errorf("the backends' table does not say why its time is -:\n%s", text)
+	if !regexp.MustCompile(`(?m)^ +10 app@shop +20 +20\.0 +40ms +2ms +75% +0% +25% `).MatchString(text) {
+		t.Errorf("backend 10's row does not show its time, mean and boxes:\n%s", text)
 	}
 	// The next interval: the kernel's figures alone; the last query stays.
 	a.AddBackends([]model.BackendCounts{{PID: 10, Role: "client backend", Database: "shop", User: "app", Queries: 5}})

@@ -39,8 +39,8 @@ type Row struct {
 	FSCount     uint64   `json:"fs_count"`
 	BlkCount    uint64   `json:"blk_count"`
 	// KernelCounted: a backend whose queries the kernel counted by
-	// statement: Calls are the queries it began, FSCount and BlkCount its
-	// process's; its time is not known per backend (zero, shown as "-").
+	// statement: Calls are the queries it began, its time that of those it
+	// ended, FSCount and BlkCount its process's.
 	KernelCounted bool `json:"kernel_counted,omitempty"`
 }
 
@@ -192,9 +192,9 @@ func buildColumns() []column {
 		{name: "calls/s", title: "CALLS/S", width: 7, in: both, desc: true, text: func(r *Row) string { return perSec(r.CallsPerSec) },
 			cmp: func(a, b *Row) int { return cmp.Compare(a.CallsPerSec, b.CallsPerSec) }},
 		{name: "total", title: "TOTAL", width: 6, in: both, desc: true,
-			text: timed(func(r *Row) string { return dur(r.TotalNs) }), cmp: num(func(r *Row) uint64 { return r.TotalNs })},
+			text: func(r *Row) string { return dur(r.TotalNs) }, cmp: num(func(r *Row) uint64 { return r.TotalNs })},
 		{name: "mean", title: "MEAN", width: 6, in: both, desc: true,
-			text: timed(func(r *Row) string { return dur(r.MeanNs) }), cmp: num(func(r *Row) uint64 { return r.MeanNs })},
+			text: func(r *Row) string { return dur(r.MeanNs) }, cmp: num(func(r *Row) uint64 { return r.MeanNs })},
 	}
 	index := map[string]int{}
 	for i, b := range model.Boxes {
@@ -222,7 +222,7 @@ func buildColumns() []column {
 		// the fingerprint with the most I/O wait, not the one whose single
 		// call was all I/O wait.
 		cols = append(cols, column{name: bc.name, title: bc.title, width: max(4, len(bc.title)), in: both, desc: true,
-			text: timed(func(r *Row) string { return share(ns(r), r.TotalNs) }), cmp: num(ns)})
+			text: func(r *Row) string { return share(ns(r), r.TotalNs) }, cmp: num(ns)})
 	}
 	return append(cols,
 		column{name: "fs", title: "FS", width: 5, in: both, desc: true,
@@ -235,17 +235,6 @@ func buildColumns() []column {
 }
 
 var dur = output.Format(hist.Time) // durations, as every output writes them
-
-// timed shows a time column's value, or "-" for a backend whose queries'
-// time is not known per backend (Row.KernelCounted).
-func timed(text func(*Row) string) func(*Row) string {
-	return func(r *Row) string {
-		if r.KernelCounted {
-			return "-"
-		}
-		return text(r)
-	}
-}
 
 func pidText(r *Row) string {
 	if r.ConnectionID != 0 { // a MySQL connection: the server's PID is every connection's

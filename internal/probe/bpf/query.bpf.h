@@ -254,6 +254,11 @@ static __always_inline struct query_event *query_end(struct thread_state *ts, st
 	if (ts->blk_inflight && ts->blk_busy_since) /* requests outliving the query */
 		ts->acct.blk_busy_ns += now - ts->blk_busy_since;
 	flags = query_counted(&ts->acct, start, now, &how);
+	if (how.timed) { /* measured whole (query_counted): the thread's totals */
+		ts->queries_ns += now - start;
+		for (i = 0; i < BOXES; i++)
+			ts->queries_box_ns[i] += ts->acct.box_ns[i];
+	}
 	if (!(flags & ~EMIT_COUNTED)) /* counted in the kernel, and nothing more to tell */
 		return NULL;
 	e = bpf_map_lookup_elem(&query_scratch, &zero);

@@ -47,6 +47,11 @@ struct thread_state {
 	__u32 uring_reads;    /* read requests the io_uring_enter in progress submitted */
 	__u32 uring_writes;   /* and write requests */
 	struct io_acct fs_total[FS_ACCTS]; /* since attach, by enum fs_op; folded into proc_totals at exit */
+	/* The time of its queries measured whole since attach, and their
+	 * waterfall's boxes: top's row of a backend whose queries the kernel
+	 * counts (query_end). */
+	__u64 queries_ns;
+	__u64 queries_box_ns[BOXES];
 	struct query_acct acct;
 };
 
