@@ -487,8 +487,8 @@ struct wire {
 	 * database, read once: neither changes in a backend's life. */
 	__u64 status_entry;
 	__u32 database;
-	/* ...and its application_name's hash, kept with the string it was read
-	 * from (stmt_application). */
+	/* ...and its application_name's hash, kept with the address of the
+	 * string it was read from (stmt_application). */
 	__u32 application;
 	__u64 application_ptr;
 };

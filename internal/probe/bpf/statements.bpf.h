@@ -55,10 +55,11 @@ volatile __u8 stmt_ask[STMT_ASK];
 /*
  * A hash of the application's name, as query_application reads it. A
  * read of user memory costs more than the rest of a query's count, so
- * the hash is kept in w with the string it was read from: PostgreSQL
- * assigns a new string to the variable at every change (set_string_field:
- * the new one is allocated while the old one lives), so the same pointer
- * is the same name. Only a string freed and reallocated at the same place
+ * the hash is kept in w with the address of the string it was read from
+ * (the variable's value), and the string is read again only when that
+ * changes: PostgreSQL assigns a new string to the variable at every
+ * change (set_string_field: the new one is allocated while the old one
+ * lives), so the same address is the same name. Only a string freed and reallocated at the same place
  * between two reads would pass for the old name: two changes without a
  * statement counted between them, where pgwire_begin forgets the hash for
  * the round trips that can hold several (a pipeline, a multi-statement
