@@ -68,7 +68,13 @@ var (
 	// calls, context switches, block requests, forks and exits) with
 	// programs that return at once. What the machine pays to run any
 	// program there, before any work.
-	hooksFloor = config{name: "hooks-floor", attach: attachEmpty}
+	hooksFloor = config{name: "hooks-floor", attach: func() (io.Closer, error) { return attachEmpty(probe.Default) }}
+	// The floor of serve: empty programs on every kernel hook it attaches,
+	// the default mode's and the file system family's syscall tracepoints
+	// (enabling any sends every syscall of the machine down the kernel's
+	// slower path). What serve's hooks cost before any work; uprobes it
+	// adds (TLS libraries, waits) are not in it.
+	serveFloor = config{name: "serve-floor", attach: func() (io.Closer, error) { return attachEmpty(probe.All) }}
 	// The floor of any per-query tool built on PostgreSQL's USDT probes:
 	// the two uprobe traps per query with programs that do nothing.
 	floor = config{name: "usdt-floor", usdt: true, command: func(e *env) ([]string, string) {
@@ -160,38 +166,42 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveEvery, serveRef, serveDuty, serveDuty10, serveOTLP, serveOTLPAll}
+var allConfigs = []config{hooksFloor, serveFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveEvery, serveRef, serveDuty, serveDuty10, serveOTLP, serveOTLPAll}
 
-// attachEmpty attaches a program that returns 0 to each BTF tracepoint
-// the default mode uses.
-func attachEmpty() (io.Closer, error) {
-	hooks, err := probe.Hooks(probe.Default)
+// attachEmpty attaches a program that returns 0 to each kernel hook of
+// the families: BTF tracepoints, and tracepoints (syscalls, readahead).
+func attachEmpty(f probe.Families) (io.Closer, error) {
+	hooks, err := probe.Hooks(f)
 	if err != nil {
 		return nil, err
 	}
 	var links links
 	for _, h := range hooks {
-		tp := h.Name
-		if h.Group != "" {
-			return nil, fmt.Errorf("the default mode attaches a tracepoint (%s): the floor covers BTF tracepoints only", h)
-		}
-		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-			Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: tp, License: "GPL",
-			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
-		})
+		l, err := attachEmptyTo(h)
 		if err != nil {
 			links.Close()
-			return nil, fmt.Errorf("loading an empty program for %s: %w", tp, err)
-		}
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
-		prog.Close() // the link holds it
-		if err != nil {
-			links.Close()
-			return nil, fmt.Errorf("attaching an empty program to %s: %w", tp, err)
+			return nil, fmt.Errorf("attaching an empty program to %s: %w", h, err)
 		}
 		links = append(links, l)
 	}
 	return links, nil
+}
+
+func attachEmptyTo(h probe.Hook) (link.Link, error) {
+	spec := &ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: h.Name, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+	if h.Group != "" {
+		spec.Type, spec.AttachType, spec.AttachTo = ebpf.TracePoint, ebpf.AttachNone, ""
+	}
+	prog, err := ebpf.NewProgram(spec)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close() // the link holds it
+	if h.Group != "" {
+		return link.Tracepoint(h.Group, h.Name, prog, nil)
+	}
+	return link.AttachTracing(link.TracingOptions{Program: prog})
 }
 
 type links []link.Link
