@@ -16,11 +16,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,7 +80,7 @@ func main() {
 	scale := flag.Int("scale", 5, "pgbench scale (5: 75 MB)")
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
-	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads")
+	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads: select-only, tpcb-like, pipeline (select-only's SELECT ten times in libpq's pipeline mode, one Sync: a transaction is ten statements)")
 	rate := flag.Int("rate", 0, "pgbench -R (PostgreSQL): hold this many transactions a second, a steady load below saturation, for the latency agreement (a tracer's cost then shows in CPU, not TPS); 0: as fast as it goes")
 	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
 		"), and mariadb (sysbench oltp_read_only for select-only, oltp_read_write for tpcb-like)")
@@ -129,8 +131,27 @@ type options struct {
 
 var pgbenchFlag = map[string]string{"select-only": "-S", "tpcb-like": ""}
 
+// pipelineScript is the pipeline workload's pgbench script: select-only's
+// SELECT, ten times before one Sync.
+func pipelineScript(scale int) string {
+	return fmt.Sprintf("\\set aid random(1, %d)\n\\startpipeline\n", 100000*scale) +
+		strings.Repeat("SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n", 10) + "\\endpipeline\n"
+}
+
 func run(o options) error {
 	ctx := context.Background()
+	if slices.Contains(o.workloads, "pipeline") {
+		f, err := os.CreateTemp("", "overhead-pipeline-*.sql")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		_, err = f.WriteString(pipelineScript(o.scale))
+		if err = errors.Join(err, f.Chmod(0o644), f.Close()); err != nil { // pgbench runs as the server's user
+			return err
+		}
+		pgbenchFlag["pipeline"] = "-M extended -f " + f.Name()
+	}
 	base, err := setup()
 	if err != nil {
 		return err
@@ -184,7 +205,7 @@ func run(o options) error {
 	for _, wl := range o.workloads {
 		wflag, ok := pgbenchFlag[wl]
 		if !ok {
-			return fmt.Errorf("unknown workload %q (select-only, tpcb-like)", wl)
+			return fmt.Errorf("unknown workload %q (select-only, tpcb-like, pipeline)", wl)
 		}
 		if o.rate > 0 {
 			wflag += fmt.Sprintf(" -R %d", o.rate)

@@ -411,9 +411,10 @@ type dbiolatStmtKey struct {
 type dbiolatStmtKind uint32
 
 const (
-	dbiolatStmtKindSTMT_QUERY_ID dbiolatStmtKind = 1
-	dbiolatStmtKindSTMT_TEXT     dbiolatStmtKind = 2
-	dbiolatStmtKindSTMT_PREPARED dbiolatStmtKind = 3
+	dbiolatStmtKindSTMT_QUERY_ID   dbiolatStmtKind = 1
+	dbiolatStmtKindSTMT_TEXT       dbiolatStmtKind = 2
+	dbiolatStmtKindSTMT_PREPARED   dbiolatStmtKind = 3
+	dbiolatStmtKindSTMT_ROUND_TRIP dbiolatStmtKind = 4
 )
 
 type dbiolatStmtSize uint32

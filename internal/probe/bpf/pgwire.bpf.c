@@ -274,6 +274,126 @@ static __always_inline void pgwire_identity(struct wire *w, struct stmt_key *k)
 }
 
 /*
+ * serve: the identity of a record of a walked round trip (a pipeline, a
+ * batch, a Query of several), so that the kernel counts its statements as
+ * it counts a statement run alone, not Go from a record each. Its
+ * statements, the round trip's first..first + n - 1, are found in the
+ * captured messages by their Executes: one alone is its statement's own
+ * identity (the text without literals of the Parse before it, or the
+ * prepared statement its Bind names, as pgwire_identity has them); several
+ * are a hash of theirs, in order (STMT_ROUND_TRIP), which Go names from
+ * the first record, holding the texts in order, as every record of them
+ * would. A Query of several statements, ended in one record, is its
+ * text's hash. Not for statements whose Executes were not captured (a
+ * long pipeline's, read in parts: those of the captured part are), or
+ * that bind an unnamed statement prepared before the capture, prepare a
+ * named one (Go learns those from records), bind a named portal, suspend,
+ * resume or fail. A global function: the verifier checks it once.
+ */
+struct walk_identity {
+	struct capture *t;
+	__u32 off, end;    /* the captured messages not walked yet */
+	__u32 at;          /* the round trip's statement the next Execute runs */
+	__u32 first, last; /* the record's statements: first..last - 1 */
+	__u64 unnamed;     /* the unnamed statement's text hash, 0: not prepared in the capture */
+	__u64 bound;       /* the statement the last Bind bound (0: unknown)... */
+	__u64 h;           /* the record's statements', in order */
+	__u32 found;       /* of the record's statements, those seen */
+	__u8 bound_named;  /* ...a prepared statement's name */
+	__u8 named;        /* one of the record's statements is */
+	__u8 query;        /* a Query of several, whose statements end in this record alone */
+	__u8 lost;         /* a statement of the record's could not be named */
+};
+
+static long walk_identity_step(__u32 i, void *ctx)
+{
+	struct walk_identity *s = ctx;
+	__u32 off = s->off, len, end;
+	char type;
+
+	if (off >= s->end || s->end - off < 5)
+		return 1;
+	type = s->t->buf[off & TEXT_MASK];
+	len = be32_at(s->t->buf, off + 1);
+	if (len < 4 || len > s->end - off - 1)
+		return 1;
+	end = off + 1 + len;
+	s->off = end;
+	switch (type) {
+	case 'P': /* of the unnamed statement (a named one's round trip is excluded) */
+		s->unnamed = stmt_text(s->t, off + 5, end, 1);
+		break;
+	case 'B': /* into the unnamed portal (a named one's round trip is excluded) */
+		s->bound_named = len > 5 && s->t->buf[(off + 6) & TEXT_MASK];
+		s->bound = s->bound_named ? stmt_text(s->t, off + 6, end, 0) : s->unnamed;
+		break;
+	case 'E':
+		if (s->at >= s->first && s->at < s->last) {
+			if (!s->bound) {
+				s->lost = 1;
+				return 1;
+			}
+			s->h = s->at == s->first ? s->bound : (s->h ^ s->bound) * FNV_PRIME;
+			s->named |= s->bound_named;
+			s->found++;
+		}
+		s->at++;
+		break;
+	case 'Q':
+		if (!s->query) {
+			s->lost = 1;
+			return 1;
+		}
+		s->h = stmt_text(s->t, off + 5, end, 0);
+		s->found = s->last;
+		return 1;
+	case 'S':
+		return 1;
+	}
+	return 0;
+}
+
+#define WALK_IDENTITY_MESSAGES 256 /* messages walked at most: a longer capture's later statements go as records */
+
+__noinline int pgwire_walk_identity(struct wire *w, struct stmt_key *k, __u32 n)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct walk_identity s = {};
+
+	if (!w || !k || !n || w->failed || w->text_first > w->recorded ||
+	    (w->flags & (WIRE_IN_LOST | WIRE_SUSPENDED | WIRE_RESUME | WIRE_NAMED_PARSE | WIRE_NAMED_PORTAL)))
+		return 0;
+	s.t = bpf_task_storage_get(&captures, bpf_get_current_task_btf(), 0, 0);
+	if (!s.t)
+		return 0;
+	s.off = w->text_off;
+	s.end = w->next_off ? w->next_off : s.t->len;
+	s.at = w->text_first;
+	s.first = w->recorded;
+	s.last = s.first + n;
+	s.query = w->state == WIRE_IDLE && !w->recorded && !w->text_first && n > 1;
+	bpf_loop(WALK_IDENTITY_MESSAGES, walk_identity_step, &s, 0);
+	if (s.lost || s.found != n)
+		return 0;
+	stmt_labels(bpf_map_lookup_elem(&procs, &tgid), k, w);
+	if (n > 1) {
+		k->queryid = (s.h ^ n) * FNV_PRIME;
+		if (s.named) /* the statements' names are the backend's */
+			k->queryid = (k->queryid ^ tgid) * FNV_PRIME;
+		k->queryid |= 1;
+		k->kind = STMT_ROUND_TRIP;
+	} else if (s.named) {
+		stmt_prepared(k, tgid, s.h);
+	} else {
+		k->queryid = s.h;
+		k->kind = STMT_TEXT;
+	}
+	if (s.at <= s.last) /* no later statement in the capture: Go needs no record of it */
+		w->text_sent = 1;
+	return 1;
+}
+
+/*
  * The round trip's statements its replies ended since the last record
  * are done, now: a record holding them (the first of the round trip
  * teaches Go the statements it prepares; one that leaves a fresh portal
@@ -297,6 +417,8 @@ static __always_inline struct query_event *pgwire_record(struct thread_state *ts
 
 	if (count_statements && how.statements == 1 && how.single)
 		pgwire_identity(w, &how.stmt);
+	else if (count_statements && how.statements && !how.single && !how.teaches && !earlier_ns)
+		pgwire_walk_identity(w, &how.stmt, statements);
 	if (w->flags & WIRE_SUSPENDED) { /* a part of a statement: the rest comes in a later round trip */
 		how.teaches |= !!(w->flags & WIRE_NAMED_PORTAL);
 		w->portal_ns += now - ts->query_start_ns;

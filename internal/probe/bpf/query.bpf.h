@@ -165,8 +165,9 @@ struct query_ending {
 
 /*
  * With count_statements, a statement that ended alone is counted under the
- * identity its protocol gave it (how->stmt: statements.bpf.h); one without
- * is sent for Go to count. Returns the record's flags.
+ * identity its protocol gave it (how->stmt: statements.bpf.h), and so are
+ * the statements of a round trip that has an identity of its own; others
+ * are sent for Go to count. Returns the record's flags.
  */
 static __always_inline int query_statement(struct query_acct *a, struct query_ending *how, __u64 ns)
 {
@@ -174,12 +175,12 @@ static __always_inline int query_statement(struct query_acct *a, struct query_en
 	struct proc_info *pi;
 	int flags = 0;
 
-	if (how->single && how->statements == 1 && how->stmt.kind) {
+	if (how->stmt.kind && ((how->single && how->statements == 1) || how->stmt.kind == STMT_ROUND_TRIP)) {
 		if (!how->stmt.instance) { /* PostgreSQL's query id came with it */
 			pi = bpf_map_lookup_elem(&procs, &tgid);
 			how->stmt.instance = pi ? pi->instance : 0;
 		}
-		flags = stmt_count(&how->stmt, a, ns);
+		flags = stmt_count(&how->stmt, a, ns, how->statements);
 	} else {
 		flags = EMIT_WANTED;
 	}

@@ -90,14 +90,12 @@ static __always_inline __u32 stmt_application(struct proc_info *pi, struct wire 
 }
 
 /*
- * PostgreSQL: the identity of the statement the backend (the current
- * task) ended last, read from its memory: its server, database and
- * application, and its query id (the entry and database once, into w
- * when given). 0 when it has no query id (compute_query_id off, a
- * statement without one, an unknown layout): the caller names it by its
- * text, in the same server, database and application.
+ * PostgreSQL: what a statement of the backend (the current task) is
+ * counted under besides its identity, read from its memory: its server,
+ * database and application (the status entry and database once, into w
+ * when given). Returns the backend's status entry, 0 if unknown.
  */
-static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *k, struct wire *w)
+static __always_inline __u64 stmt_labels(struct proc_info *pi, struct stmt_key *k, struct wire *w)
 {
 	__u64 entry = w ? w->status_entry : 0;
 
@@ -118,7 +116,21 @@ static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *
 	} else {
 		k->database = w->database;
 	}
-	if (bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) || !k->queryid)
+	return entry;
+}
+
+/*
+ * The identity of the statement the backend ended last: its query id,
+ * with its labels (stmt_labels). 0 when it has none (compute_query_id off,
+ * a statement without one, an unknown layout): the caller names it by its
+ * text, under the same labels.
+ */
+static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *k, struct wire *w)
+{
+	__u64 entry = stmt_labels(pi, k, w);
+
+	if (!entry || bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) ||
+	    !k->queryid)
 		return 0;
 	k->kind = STMT_QUERY_ID;
 	return 1;
@@ -132,18 +144,20 @@ static __always_inline void stmt_prepared(struct stmt_key *k, __u64 conn, __u64 
 }
 
 /*
- * Count a statement of ns under its identity: its boxes, file system and
- * block figures and its latency's slot. Returns the record's flags:
+ * Count n statements of ns together under their identity (one, but for a
+ * round trip's: STMT_ROUND_TRIP): their boxes, file system and block
+ * figures, and n latencies in the slot of their mean, as a record of them
+ * would count in Go (hist.AddN). Returns the record's flags:
  * EMIT_COUNTED, and EMIT_FIRST when the entry is new or Go asked. A
  * global function: verified once.
  */
-__noinline int stmt_count(struct stmt_key *k, struct query_acct *a, __u64 ns)
+__noinline int stmt_count(struct stmt_key *k, struct query_acct *a, __u64 ns, __u32 n)
 {
 	struct stmt_totals *s;
 	__u32 zero = 0, slot, i;
 	int flags = EMIT_COUNTED;
 
-	if (!k || !a)
+	if (!k || !a || !n)
 		return 0;
 	k->cpu = bpf_get_smp_processor_id();
 	s = bpf_map_lookup_elem(&stmts, k);
@@ -168,7 +182,7 @@ __noinline int stmt_count(struct stmt_key *k, struct query_acct *a, __u64 ns)
 	 * in a uprobe, which may be preempted: another query of the same
 	 * identity ending on this CPU within those nanoseconds could lose an
 	 * add.) */
-	s->calls++;
+	s->calls += n;
 	s->ns += ns;
 	for (i = 0; i < BOXES; i++)
 		s->box_ns[i] += a->box_ns[i];
@@ -185,11 +199,11 @@ __noinline int stmt_count(struct stmt_key *k, struct query_acct *a, __u64 ns)
 	s->blk_busy_ns += a->blk_busy_ns;
 	s->blk_queue_ns += a->blk_queue_ns;
 	s->blk_device_ns += a->blk_device_ns;
-	slot = log2_slot(ns);
+	slot = log2_slot(ns / n);
 	slot = slot < STMT_SLOT_MIN ? 0 : slot - STMT_SLOT_MIN;
 	if (slot >= STMT_SLOTS)
 		slot = STMT_SLOTS - 1;
-	s->slots[slot]++;
+	s->slots[slot] += n;
 	return flags;
 }
 
