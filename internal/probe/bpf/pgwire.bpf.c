@@ -273,33 +273,72 @@ static __always_inline void pgwire_identity(struct wire *w, struct stmt_key *k)
 	}
 }
 
+/* A hash of the bytes [start, end) of t, a word at a time: a Parse's,
+ * whose text carries parameters, not literals (so its bytes name it), at
+ * a tenth of the cost of stmt_text's walk. */
+struct word_hash {
+	struct capture *t;
+	__u32 start, end, off; /* off: the next word, aligned */
+	__u64 h;
+};
+
+static long word_hash_step(__u32 i, void *ctx)
+{
+	struct word_hash *s = ctx;
+	__u32 off = s->off;
+	__u64 v;
+
+	if (off >= s->end)
+		return 1;
+	__builtin_memcpy(&v, &s->t->buf[off & (TEXT_MASK & ~7)], sizeof(v));
+	if (off < s->start) /* little-endian: the bytes before start are the low ones */
+		v &= ~0ULL << (8 * ((s->start - off) & 7));
+	if (s->end - off < 8) /* ...and those past end the high ones */
+		v &= (1ULL << (8 * ((s->end - off) & 7))) - 1;
+	s->h = (s->h ^ v) * FNV_PRIME;
+	s->off = off + 8;
+	return 0;
+}
+
+static __always_inline __u64 word_hash(struct capture *t, __u32 start, __u32 end)
+{
+	struct word_hash s = { .t = t, .start = start, .end = end, .off = start & ~7, .h = FNV_OFFSET };
+
+	bpf_loop(QUERY_TEXT_MAX / 8, word_hash_step, &s, 0);
+	return (s.h ^ (end - start)) * FNV_PRIME | 1;
+}
+
 /*
  * serve: the identity of a record of a walked round trip (a pipeline, a
  * batch, a Query of several), so that the kernel counts its statements as
  * it counts a statement run alone, not Go from a record each. Its
  * statements, the round trip's first..first + n - 1, are found in the
- * captured messages by their Executes: one alone is its statement's own
- * identity (the text without literals of the Parse before it, or the
- * prepared statement its Bind names, as pgwire_identity has them); several
- * are a hash of theirs, in order (STMT_ROUND_TRIP), which Go names from
- * the first record, holding the texts in order, as every record of them
- * would. A Query of several statements, ended in one record, is its
- * text's hash. Not for statements whose Executes were not captured (a
- * long pipeline's, read in parts: those of the captured part are), or
- * that bind an unnamed statement prepared before the capture, prepare a
- * named one (Go learns those from records), bind a named portal, suspend,
- * resume or fail. A global function: the verifier checks it once.
+ * captured messages by their Executes. Go names a record by its
+ * statements' distinct texts (session.pipelines), so statements of one
+ * text are that statement's own identity (a hash of the bytes of the
+ * Parse before them: a text with parameters, not literals; or the prepared
+ * statement their Bind names, as pgwire_identity has it), however many;
+ * statements of several texts are a hash of theirs in order
+ * (STMT_ROUND_TRIP), which Go names from its first record. A Query of
+ * several statements, ended in one record, is its text's hash. Not for
+ * statements whose Executes were not captured (a long pipeline's, read in
+ * parts: those of the captured part are), or that bind an unnamed
+ * statement prepared before the capture, prepare a named one (Go learns
+ * those from records), bind a named portal, suspend, resume or fail. A
+ * global function: the verifier checks it once.
  */
 struct walk_identity {
 	struct capture *t;
 	__u32 off, end;    /* the captured messages not walked yet */
 	__u32 at;          /* the round trip's statement the next Execute runs */
 	__u32 first, last; /* the record's statements: first..last - 1 */
-	__u64 unnamed;     /* the unnamed statement's text hash, 0: not prepared in the capture */
+	__u64 unnamed;     /* the unnamed statement's hash, 0: not prepared in the capture */
 	__u64 bound;       /* the statement the last Bind bound (0: unknown)... */
-	__u64 h;           /* the record's statements', in order */
+	__u8 bound_named;  /* ...by its prepared name */
+	__u64 one;         /* the record's first statement's identity */
+	__u64 h;           /* the record's statements' identities, in order */
 	__u32 found;       /* of the record's statements, those seen */
-	__u8 bound_named;  /* ...a prepared statement's name */
+	__u8 mixed;        /* they are not all the first's */
 	__u8 named;        /* one of the record's statements is */
 	__u8 query;        /* a Query of several, whose statements end in this record alone */
 	__u8 lost;         /* a statement of the record's could not be named */
@@ -321,7 +360,7 @@ static long walk_identity_step(__u32 i, void *ctx)
 	s->off = end;
 	switch (type) {
 	case 'P': /* of the unnamed statement (a named one's round trip is excluded) */
-		s->unnamed = stmt_text(s->t, off + 5, end, 1);
+		s->unnamed = word_hash(s->t, off + 5, end);
 		break;
 	case 'B': /* into the unnamed portal (a named one's round trip is excluded) */
 		s->bound_named = len > 5 && s->t->buf[(off + 6) & TEXT_MASK];
@@ -333,7 +372,10 @@ static long walk_identity_step(__u32 i, void *ctx)
 				s->lost = 1;
 				return 1;
 			}
-			s->h = s->at == s->first ? s->bound : (s->h ^ s->bound) * FNV_PRIME;
+			if (!s->found)
+				s->one = s->bound;
+			s->mixed |= s->bound != s->one;
+			s->h = (s->h ^ s->bound) * FNV_PRIME;
 			s->named |= s->bound_named;
 			s->found++;
 		}
@@ -345,7 +387,8 @@ static long walk_identity_step(__u32 i, void *ctx)
 			return 1;
 		}
 		s->h = stmt_text(s->t, off + 5, end, 0);
-		s->found = s->last;
+		s->found = s->last - s->first;
+		s->mixed = 1; /* named apart from the same text run alone */
 		return 1;
 	case 'S':
 		return 1;
@@ -358,7 +401,7 @@ static long walk_identity_step(__u32 i, void *ctx)
 __noinline int pgwire_walk_identity(struct wire *w, struct stmt_key *k, __u32 n)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct walk_identity s = {};
+	struct walk_identity s = { .h = FNV_OFFSET };
 
 	if (!w || !k || !n || w->failed || w->text_first > w->recorded ||
 	    (w->flags & (WIRE_IN_LOST | WIRE_SUSPENDED | WIRE_RESUME | WIRE_NAMED_PARSE | WIRE_NAMED_PORTAL)))
@@ -376,16 +419,16 @@ __noinline int pgwire_walk_identity(struct wire *w, struct stmt_key *k, __u32 n)
 	if (s.lost || s.found != n)
 		return 0;
 	stmt_labels(bpf_map_lookup_elem(&procs, &tgid), k, w);
-	if (n > 1) {
-		k->queryid = (s.h ^ n) * FNV_PRIME;
+	if (s.mixed) {
+		k->queryid = s.h;
 		if (s.named) /* the statements' names are the backend's */
 			k->queryid = (k->queryid ^ tgid) * FNV_PRIME;
 		k->queryid |= 1;
 		k->kind = STMT_ROUND_TRIP;
 	} else if (s.named) {
-		stmt_prepared(k, tgid, s.h);
+		stmt_prepared(k, tgid, s.one);
 	} else {
-		k->queryid = s.h;
+		k->queryid = s.one;
 		k->kind = STMT_TEXT;
 	}
 	if (s.at <= s.last) /* no later statement in the capture: Go needs no record of it */
