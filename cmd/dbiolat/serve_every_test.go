@@ -306,32 +306,42 @@ func TestServeCountsWithoutQueryIDs(t *testing.T) {
 
 // Round trips that run several statements (a pipeline, a batch, a Query
 // of several) are counted in the kernel too when their statements are in
-// the captured messages, under their identity (one alone: its statement's;
-// several: their texts' or names' in order), not sent to Go a record each:
-// beside libpq's pipeline mode (pgbench, 10 INSERTs a Sync) serve sends a
-// record of the pipeline's identity's first on a CPU, not one a round
-// trip, and its series counts its 3,000 INSERTs. Beside real drivers
-// (pgJDBC's batch and psycopg's pipeline, long ones read in parts, whose
-// statements go as records; psycopg's executemany and a Query of several)
-// dbiolat_queries_total grows by pg_stat_statements' calls.
+// the captured messages, under their identity (statements of one text:
+// that statement's; of several: their texts' or names' in order), not
+// sent to Go a record each. Beside libpq's pipeline mode (pgbench: ten
+// SELECTs of one text a Sync, and five INSERTs with five SELECTs) serve
+// sends a record of each identity's first on a CPU, not one a round trip,
+// and the pipelines' series count their 6,000 statements. Beside real
+// drivers (pgJDBC's batch and psycopg's pipeline, long ones read in parts,
+// whose statements go as records; psycopg's executemany and a Query of
+// several) dbiolat_queries_total grows by pg_stat_statements' calls.
 func TestServeCountsPipelinesInTheKernel(t *testing.T) {
 	sideBySide(t)
 	python, jars := driverTools(t)
 	port := freePort(t)
 	c := startPG(t, map[string]string{"listen_addresses": "127.0.0.1", "port": strconv.Itoa(port)})
 	psql(t, c, "CREATE TABLE drv_libpq (id int, v text)")
-	script := filepath.Join(reachableTempDir(t, "serve-pipeline-"), "pipeline.sql")
-	body := "\\startpipeline\n" + strings.Repeat("INSERT INTO drv_libpq VALUES (:client_id, 'x');\n", 10) + "\\endpipeline\n"
-	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
+	dir := reachableTempDir(t, "serve-pipeline-")
+	var scripts []string
+	for i, body := range []string{
+		strings.Repeat("SELECT count(*) FROM drv_libpq WHERE id = :client_id;\n", 10),
+		strings.Repeat("INSERT INTO drv_libpq VALUES (:client_id, 'x');\nSELECT v FROM drv_libpq WHERE id = :client_id LIMIT 1;\n", 5),
+	} {
+		script := filepath.Join(dir, fmt.Sprintf("pipeline%d.sql", i))
+		if err := os.WriteFile(script, []byte("\\startpipeline\n"+body+"\\endpipeline\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		scripts = append(scripts, script)
 	}
 	tr := startTrace(t, "serve", "--window", "1s", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(c.PostmasterPID()))
 	url := serveMetrics(t, tr)
-	pipeline := func(n int) {
-		if _, err := c.Pgbench(context.Background(), "postgres", "-n", "-M", "extended", "-f", script, "-t", strconv.Itoa(n)); err != nil {
-			t.Fatal(err)
+	pipelines := func(n int) {
+		for _, script := range scripts {
+			if _, err := c.Pgbench(context.Background(), "postgres", "-n", "-M", "extended", "-f", script, "-t", strconv.Itoa(n)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		time.Sleep(2500 * time.Millisecond) // a tick and a window: the pipeline's series is admitted
+		time.Sleep(2500 * time.Millisecond) // a tick and a window: the pipelines' series are admitted
 	}
 	// Every statement counted, by the kernel or from records: the
 	// drivers' beside pg_stat_statements' calls (but for the test's
@@ -342,8 +352,8 @@ func TestServeCountsPipelinesInTheKernel(t *testing.T) {
 		{"psycopg", "multi", nil}} {
 		runDriver(t, c, dc, python, jars, port, nil)
 	}
-	pipeline(30)
-	pipeline(30)
+	pipelines(30)
+	pipelines(30)
 	fams1 := scrape(t, url)
 	_, afterTotal := statementCalls(t, c)
 	queries, ran := counter(fams1, "dbiolat_queries_total")-counter(fams0, "dbiolat_queries_total")-1, afterTotal-beforeTotal
@@ -352,25 +362,25 @@ func TestServeCountsPipelinesInTheKernel(t *testing.T) {
 		t.Errorf("serve counted %.0f statements, pg_stat_statements %.0f", queries, ran)
 	}
 
-	// The pipeline's 300 round trips: its series has their 3,000
-	// INSERTs, and records are a few.
+	// The pipelines' 600 round trips: their series have their 6,000
+	// statements, and records are a few.
 	ours0 := callsByText(t, url, fams1)
-	pipeline(300)
+	pipelines(300)
 	fams2 := scrape(t, url)
 	ours1 := callsByText(t, url, fams2)
-	var inserts float64
+	var statements float64
 	for text, n := range ours1 {
 		if strings.Contains(text, "drv_libpq") {
-			inserts += n - ours0[text]
+			statements += n - ours0[text]
 		}
 	}
 	records := counter(fams2, "dbiolat_query_records_total") - counter(fams1, "dbiolat_query_records_total")
-	t.Logf("the pipeline: %.0f INSERTs in its series, %.0f records", inserts, records)
-	if inserts != 3000 {
-		t.Errorf("the pipeline's series counted %.0f INSERTs, pgbench sent 3000", inserts)
+	t.Logf("the pipelines: %.0f statements in their series, %.0f records", statements, records)
+	if statements != 6000 {
+		t.Errorf("the pipelines' series counted %.0f statements, pgbench sent 6000", statements)
 	}
-	if records > 30 { // a tenth of its round trips: its identity's first on each CPU, pgbench's own few statements
-		t.Errorf("%.0f query records for 300 round trips of 10 statements: the kernel should have counted them", records)
+	if records > 60 { // a tenth of the round trips: each identity's first on each CPU, pgbench's own few statements
+		t.Errorf("%.0f query records for 600 round trips of 10 statements: the kernel should have counted them", records)
 	}
 	if n := ours1[model.UnnamedFingerprint]; n != 0 {
 		t.Errorf("%.0f statements counted under no name", n)

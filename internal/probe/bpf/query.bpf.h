@@ -175,7 +175,7 @@ static __always_inline int query_statement(struct query_acct *a, struct query_en
 	struct proc_info *pi;
 	int flags = 0;
 
-	if (how->stmt.kind && ((how->single && how->statements == 1) || how->stmt.kind == STMT_ROUND_TRIP)) {
+	if (how->stmt.kind && (how->statements == 1 || !how->single)) { /* !single: a walked round trip's group */
 		if (!how->stmt.instance) { /* PostgreSQL's query id came with it */
 			pi = bpf_map_lookup_elem(&procs, &tgid);
 			how->stmt.instance = pi ? pi->instance : 0;
