@@ -184,7 +184,7 @@ enum stmt_kind {
 	STMT_QUERY_ID = 1, /* PostgreSQL's query id */
 	STMT_TEXT = 2,     /* a hash of the statement's text without its literals (no query id) */
 	STMT_PREPARED = 3, /* a hash of a prepared statement's name or id within its connection */
-	STMT_ROUND_TRIP = 4, /* a hash of a round trip that ran several statements (a pipeline, a batch) */
+	STMT_ROUND_TRIP = 4, /* a hash of a pipeline's statements of several texts, in order */
 };
 
 struct stmt_key {

@@ -431,7 +431,10 @@ __noinline int pgwire_walk_identity(struct wire *w, struct stmt_key *k, __u32 n)
 		k->queryid = s.one;
 		k->kind = STMT_TEXT;
 	}
-	if (s.at <= s.last) /* no later statement in the capture: Go needs no record of it */
+	/* No later statement in the capture: Go needs no record of it (as for
+	 * a round trip of one statement counted here, a later round trip that
+	 * binds the unnamed statement it prepared is not named by its text). */
+	if (s.at <= s.last)
 		w->text_sent = 1;
 	return 1;
 }

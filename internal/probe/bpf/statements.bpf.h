@@ -145,9 +145,9 @@ static __always_inline void stmt_prepared(struct stmt_key *k, __u64 conn, __u64 
 
 /*
  * Count n statements of ns together under their identity (one, but for a
- * round trip's: STMT_ROUND_TRIP): their boxes, file system and block
- * figures, and n latencies in the slot of their mean, as a record of them
- * would count in Go (hist.AddN). Returns the record's flags:
+ * group of a pipeline's): their boxes, file system and block figures, and
+ * n latencies in the slot of their mean, as a record of them would count
+ * in Go (hist.AddN). Returns the record's flags:
  * EMIT_COUNTED, and EMIT_FIRST when the entry is new or Go asked. A
  * global function: verified once.
  */
