@@ -284,7 +284,11 @@ const sysbenchTables, sysbenchRows = 4, 10000
 // load runs the workload once, for secs: transactions and their rate.
 func (e *env) load(ctx context.Context, workload, wflag string, clients, secs int) (tx int64, tps float64, err error) {
 	if e.mariadb != nil {
-		res, err := e.mariadb.Sysbench(ctx, mysandbox.SysbenchOptions{Test: sysbenchTest[workload], Tables: sysbenchTables,
+		test, ok := sysbenchTest[workload]
+		if !ok {
+			return 0, 0, fmt.Errorf("the %s workload is PostgreSQL's only", workload)
+		}
+		res, err := e.mariadb.Sysbench(ctx, mysandbox.SysbenchOptions{Test: test, Tables: sysbenchTables,
 			TableSize: sysbenchRows, Threads: clients, Time: secs}, "run")
 		if err != nil || res.Transactions == 0 || res.Time <= 0 {
 			return 0, 0, fmt.Errorf("sysbench: %v", err)
