@@ -30,6 +30,7 @@ func runServeCmd(ctx context.Context, args []string) error {
 	var o targetOptions
 	fs := newFlagSet("serve")
 	o.AddFlags(fs)
+	fsAlways(fs)
 	listen := fs.String("listen", defaultListen, "the address to serve /metrics on, host:port (port 0 picks one); the default is on the loopback only")
 	top := fs.Int("top", 50, "give series of their own to at most N query fingerprints, the busiest by query time; the rest count as fingerprint=\"other\"")
 	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")

@@ -26,6 +26,7 @@ func runTopCmd(ctx context.Context, args []string) error {
 	var o targetOptions
 	fs := newFlagSet("top")
 	o.AddFlags(fs)
+	fsAlways(fs)
 	interval := fs.Duration("interval", time.Second, "refresh every this long")
 	count := fs.Int("count", 0, "stop after this many intervals; default: until q, Ctrl-C or --duration")
 	sortBy := fs.String("sort", "total", "sort the tables by this column: "+strings.Join(top.ColumnNames(), ", "))

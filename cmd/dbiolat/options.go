@@ -81,6 +81,12 @@ func (o *targetOptions) AddFlags(fs *pflag.FlagSet) {
 	group(fs, "Output", "json", "raw-sql")
 }
 
+// fsAlways says in the help of a command that shows every layer (it
+// traces probe.All) that it times file system calls whatever --fs says.
+func fsAlways(fs *pflag.FlagSet) {
+	fs.Lookup("fs").Usage = "always on here (every layer is shown): file system calls timed; costs every syscall on the machine the kernel's slower path"
+}
+
 // threshold is a duration option that can be off: "off" (stored as -1),
 // or a duration of 0 or more.
 type threshold struct{ d *time.Duration }
@@ -182,6 +188,7 @@ func longFlags(fs *pflag.FlagSet, args []string) []string {
 func parseIntervalCmd(name string, args []string, def time.Duration) (o targetOptions, interval time.Duration, count int, err error) {
 	fs := newFlagSet(name)
 	o.AddFlags(fs)
+	fsAlways(fs) // hist and iops show the file system layer
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return o, 0, 0, err
