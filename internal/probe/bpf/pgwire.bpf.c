@@ -273,36 +273,35 @@ static __always_inline void pgwire_identity(struct wire *w, struct stmt_key *k)
 	}
 }
 
-/* A hash of the bytes [start, end) of t, a word at a time: a Parse's,
- * whose text carries parameters, not literals (so its bytes name it), at
- * a tenth of the cost of stmt_text's walk. */
+/* A hash of the bytes [start, end) of t, eight at a time from start (the
+ * same bytes anywhere hash alike): a Parse's, whose text carries
+ * parameters, not literals (so its bytes name it), at a tenth of the cost
+ * of stmt_text's walk. */
 struct word_hash {
 	struct capture *t;
-	__u32 start, end, off; /* off: the next word, aligned */
+	__u32 off, end; /* the bytes not hashed yet */
 	__u64 h;
 };
 
 static long word_hash_step(__u32 i, void *ctx)
 {
 	struct word_hash *s = ctx;
-	__u32 off = s->off;
+	__u32 at = s->off & TEXT_MASK;
 	__u64 v;
 
-	if (off >= s->end)
+	if (s->off >= s->end || at > QUERY_TEXT_MAX - 8) /* (a capture's last bytes: its Parse was cut) */
 		return 1;
-	__builtin_memcpy(&v, &s->t->buf[off & (TEXT_MASK & ~7)], sizeof(v));
-	if (off < s->start) /* little-endian: the bytes before start are the low ones */
-		v &= ~0ULL << (8 * ((s->start - off) & 7));
-	if (s->end - off < 8) /* ...and those past end the high ones */
-		v &= (1ULL << (8 * ((s->end - off) & 7))) - 1;
+	__builtin_memcpy(&v, &s->t->buf[at], sizeof(v));
+	if (s->end - s->off < 8) /* little-endian: the bytes past end are the high ones */
+		v &= (1ULL << (8 * ((s->end - s->off) & 7))) - 1;
 	s->h = (s->h ^ v) * FNV_PRIME;
-	s->off = off + 8;
+	s->off += 8;
 	return 0;
 }
 
 static __always_inline __u64 word_hash(struct capture *t, __u32 start, __u32 end)
 {
-	struct word_hash s = { .t = t, .start = start, .end = end, .off = start & ~7, .h = FNV_OFFSET };
+	struct word_hash s = { .t = t, .off = start, .end = end, .h = FNV_OFFSET };
 
 	bpf_loop(QUERY_TEXT_MAX / 8, word_hash_step, &s, 0);
 	return (s.h ^ (end - start)) * FNV_PRIME | 1;
