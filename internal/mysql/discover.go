@@ -199,23 +199,26 @@ func Discover() ([]Instance, error) {
 	return out, nil
 }
 
-// version reads a server's flavor and release from its executable.
+// version reads a server's flavor and release from its executable,
+// without running it where it can: reading the file works whatever mount
+// namespace or libraries the server runs with (a container's, a chroot's),
+// and runs nothing of a container's on the host.
 //
-// MariaDB: without running it. Its version string, "10.11.19-MariaDB"
-// (VERSION "-MariaDB", the suffix a distribution adds is a string of its
-// own), is a literal in .rodata: found there, the file is MariaDB's.
-// Reading the file works whatever mount namespace or libraries the server
-// runs with. Checked on Debian 12's /usr/sbin/mariadbd 10.11.19.
+// MariaDB's version string, "10.11.19-MariaDB" (VERSION "-MariaDB", the
+// suffix a distribution adds is a string of its own), is a literal in
+// .rodata: found there, the file is MariaDB's. Checked on Debian 12's
+// /usr/sbin/mariadbd 10.11.19. MySQL's release is a literal "MySQL 9.7.4"
+// there (Debian sid's mysqld 9.7.4; the bare "9.7.4" its code uses is that
+// literal's tail, merged by the linker).
 //
-// MySQL's release is a bare "8.0.36" among the version strings of the
-// libraries it links statically, so without the MariaDB literal the file
-// is run with --no-defaults --version ("mysqld  Ver 8.0.36 for Linux on
-// x86_64 (MySQL Community Server - GPL)"); a server in a container whose
-// libraries are not ours may not run here: its version stays unknown.
+// Without either literal the file is run with --no-defaults --version
+// ("mysqld  Ver 8.0.36 for Linux on x86_64 (MySQL Community Server -
+// GPL)"); a server in a container whose libraries are not ours may not run
+// here: its version stays unknown.
 func version(exe string) (flavor, release string) {
-	v, read := rodataVersion(exe)
-	if v != "" {
-		return MariaDB, v
+	flavor, release, read := rodataVersion(exe)
+	if release != "" {
+		return flavor, release
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -228,40 +231,60 @@ func version(exe string) (flavor, release string) {
 	return flavor, release
 }
 
-// rodataVersion finds MariaDB's "N.N.N-MariaDB" literal in an executable's
-// read-only data; read says the data could be read at all.
-func rodataVersion(exe string) (release string, read bool) {
+// rodataVersion finds the version literal in an executable's read-only
+// data; read says the data could be read at all.
+func rodataVersion(exe string) (flavor, release string, read bool) {
 	f, err := elf.Open(exe)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
 	defer f.Close()
 	sec := f.Section(".rodata")
 	if sec == nil || sec.Type == elf.SHT_NOBITS {
-		return "", false
+		return "", "", false
 	}
 	data, err := sec.Data()
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	return mariadbLiteral(data), true
+	flavor, release = versionLiteral(data)
+	return flavor, release, true
 }
 
-// mariadbLiteral returns the release of the first NUL-delimited string in
-// b that reads "N.N.N-MariaDB".
-func mariadbLiteral(b []byte) string {
-	const tag = "-MariaDB\x00"
+// versionLiteral returns the flavor and release of the first
+// NUL-delimited string in b that reads "N.N.N-MariaDB", else of the first
+// that reads "MySQL N.N.N".
+func versionLiteral(b []byte) (flavor, release string) {
+	release = literal(b, "", "-MariaDB")
+	if release != "" {
+		return MariaDB, release
+	}
+	if release = literal(b, "MySQL ", ""); release != "" {
+		return MySQL, release
+	}
+	return "", ""
+}
+
+// literal returns N.N.N of the first NUL-delimited string in b that reads
+// prefix "N.N.N" suffix (one of them not empty: it is what is looked for).
+func literal(b []byte, prefix, suffix string) string {
+	needle := []byte(cmp.Or(prefix, suffix))
 	for off := 0; ; {
-		i := bytes.Index(b[off:], []byte(tag))
+		i := bytes.Index(b[off:], needle)
 		if i < 0 {
 			return ""
 		}
 		i += off
-		start := bytes.LastIndexByte(b[:i], 0) + 1
-		if v := string(b[start:i]); major(v) > 0 && strings.Count(v, ".") == 2 && strings.Trim(v, "0123456789.") == "" {
+		off = i + len(needle)
+		start, end := bytes.LastIndexByte(b[:i], 0)+1, bytes.IndexByte(b[i:], 0)
+		if end < 0 {
+			return ""
+		}
+		v, ok := strings.CutPrefix(string(b[start:i+end]), prefix)
+		if v, ok2 := strings.CutSuffix(v, suffix); ok && ok2 && major(v) > 0 && strings.Count(v, ".") == 2 &&
+			strings.Trim(v, "0123456789.") == "" {
 			return v
 		}
-		off = i + len(tag)
 	}
 }
 

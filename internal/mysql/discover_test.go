@@ -63,15 +63,23 @@ func TestParseVersionLine(t *testing.T) {
 	}
 }
 
-// The strings around the version in Debian 12's mariadbd .rodata.
-func TestMariaDBLiteral(t *testing.T) {
-	rodata := []byte("R\x00NO_INTERNAL_LOOKUP\x00Unknown\x00-0+deb12u1\x0010.11.19-MariaDB\x00x86_64\x00debian-linux-gnu\x00")
-	if got := mariadbLiteral(rodata); got != "10.11.19" {
-		t.Errorf("got %q", got)
+// The strings around the version in Debian 12's mariadbd .rodata and in
+// Debian sid's mysqld 9.7.4 (whose bare "9.7.4" is the tail of "MySQL 9.7.4").
+func TestVersionLiteral(t *testing.T) {
+	for rodata, want := range map[string]string{
+		"R\x00NO_INTERNAL_LOOKUP\x00Unknown\x00-0+deb12u1\x0010.11.19-MariaDB\x00x86_64\x00debian-linux-gnu\x00": MariaDB + " 10.11.19",
+		"\x009.7.4.0\x00MySQL 9.7.4\x00ndb-9.7.4\x00":                                                            MySQL + " 9.7.4",
+		// MariaDB's literal wins over a "MySQL" one (its own text may say MySQL)
+		"MySQL 5.5.5\x0011.8.3-MariaDB\x00": MariaDB + " 11.8.3",
+	} {
+		if f, v := versionLiteral([]byte(rodata)); f+" "+v != want {
+			t.Errorf("%q: %s %s, want %s", rodata, f, v, want)
+		}
 	}
-	for _, s := range []string{"see x-MariaDB\x00", "5.5.5-\x00", "built by 1.2-MariaDB\x00", "10.11.19-MariaDB-log\x00", "-MariaDB\x00"} {
-		if got := mariadbLiteral([]byte(s)); got != "" {
-			t.Errorf("%q: got %q", s, got)
+	for _, s := range []string{"see x-MariaDB\x00", "5.5.5-\x00", "built by 1.2-MariaDB\x00", "10.11.19-MariaDB-log\x00",
+		"-MariaDB\x00", "MySQL 9.7\x00", "MySQL Server 9.7.4\x00", "the MySQL 9.7.4\x00", "MySQL 9.7.4 (GPL)\x00", "MySQL 9.7.4"} {
+		if f, v := versionLiteral([]byte(s)); f != "" || v != "" {
+			t.Errorf("%q: got %q %q", s, f, v)
 		}
 	}
 }

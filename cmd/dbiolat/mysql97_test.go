@@ -1,0 +1,177 @@
+package main
+
+// MySQL 9.7 (Oracle's, Debian sid's, from the project's mysql root) as its
+// users run it: in a container, over its unix socket and over TCP, where
+// it negotiates TLS by default, its users authenticated by
+// caching_sha2_password, its clients sending query attributes.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbiolat/dbiolat/internal/cmdrun"
+	"github.com/dbiolat/dbiolat/internal/sidroot"
+)
+
+// nodeModules is the project's node_modules, which holds mysql2.
+func nodeModules(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".tools", "node", "node_modules"))
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "mysql2", "package.json"))
+	}
+	if err != nil {
+		msg := fmt.Sprintf("mysql2 is not installed (%v): run scripts/install-deps", err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+// Drivers against MySQL 9.7 in a container, each case's statements
+// counted as the server's statement digests count them (their executions
+// of prepared statements included; not their PREPAREs and DEALLOCATEs,
+// which run no statement, as pg_stat_statements counts no Parse): PyMySQL
+// and mysql2 over the unix socket and over TLS, MySQL Connector/J over TLS
+// (server-prepared statements, a batch, a cursor's fetches, a long
+// parameter, query attributes), the mysql client over the socket. Every
+// TLS connection is read at the root's OpenSSL.
+func TestMySQL97DriversStatementsCounted(t *testing.T) {
+	sideBySide(t)
+	python, jars := driverTools(t)
+	modules := nodeModules(t)
+	m, port := startSidMySQL(t, sidroot.Container)
+	ctx := mysqlContext(t)
+	sql := func(q string) string {
+		t.Helper()
+		out, err := m.SQL(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	sql(`CREATE DATABASE test; SET GLOBAL local_infile = 1; INSTALL COMPONENT "file://component_query_attributes"`)
+	socket, tcp := m.HostPath(m.Dir+"/mysqld.sock"), fmt.Sprintf("127.0.0.1:%d", port)
+	user := sidroot.MySQLUser
+
+	type run struct {
+		driver, name, transport string
+		cmd                     func(ctx context.Context) *exec.Cmd
+	}
+	var runs []run
+	for _, transport := range []string{"sock", "tls"} {
+		target, login := socket, []string{"root", ""}
+		if transport == "tls" {
+			target, login = tcp, []string{user, user}
+		}
+		for _, name := range []string{"executemany", "multi", "unbuffered", "loaddata"} {
+			runs = append(runs, run{"pymysql", name, transport, func(ctx context.Context) *exec.Cmd {
+				return exec.CommandContext(ctx, python, filepath.Join("testdata", "drivers", "my_pymysql.py"), target, name, login[0], login[1])
+			}})
+		}
+		for _, name := range []string{"query", "execute", "multi"} {
+			runs = append(runs, run{"mysql2", name, transport, func(ctx context.Context) *exec.Cmd {
+				cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "drivers", "my_mysql2.js"), target, name, login[0], login[1])
+				cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+				return cmd
+			}})
+		}
+	}
+	for _, name := range []string{"bulk", "prepared", "longdata", "cursor", "attributes"} {
+		runs = append(runs, run{"connectorj", name, "tls", func(ctx context.Context) *exec.Cmd {
+			url := fmt.Sprintf("jdbc:mysql://%s/test?user=%s&password=%[2]s&useCursorFetch=true&sslMode=REQUIRED", tcp, user)
+			return exec.CommandContext(ctx, "java", "-cp", jars.mysql, filepath.Join("testdata", "drivers", "MyJdbc.java"), url, name)
+		}})
+	}
+	table := func(r run) string { return "drv_" + r.name + "_" + r.transport } // each run's statements name it
+
+	sql("TRUNCATE performance_schema.events_statements_summary_by_digest")
+	fetched := func() int {
+		_, n, _ := strings.Cut(sql("SHOW GLOBAL STATUS LIKE 'Com_stmt_fetch'"), "\t")
+		return atoi(n)
+	}
+	fetchesBefore := fetched()
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(m.PID()))
+	const clientRuns = 20
+	var script strings.Builder
+	for i := range clientRuns {
+		fmt.Fprintf(&script, "SELECT %d AS drv_client_sock;\n", i)
+	}
+	sql(script.String())
+	tlsConnections := 0
+	for _, r := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := r.cmd(ctx)
+		cmd.Env = append(cmd.Environ(), "DRV_SUFFIX=_"+r.transport)
+		_, err := cmdrun.Run(cmd, nil, r.driver)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s %s over %s: %v", r.driver, r.name, r.transport, err)
+		}
+		if r.transport == "tls" {
+			tlsConnections++
+		}
+	}
+	queries, _, sum := tr.stop(t)
+
+	theirs := map[string]int{}
+	digests := sql("SELECT COUNT_STAR, DIGEST_TEXT FROM performance_schema.events_statements_summary_by_digest " +
+		`WHERE DIGEST_TEXT LIKE '%drv\_%' AND DIGEST_TEXT NOT LIKE 'PREPARE %' AND DIGEST_TEXT NOT LIKE 'DEALLOCATE %'`)
+	for _, line := range strings.Split(digests, "\n") {
+		calls, text, _ := strings.Cut(line, "\t")
+		if m := regexp.MustCompile(`\bdrv_\w+`).FindString(text); m != "" {
+			theirs[m] += atoi(calls)
+		}
+	}
+	count := func(table string) (statements, records int) {
+		re := regexp.MustCompile(`\b` + table + `\b`)
+		for _, q := range queries {
+			if re.MatchString(q.Query) {
+				statements += q.Statements
+				records++
+			}
+		}
+		return statements, records
+	}
+	ours, records := count("drv_client_sock")
+	t.Logf("%-10s %-11s %-4s the server %4d, dbiolat %4d in %d records", "mysql", "select", "sock", theirs["drv_client_sock"], ours, records)
+	if ours != clientRuns || theirs["drv_client_sock"] != clientRuns {
+		t.Errorf("the mysql client's %d statements: the server counted %d, dbiolat %d", clientRuns, theirs["drv_client_sock"], ours)
+	}
+	for _, r := range runs {
+		ours, records := count(table(r))
+		want := theirs[table(r)]
+		t.Logf("%-10s %-11s %-4s the server %4d, dbiolat %4d in %d records", r.driver, r.name, r.transport, want, ours, records)
+		if ours != want || ours == 0 {
+			t.Errorf("%s %s over %s: dbiolat counted %d statements, the server %d", r.driver, r.name, r.transport, ours, want)
+		}
+	}
+	// A cursor's fetches are records of their own, parts of its statement.
+	fetches, parts := fetched()-fetchesBefore, 0
+	for _, q := range queries {
+		if q.Statements == 0 {
+			parts++
+		}
+	}
+	if parts != fetches || fetches == 0 {
+		t.Errorf("%d records of parts of statements, the server ran %d COM_STMT_FETCH", parts, fetches)
+	}
+	t.Logf("wire_tls %d for %d connections over TLS; %d fetches", sum.Drops.Of("wire_tls"), tlsConnections, fetches)
+	if got := sum.Drops.Of("wire_tls"); got != uint64(tlsConnections) {
+		t.Errorf("%d connections read at OpenSSL, want the %d over TLS", got, tlsConnections)
+	}
+	checkNoWarning(t, tr.stderr.String())
+	checkNoWireLoss(t, sum)
+	checkConnectionTimeline(t, queries)
+	checkRepliesEnded(t, sum)
+}
