@@ -6,11 +6,12 @@ import "fmt"
 // void thd_wait_begin(THD *, int type) and void thd_wait_end(THD *). They
 // are the thread pool's hooks, called in every threading model, by the
 // thread that waits: a row lock in InnoDB, a metadata lock, a group
-// commit. Both servers export them.
-const (
-	WaitBegin = "thd_wait_begin"
-	WaitEnd   = "thd_wait_end"
-)
+// commit. Both servers export them, under these symbols: MariaDB's with C
+// linkage, MySQL's (8.0 and later: 9.7 checked) as C++ functions, mangled.
+var WaitSymbols = [][2]string{
+	{"thd_wait_begin", "thd_wait_end"},
+	{"_Z14thd_wait_beginP3THDi", "_Z12thd_wait_endP3THD"},
+}
 
 // waitNames names thd_wait_begin's types (include/mysql/service_thd_wait.h)
 // the way PostgreSQL's wait events are named, class/event, so that both

@@ -100,8 +100,10 @@ func (m *mysqlServer) unit(unit uint32) (pid, tid int) {
 // thread's I/O is kept apart, under its role.
 func (m *mysqlServer) attach(s *Session) error {
 	s.procs[uint32(m.PID)] = proc{role: mysqlServerRole}
-	err := s.tracer.AttachWaits(m.Binary, probe.WaitFunctions{Begin: mysql.WaitBegin, End: mysql.WaitEnd})
-	if err != nil {
+	var err error
+	if waits, ok := waitFunctions(m.Binary); !ok {
+		s.warn(fmt.Sprintf("%s: its waits cannot be named (%s exports no thd_wait_begin): lock waits count as other waits", m, m.Binary))
+	} else if err = s.tracer.AttachWaits(m.Binary, waits); err != nil {
 		s.warn(fmt.Sprintf("%s: its waits cannot be named (%v): lock waits count as other waits", m, err))
 	}
 	if m.threads, err = mysql.NewThreads(m.Instance); err != nil {
@@ -217,7 +219,7 @@ func (m *mysqlServer) check() []ServerCheck {
 	c := ServerCheck{Name: fmt.Sprintf("%s server pid %d (data %s, binary %s)", in.Flavor, in.PID, in.DataDir, exe)}
 	var says []string
 	says = append(says, "queries from MySQL's client protocol, prepared statements too")
-	if exports(in.Binary, mysql.WaitBegin, mysql.WaitEnd) {
+	if _, ok := waitFunctions(in.Binary); ok {
 		says = append(says, "waits named by thd_wait_begin (row, metadata, table locks: lock; disk I/O: I/O wait)")
 	} else {
 		says = append(says, "no thd_wait_begin: lock waits count as other waits")
@@ -247,6 +249,16 @@ func (m *mysqlServer) check() []ServerCheck {
 	}
 	c.Info = strings.Join(says, "; ")
 	return []ServerCheck{c}
+}
+
+// waitFunctions: the wait brackets the server's binary exports, if any.
+func waitFunctions(binary string) (probe.WaitFunctions, bool) {
+	for _, w := range mysql.WaitSymbols {
+		if exports(binary, w[0], w[1]) {
+			return probe.WaitFunctions{Begin: w[0], End: w[1]}, true
+		}
+	}
+	return probe.WaitFunctions{}, false
 }
 
 // exports says the ELF file defines every function named.

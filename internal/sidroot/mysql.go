@@ -74,19 +74,30 @@ func (m *MySQL) Stop() { m.Server.Stop(syscall.SIGTERM) }
 // SQL runs statements with the root's mysql client as root over the unix
 // socket and returns their output (tab-separated, no headers) trimmed.
 func (m *MySQL) SQL(ctx context.Context, sql string) (string, error) {
-	return m.mysql(ctx, sql, "--user=root", "--socket="+m.Dir+"/mysqld.sock")
+	return m.run(m.Client(ctx), sql)
 }
 
 // SQLTLS runs statements over TCP to 127.0.0.1 as MySQLUser, TLS required
 // (--ssl-mode=REQUIRED): each statement a COM_QUERY of its own.
 func (m *MySQL) SQLTLS(ctx context.Context, sql string) (string, error) {
-	return m.mysql(ctx, sql, "--user="+MySQLUser, "--password="+MySQLUser, "--protocol=TCP", "--host=127.0.0.1",
+	cmd := m.client(ctx, "--user="+MySQLUser, "--password="+MySQLUser, "--protocol=TCP", "--host=127.0.0.1",
 		fmt.Sprintf("--port=%d", m.Port), "--ssl-mode=REQUIRED")
+	return m.run(cmd, sql)
 }
 
-func (m *MySQL) mysql(ctx context.Context, sql string, args ...string) (string, error) {
+// Client is the root's mysql client, as root over the unix socket, with
+// args added (--batch, no column names), for a session of a test's own.
+func (m *MySQL) Client(ctx context.Context, args ...string) *exec.Cmd {
+	return m.client(ctx, append([]string{"--user=root", "--socket=" + m.Dir + "/mysqld.sock"}, args...)...)
+}
+
+func (m *MySQL) client(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "chroot", append([]string{m.Root, "mysql", "--no-defaults", "--batch", "--skip-column-names"}, args...)...)
 	cmd.Env = slices.Clone(rootEnv)
+	return cmd
+}
+
+func (m *MySQL) run(cmd *exec.Cmd, sql string) (string, error) {
 	cmd.Stdin = strings.NewReader(sql)
 	out, err := cmdrun.Run(cmd, nil, "sidroot")
 	return strings.TrimSpace(out), err
