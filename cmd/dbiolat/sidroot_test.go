@@ -62,15 +62,16 @@ func startSidPostgres(t *testing.T, version string, how sidroot.How) (*sidroot.P
 	return p, port
 }
 
-// startSidMySQL starts MySQL in the mysql root, the same way.
-func startSidMySQL(t *testing.T, how sidroot.How) (*sidroot.MySQL, int) {
+// startSidMySQL starts MySQL in the mysql root, the same way, with
+// settings (--name=value) added.
+func startSidMySQL(t *testing.T, how sidroot.How, settings ...string) (*sidroot.MySQL, int) {
 	t.Helper()
 	root := sidRoot(t, "mysql")
 	port, err := sandbox.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sidroot.StartMySQL(context.Background(), root, how, port, nil)
+	m, err := sidroot.StartMySQL(context.Background(), root, how, port, nil, settings...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,3 +37,13 @@ func WaitName(typ byte) string {
 	}
 	return fmt.Sprintf("Wait/%d", typ)
 }
+
+// The two ends of InnoDB's simulated AIO (innodb_use_native_aio off, or
+// io_setup refused, as in a container), as MySQL 8.0 and later export
+// them (C++, mangled; 9.7 checked): a query's thread queues a page read
+// with fil_io, one of InnoDB's read I/O threads performs it with
+// SyncFileIO::execute. The probes charge the read to the query (aio.bpf.c).
+const (
+	InnoDBQueueRead   = "_Z6fil_ioRK9IORequestbRK9page_id_tRK11page_size_tmmPvS8_"
+	InnoDBPerformRead = "_ZN10SyncFileIO7executeERK9IORequest"
+)

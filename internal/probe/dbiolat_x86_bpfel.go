@@ -541,6 +541,8 @@ type dbiolatThreadState struct {
 	Pad1         uint8
 	BlkInflight  uint32
 	BlkSubmitted uint32
+	AioServing   uint32
+	Pad3         uint32
 	_            [4]byte
 	BlkBusySince uint64
 	RaPages      uint64
@@ -664,6 +666,9 @@ const (
 	dbiolatMapUsdtSpecs             = "usdt_specs"
 	dbiolatMapWaitHists             = "wait_hists"
 	dbiolatProgAioComplete          = "aio_complete"
+	dbiolatProgAioInnodbPerform     = "aio_innodb_perform"
+	dbiolatProgAioInnodbPerformed   = "aio_innodb_performed"
+	dbiolatProgAioInnodbStage       = "aio_innodb_stage"
 	dbiolatProgAioPerform           = "aio_perform"
 	dbiolatProgAioStage             = "aio_stage"
 	dbiolatProgBlkBackmerge         = "blk_backmerge"
@@ -799,6 +804,9 @@ type dbiolatSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatProgramSpecs struct {
 	AioComplete          *ebpf.ProgramSpec `ebpf:"aio_complete"`
+	AioInnodbPerform     *ebpf.ProgramSpec `ebpf:"aio_innodb_perform"`
+	AioInnodbPerformed   *ebpf.ProgramSpec `ebpf:"aio_innodb_performed"`
+	AioInnodbStage       *ebpf.ProgramSpec `ebpf:"aio_innodb_stage"`
 	AioPerform           *ebpf.ProgramSpec `ebpf:"aio_perform"`
 	AioStage             *ebpf.ProgramSpec `ebpf:"aio_stage"`
 	BlkBackmerge         *ebpf.ProgramSpec `ebpf:"blk_backmerge"`
@@ -1057,6 +1065,9 @@ type dbiolatVariables struct {
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatPrograms struct {
 	AioComplete          *ebpf.Program `ebpf:"aio_complete"`
+	AioInnodbPerform     *ebpf.Program `ebpf:"aio_innodb_perform"`
+	AioInnodbPerformed   *ebpf.Program `ebpf:"aio_innodb_performed"`
+	AioInnodbStage       *ebpf.Program `ebpf:"aio_innodb_stage"`
 	AioPerform           *ebpf.Program `ebpf:"aio_perform"`
 	AioStage             *ebpf.Program `ebpf:"aio_stage"`
 	BlkBackmerge         *ebpf.Program `ebpf:"blk_backmerge"`
@@ -1129,6 +1140,9 @@ type dbiolatPrograms struct {
 func (p *dbiolatPrograms) Close() error {
 	return _DbiolatClose(
 		p.AioComplete,
+		p.AioInnodbPerform,
+		p.AioInnodbPerformed,
+		p.AioInnodbStage,
 		p.AioPerform,
 		p.AioStage,
 		p.BlkBackmerge,

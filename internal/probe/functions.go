@@ -12,13 +12,16 @@ import (
 )
 
 // AIOFunctions names the functions of a database's asynchronous I/O
-// handoff (PostgreSQL 18: pgaio_io_stage, pgaio_io_perform_synchronously,
-// pgaio_io_process_completion). Each takes the I/O's handle, at the same
-// address in every process of the instance, as its first argument.
+// handoff, each called with the I/O's handle (aio.bpf.c): PostgreSQL 18's
+// pgaio_io_stage, pgaio_io_perform_synchronously and
+// pgaio_io_process_completion, the handle their first argument, the same
+// address in every process of the instance; or, InnoDB set, MySQL's
+// fil_io and SyncFileIO::execute, the handle a page's frame.
 type AIOFunctions struct {
-	Stage    string // in the process that wants the read
-	Perform  string // in the process that does it
-	Complete string // there too, the result (bytes or -errno) its second argument
+	Stage    string // in the process or thread that wants the read
+	Perform  string // in the one that does it
+	Complete string // there too, the result (bytes or -errno) its second argument; "" with InnoDB (Perform's return)
+	InnoDB   bool
 }
 
 // ErrNoFunction says a binary lacks a function to attach to (an older
@@ -38,11 +41,17 @@ func (t *Tracer) AttachAIO(binary string, f AIOFunctions) error {
 		return fmt.Errorf("opening %s: %w", binary, err)
 	}
 	o := &t.objs
-	for _, fn := range []struct {
+	type step struct {
 		symbol string
 		prog   *ebpf.Program
-	}{{f.Stage, o.AioStage}, {f.Perform, o.AioPerform}, {f.Complete, o.AioComplete}} {
-		if err := t.attachFunction(ex, binary, fn.symbol, fn.prog, false); err != nil {
+		ret    bool
+	}
+	steps := []step{{f.Stage, o.AioStage, false}, {f.Perform, o.AioPerform, false}, {f.Complete, o.AioComplete, false}}
+	if f.InnoDB {
+		steps = []step{{f.Stage, o.AioInnodbStage, false}, {f.Perform, o.AioInnodbPerform, false}, {f.Perform, o.AioInnodbPerformed, true}}
+	}
+	for _, s := range steps {
+		if err := t.attachFunction(ex, binary, s.symbol, s.prog, s.ret); err != nil {
 			return err
 		}
 	}

@@ -95,7 +95,8 @@ func (m *mysqlServer) unit(unit uint32) (pid, tid int) {
 }
 
 // attach traces the server: any of its threads may run a connection's
-// commands; the waits it brackets are named and boxed; its TLS
+// commands; the waits it brackets are named and boxed; the reads InnoDB's
+// I/O threads perform for a query are charged to it; its TLS
 // connections are read in plaintext at the OpenSSL it maps; each
 // thread's I/O is kept apart, under its role.
 func (m *mysqlServer) attach(s *Session) error {
@@ -105,6 +106,12 @@ func (m *mysqlServer) attach(s *Session) error {
 		s.warn(fmt.Sprintf("%s: its waits cannot be named (%s exports no thd_wait_begin): lock waits count as other waits", m, m.Binary))
 	} else if err = s.tracer.AttachWaits(m.Binary, waits); err != nil {
 		s.warn(fmt.Sprintf("%s: its waits cannot be named (%v): lock waits count as other waits", m, err))
+	}
+	if exports(m.Binary, mysql.InnoDBQueueRead, mysql.InnoDBPerformRead) {
+		err = s.tracer.AttachAIO(m.Binary, probe.AIOFunctions{Stage: mysql.InnoDBQueueRead, Perform: mysql.InnoDBPerformRead, InnoDB: true})
+		if err != nil {
+			s.warn(fmt.Sprintf("%s: the reads its I/O threads perform for a query cannot be charged to it (%v)", m, err))
+		}
 	}
 	if m.threads, err = mysql.NewThreads(m.Instance); err != nil {
 		s.warn(fmt.Sprintf("%s: its threads' roles cannot be told (%v): their I/O is the server's", m, err))
@@ -223,6 +230,9 @@ func (m *mysqlServer) check() []ServerCheck {
 		says = append(says, "waits named by thd_wait_begin (row, metadata, table locks: lock; disk I/O: I/O wait)")
 	} else {
 		says = append(says, "no thd_wait_begin: lock waits count as other waits")
+	}
+	if exports(in.Binary, mysql.InnoDBQueueRead, mysql.InnoDBPerformRead) {
+		says = append(says, "reads InnoDB's I/O threads perform for a query charged to it")
 	}
 	if lib, _ := elfvar.Library(in.PID, probe.OpenSSL.Library); lib != "" && exports(lib, probe.OpenSSL.Read, probe.OpenSSL.Write) {
 		says = append(says, "TLS connections read at "+lib)

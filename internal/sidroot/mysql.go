@@ -29,9 +29,10 @@ type MySQL struct {
 const MySQLUser = "dbiolat"
 
 // StartMySQL initializes a data directory in a private directory of the
-// root (mysql" root) and starts mysqld, as how says, on port of
-// 127.0.0.1; Stop stops it and removes the directory.
-func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writer) (*MySQL, error) {
+// root (the "mysql" root) and starts mysqld, as how says, on port of
+// 127.0.0.1, with settings added to its command line (--name=value);
+// Stop stops it and removes the directory.
+func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writer, settings ...string) (*MySQL, error) {
 	dir, err := NewDir(root, "my-", "mysql")
 	if err != nil {
 		return nil, err
@@ -54,9 +55,10 @@ func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writ
 		}
 		return err == nil
 	}
-	s, err := Start(root, dir, how, "mysql", log, ready, "/usr/sbin/mysqld", "--no-defaults", "--datadir="+dir+"/data",
-		"--socket="+sock, "--pid-file="+dir+"/mysqld.pid", "--bind-address=127.0.0.1", fmt.Sprintf("--port=%d", port),
-		"--mysqlx=OFF", "--log-error-verbosity=2")
+	args := append([]string{"/usr/sbin/mysqld", "--no-defaults", "--datadir=" + dir + "/data", "--socket=" + sock,
+		"--pid-file=" + dir + "/mysqld.pid", "--bind-address=127.0.0.1", fmt.Sprintf("--port=%d", port), "--mysqlx=OFF",
+		"--log-error-verbosity=2"}, settings...)
+	s, err := Start(root, dir, how, "mysql", log, ready, args...)
 	if err != nil {
 		return fail(err)
 	}

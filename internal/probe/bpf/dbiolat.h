@@ -126,7 +126,7 @@ enum box {
 	BOX_LOCK = 3,       /* asleep waiting for a heavyweight lock */
 	BOX_LWLOCK = 4,     /* asleep waiting for an LWLock */
 	BOX_OTHER_WAIT = 5, /* asleep for anything else (latch, pg_sleep, client) */
-	BOX_AIO_WAIT = 6,   /* asleep until I/O another process does for it completes (PostgreSQL 18) */
+	BOX_AIO_WAIT = 6,   /* asleep until I/O another process or thread does for it completes (PostgreSQL 18, InnoDB) */
 	BOXES = 7,
 };
 

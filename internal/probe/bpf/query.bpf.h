@@ -66,6 +66,7 @@ static __always_inline void query_begin(struct thread_state *ts, struct waterfal
 	 * busy time counts only its own. */
 	ts->blk_inflight = 0;
 	ts->blk_busy_since = 0;
+	ts->aio_serving = 0;
 	ts->query_start_ns = now;
 }
 

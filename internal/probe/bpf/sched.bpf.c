@@ -43,6 +43,22 @@ static __always_inline __u32 published_wait_event(struct task_struct *task, stru
 	return event;
 }
 
+/* A sleep with no event and outside any I/O call: a latch, most often.
+ * While reads are done for the query, it is for them: another thread's
+ * (InnoDB's read I/O threads, aio.bpf.c), or block requests the query
+ * itself started asynchronously (InnoDB's read-ahead with native AIO),
+ * whose pages the latch guards until they are in. */
+static __always_inline __u8 box_of_latch_sleep(struct task_struct *prev)
+{
+	struct thread_state *ts = thread_of(prev->pid);
+
+	if (ts && ts->aio_serving)
+		return BOX_AIO_WAIT;
+	if (ts && ts->blk_inflight)
+		return BOX_IO_WAIT;
+	return BOX_OTHER_WAIT;
+}
+
 /* What a sleep beginning now is for: the published event first (the lock
  * probes, where they exist, bracket the same waits). Waiting for others'
  * asynchronous I/O is an IO event too (PostgreSQL 18): it is its own box. */
@@ -64,7 +80,7 @@ static __always_inline __u8 box_of_sleep(struct waterfall *wf, struct task_struc
 	 * which also catches page faults on files outside any syscall. */
 	if (wf->in_fs || BPF_CORE_READ_BITFIELD(prev, in_iowait))
 		return BOX_IO_WAIT;
-	return BOX_OTHER_WAIT;
+	return box_of_latch_sleep(prev);
 }
 
 /*

@@ -35,6 +35,8 @@ struct thread_state {
 	__u8 pad1;
 	__u32 blk_inflight;   /* block requests of the current query in flight */
 	__u32 blk_submitted;  /* block requests this thread started, ever */
+	__u32 aio_serving;    /* threads performing reads for the current query now (aio.bpf.c) */
+	__u32 pad3;
 	__u64 blk_busy_since; /* when blk_inflight went from 0 to 1 */
 	__u64 ra_pages;       /* pages the kernel read ahead for this thread, ever */
 	/* When the current fs syscall began: what tells a page-cache miss at its end. */
