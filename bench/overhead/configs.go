@@ -24,6 +24,8 @@ import (
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/probe"
+	"github.com/dbiolat/dbiolat/internal/sandbox"
+	"github.com/dbiolat/dbiolat/internal/sidroot"
 )
 
 // config is one way of tracing the database.
@@ -188,7 +190,7 @@ type env struct {
 	dbiolat  string // the binary built for this run
 	postgres string // the server binary, for bpftrace's USDT probes
 	cluster  *pgsandbox.Cluster
-	mariadb  *mysandbox.Server // instead of cluster: MariaDB, driven by sysbench
+	mysql    sysbenchServer // instead of cluster: MariaDB or MySQL, driven by sysbench
 	tmp      string
 	hasUSDT  bool      // the server's build has USDT probes
 	otlp     *otlpSink // serve --otlp's collector
@@ -218,15 +220,22 @@ func (e *env) cleanup() {
 	os.RemoveAll(e.tmp)
 }
 
-// pid is the server's: the postmaster's, or mariadbd's.
+// sysbenchServer is a server of MySQL's protocol, driven by sysbench:
+// Debian 12's MariaDB (mysandbox), or MySQL 9.7 from the sid root.
+type sysbenchServer interface {
+	PID() int
+	Sysbench(ctx context.Context, o mysandbox.SysbenchOptions, phase string) (mysandbox.SysbenchResult, error)
+}
+
+// pid is the server's: the postmaster's, or mariadbd's or mysqld's.
 func (e *env) pid() int {
-	if e.mariadb != nil {
-		return e.mariadb.PID()
+	if e.mysql != nil {
+		return e.mysql.PID()
 	}
 	return e.cluster.PostmasterPID()
 }
 
-// sysbenchTest is the sysbench test standing for a pgbench workload on MariaDB.
+// sysbenchTest is the sysbench test standing for a pgbench workload on MariaDB and MySQL.
 var sysbenchTest = map[string]string{"select-only": "oltp_read_only", "tpcb-like": "oltp_read_write"}
 
 // sysbenchTables is the data sysbench runs on: 4 tables of 10,000 rows
@@ -236,12 +245,12 @@ const sysbenchTables, sysbenchRows = 4, 10000
 
 // load runs the workload once, for secs: transactions and their rate.
 func (e *env) load(ctx context.Context, workload, wflag string, clients, secs int) (tx int64, tps float64, err error) {
-	if e.mariadb != nil {
+	if e.mysql != nil {
 		test, ok := sysbenchTest[workload]
 		if !ok {
 			return 0, 0, fmt.Errorf("the %s workload is PostgreSQL's only", workload)
 		}
-		res, err := e.mariadb.Sysbench(ctx, mysandbox.SysbenchOptions{Test: test, Tables: sysbenchTables,
+		res, err := e.mysql.Sysbench(ctx, mysandbox.SysbenchOptions{Test: test, Tables: sysbenchTables,
 			TableSize: sysbenchRows, Threads: clients, Time: secs}, "run")
 		if err != nil || res.Transactions == 0 || res.Time <= 0 {
 			return 0, 0, fmt.Errorf("sysbench: %v", err)
@@ -495,22 +504,45 @@ func busyJiffies() (float64, error) {
 	return sum, nil
 }
 
-// startMariaDB starts the MariaDB the mariadb "version" runs on, with its
-// sysbench tables loaded and warm.
-func (e *env) startMariaDB(ctx context.Context, clients int) error {
-	s, err := mysandbox.Start(mysandbox.Options{Settings: map[string]string{"innodb_buffer_pool_size": "128M"}})
-	if err != nil {
-		return err
+// startMySQL starts the server a MySQL-family "version" runs on (mariadb:
+// Debian 12's; mysql: MySQL 9.7 from the sid root, in a container as its
+// users run it), with a 128 MB buffer pool and its sysbench tables loaded
+// and warm; stop stops it.
+func (e *env) startMySQL(ctx context.Context, version string, clients int) (stop func(), err error) {
+	var name string
+	switch version {
+	case "mariadb":
+		s, err := mysandbox.Start(mysandbox.Options{Settings: map[string]string{"innodb_buffer_pool_size": "128M"}})
+		if err != nil {
+			return nil, err
+		}
+		e.mysql, stop, name = s, func() { s.Stop() }, "MariaDB"
+	case "mysql":
+		root, err := sidroot.Root("mysql")
+		if err != nil {
+			return nil, err
+		}
+		port, err := sandbox.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		m, err := sidroot.StartMySQL(ctx, root, sidroot.Container, port, nil, "--innodb-buffer-pool-size=128M")
+		if err != nil {
+			return nil, err
+		}
+		e.mysql, stop, name = m, m.Stop, "MySQL 9.7"
 	}
-	e.mariadb = s
-	fmt.Fprintf(os.Stderr, "MariaDB: loading sysbench, %d tables of %d rows\n", sysbenchTables, sysbenchRows)
+	fmt.Fprintf(os.Stderr, "%s: loading sysbench, %d tables of %d rows\n", name, sysbenchTables, sysbenchRows)
 	o := mysandbox.SysbenchOptions{Test: "oltp_read_only", Tables: sysbenchTables, TableSize: sysbenchRows, Threads: clients}
-	if _, err := s.Sysbench(ctx, o, "prepare"); err != nil {
-		return err
+	if _, err = e.mysql.Sysbench(ctx, o, "prepare"); err == nil {
+		o.Time = 5 // warm the buffer pool once, so round 1 is not special
+		_, err = e.mysql.Sysbench(ctx, o, "run")
 	}
-	o.Time = 5 // warm the buffer pool once, so round 1 is not special
-	_, err = s.Sysbench(ctx, o, "run")
-	return err
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
 }
 
 // latency is what an exporter says of the run's query latencies.

@@ -1,6 +1,6 @@
 // Command overhead measures what tracing costs a database: pgbench
 // select-only and TPC-B-like on a throwaway PostgreSQL (sysbench's
-// oltp_read_only and oltp_read_write on a MariaDB), with no tracer and
+// oltp_read_only and oltp_read_write on a MariaDB or MySQL), with no tracer and
 // with each tracer configuration in turn, interleaved (the order rotates
 // every round) so the machine's drift hits all alike. Per configuration it
 // prints the median TPS ratio against the baseline of the same round with
@@ -10,7 +10,7 @@
 // quantiles against a fully traced run's. Not a test: the figures go into
 // closing notes, and the table as JSON into bench/results/.
 //
-//	go run ./bench/overhead [-rounds 7] [-seconds 10] [-configs default,all,bpftrace,strace] [-versions 15,mariadb] [-rate TPS]
+//	go run ./bench/overhead [-rounds 7] [-seconds 10] [-configs default,all,bpftrace,strace] [-versions 15,mariadb,mysql] [-rate TPS]
 package main
 
 import (
@@ -32,7 +32,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/usdt"
 )
 
-// measurement is one run of the load (pgbench, or sysbench on MariaDB).
+// measurement is one run of the load (pgbench, or sysbench on MariaDB or MySQL).
 type measurement struct {
 	Workload string                 `json:"workload"`
 	Version  string                 `json:"postgres_version"`
@@ -83,7 +83,7 @@ func main() {
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads: select-only, tpcb-like, pipeline (select-only's SELECT ten times in libpq's pipeline mode, one Sync: a transaction is ten statements)")
 	rate := flag.Int("rate", 0, "pgbench -R (PostgreSQL): hold this many transactions a second, a steady load below saturation, for the latency agreement (a tracer's cost then shows in CPU, not TPS); 0: as fast as it goes")
 	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
-		"), and mariadb (sysbench oltp_read_only for select-only, oltp_read_write for tpcb-like)")
+		"), mariadb and mysql (MySQL 9.7 from the sid root; both sysbench: oltp_read_only for select-only, oltp_read_write for tpcb-like)")
 	capacityRates := flag.String("capacity", "", "instead, the capacity ladder on a synthetic backend: query rates to hold for -seconds each with every query recorded, e.g. 25000,50000,100000,0 (0: unlimited)")
 	counted := flag.Bool("counted", false, "with -capacity: serve's mode, every query counted in the kernel by statement identity (a record only of each identity's first)")
 	refBinary = flag.String("ref", "", "config default-ref runs this dbiolat binary (one built from another commit: go build -o /tmp/dbiolat-ref ./cmd/dbiolat there) in the default mode")
@@ -162,11 +162,12 @@ func run(o options) error {
 	envs := map[string]*env{}
 	for _, v := range o.versions {
 		e := *base
-		if v == "mariadb" {
-			if err := e.startMariaDB(ctx, o.clients); err != nil {
+		if v == "mariadb" || v == "mysql" {
+			stop, err := e.startMySQL(ctx, v, o.clients)
+			if err != nil {
 				return err
 			}
-			defer e.mariadb.Stop()
+			defer stop()
 			envs[v] = &e
 			continue
 		}

@@ -3,6 +3,7 @@ package mysandbox
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -59,9 +60,6 @@ type SysbenchResult struct {
 // missing. For run it returns the parsed report (ParseSysbench); for the
 // others, a zero result.
 func (s *Server) Sysbench(ctx context.Context, o SysbenchOptions, phase string) (SysbenchResult, error) {
-	if phase != "prepare" && phase != "run" && phase != "cleanup" {
-		return SysbenchResult{}, fmt.Errorf("mysandbox: sysbench phase %q is none of prepare, run and cleanup", phase)
-	}
 	if s.bin["sysbench"] == "" {
 		return SysbenchResult{}, fmt.Errorf("mysandbox: no sysbench on PATH: %w", ErrNotInstalled)
 	}
@@ -70,19 +68,32 @@ func (s *Server) Sysbench(ctx context.Context, o SysbenchOptions, phase string) 
 			return SysbenchResult{}, err
 		}
 	}
-	test := o.Test
-	if test == "" {
-		test = "oltp_read_write"
-	}
-	args := []string{test, "--db-driver=mysql", "--mysql-user=root", "--mysql-db=sbtest"}
+	conn := []string{"--mysql-user=root"}
 	switch {
 	case o.TLSDir != "" && s.Port == 0:
 		return SysbenchResult{}, fmt.Errorf("mysandbox: sysbench over TLS connects over TCP, and the server has no port")
 	case o.TLSDir != "":
-		args = append(args, "--mysql-host=127.0.0.1", "--mysql-port="+strconv.Itoa(s.Port), "--mysql-ssl=on")
+		conn = append(conn, "--mysql-host=127.0.0.1", "--mysql-port="+strconv.Itoa(s.Port), "--mysql-ssl=on")
 	default:
-		args = append(args, "--mysql-socket="+s.Socket)
+		conn = append(conn, "--mysql-socket="+s.Socket)
 	}
+	return RunSysbench(s.command(ctx, "sysbench"), conn, o, phase)
+}
+
+// RunSysbench runs sysbench's phase of o.Test against database sbtest,
+// which must exist, connecting as conn says (its --mysql-* options), as
+// cmd (sysbench, with its environment) runs: any server of MySQL's
+// protocol, MySQL 9's too (Debian 12's sysbench links MariaDB's client
+// library, which speaks caching_sha2_password).
+func RunSysbench(cmd *exec.Cmd, conn []string, o SysbenchOptions, phase string) (SysbenchResult, error) {
+	if phase != "prepare" && phase != "run" && phase != "cleanup" {
+		return SysbenchResult{}, fmt.Errorf("mysandbox: sysbench phase %q is none of prepare, run and cleanup", phase)
+	}
+	test := o.Test
+	if test == "" {
+		test = "oltp_read_write"
+	}
+	args := append([]string{test, "--db-driver=mysql", "--mysql-db=sbtest"}, conn...)
 	for _, f := range []struct {
 		name string
 		v    int
@@ -98,12 +109,11 @@ func (s *Server) Sysbench(ctx context.Context, o SysbenchOptions, phase string) 
 		args = append(args, "--db-ps-mode="+o.PSMode)
 	}
 	args = append(args, o.Extra...)
-	args = append(args, phase)
-	cmd := s.command(ctx, "sysbench", args...)
+	cmd.Args = append(cmd.Args, append(args, phase)...)
 	if o.TLSDir != "" {
 		cmd.Dir = o.TLSDir
 	}
-	out, err := cmdrun.Run(cmd, nil, "mysandbox")
+	out, err := cmdrun.Run(cmd, nil, "sysbench")
 	if err != nil || phase != "run" {
 		return SysbenchResult{}, err
 	}

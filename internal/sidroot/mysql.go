@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
+	"github.com/dbiolat/dbiolat/internal/mysandbox"
 )
 
 // MySQL is Oracle's MySQL of the "mysql" root (sid's 9.7: TLS by default
@@ -103,4 +104,18 @@ func (m *MySQL) run(cmd *exec.Cmd, sql string) (string, error) {
 	cmd.Stdin = strings.NewReader(sql)
 	out, err := cmdrun.Run(cmd, nil, "sidroot")
 	return strings.TrimSpace(out), err
+}
+
+// Sysbench runs sysbench's phase against database sbtest over the
+// server's socket as root (the machine's sysbench: Debian 12's links
+// MariaDB's client library, which speaks MySQL 9's caching_sha2_password);
+// prepare creates the database.
+func (m *MySQL) Sysbench(ctx context.Context, o mysandbox.SysbenchOptions, phase string) (mysandbox.SysbenchResult, error) {
+	if phase == "prepare" {
+		if _, err := m.SQL(ctx, "CREATE DATABASE IF NOT EXISTS sbtest"); err != nil {
+			return mysandbox.SysbenchResult{}, err
+		}
+	}
+	conn := []string{"--mysql-user=root", "--mysql-socket=" + m.HostPath(m.Dir+"/mysqld.sock")}
+	return mysandbox.RunSysbench(exec.CommandContext(ctx, "sysbench"), conn, o, phase)
 }
