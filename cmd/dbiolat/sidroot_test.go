@@ -62,11 +62,12 @@ func startSidPostgres(t *testing.T, version string, how sidroot.How) (*sidroot.P
 	return p, port
 }
 
-// startSidMySQL starts MySQL in the mysql root, the same way, with
-// settings (--name=value) added.
-func startSidMySQL(t *testing.T, how sidroot.How, settings ...string) (*sidroot.MySQL, int) {
+// startSidMySQL starts the server of a MySQL-family root (mysql: MySQL
+// 9.7, mariadb: MariaDB 11.8), the same way, with settings (--name=value)
+// added.
+func startSidMySQL(t *testing.T, name string, how sidroot.How, settings ...string) (*sidroot.MySQL, int) {
 	t.Helper()
-	root := sidRoot(t, "mysql")
+	root := sidRoot(t, name)
 	port, err := sandbox.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +219,7 @@ func TestMySQLInSidRootOverTLS(t *testing.T) {
 	for _, how := range sidroot.Hows {
 		t.Run(how.String(), func(t *testing.T) {
 			ctx := context.Background()
-			m, _ := startSidMySQL(t, how)
+			m, _ := startSidMySQL(t, "mysql", how)
 			sql := func(q string) string {
 				t.Helper()
 				out, err := m.SQL(ctx, q)

@@ -16,13 +16,16 @@ import (
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 )
 
-// MySQL is Oracle's MySQL of the "mysql" root (sid's 9.7: TLS by default
-// over TCP, with certificates it makes at initialization, through the
-// root's OpenSSL 3), listening on 127.0.0.1 and on a unix socket in its
-// directory; the X protocol off.
+// MySQL is a server of the MySQL family from its root: Oracle's MySQL of
+// the "mysql" root (sid's 9.7: TLS by default over TCP, with certificates
+// it makes at initialization, through the root's OpenSSL 3), or MariaDB
+// of the "mariadb" root (sid's 11.8: TLS by default too since 11.4, with a
+// certificate of its own making); listening on 127.0.0.1 and on a unix
+// socket in its directory.
 type MySQL struct {
 	*Server
-	Port int
+	Port    int
+	MariaDB bool
 }
 
 // MySQLUser is the user, with all privileges, that clients over TCP log in
@@ -30,9 +33,10 @@ type MySQL struct {
 const MySQLUser = "dbiolat"
 
 // StartMySQL initializes a data directory in a private directory of the
-// root (the "mysql" root) and starts mysqld, as how says, on port of
-// 127.0.0.1, with settings added to its command line (--name=value);
-// Stop stops it and removes the directory.
+// root (the "mysql" or the "mariadb" root: the server is the one the root
+// holds) and starts it, as how says, on port of 127.0.0.1, with settings
+// added to its command line (--name=value); Stop stops it and removes the
+// directory.
 func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writer, settings ...string) (*MySQL, error) {
 	dir, err := NewDir(root, "my-", "mysql")
 	if err != nil {
@@ -42,10 +46,15 @@ func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writ
 		os.RemoveAll(filepath.Join(root, dir))
 		return nil, err
 	}
+	_, err = os.Stat(filepath.Join(root, "usr/sbin/mariadbd"))
+	m := &MySQL{Port: port, MariaDB: err == nil}
 	// --no-defaults: the root's /etc/mysql is the package's, for its own
 	// service; the tests say everything.
-	if _, err := Run(ctx, root, "mysql", log, "/usr/sbin/mysqld", "--no-defaults", "--initialize-insecure",
-		"--datadir="+dir+"/data"); err != nil {
+	server, install := "/usr/sbin/mysqld", []string{"/usr/sbin/mysqld", "--no-defaults", "--initialize-insecure"}
+	if m.MariaDB {
+		server, install = "/usr/sbin/mariadbd", []string{"/usr/bin/mariadb-install-db", "--no-defaults", "--user=mysql", "--skip-name-resolve", "--force"}
+	}
+	if _, err := Run(ctx, root, "mysql", log, append(install, "--datadir="+dir+"/data")...); err != nil {
 		return fail(err)
 	}
 	sock := dir + "/mysqld.sock"
@@ -56,14 +65,16 @@ func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writ
 		}
 		return err == nil
 	}
-	args := append([]string{"/usr/sbin/mysqld", "--no-defaults", "--datadir=" + dir + "/data", "--socket=" + sock,
-		"--pid-file=" + dir + "/mysqld.pid", "--bind-address=127.0.0.1", fmt.Sprintf("--port=%d", port), "--mysqlx=OFF",
-		"--log-error-verbosity=2"}, settings...)
-	s, err := Start(root, dir, how, "mysql", log, ready, args...)
-	if err != nil {
+	args := []string{server, "--no-defaults", "--datadir=" + dir + "/data", "--socket=" + sock,
+		"--pid-file=" + dir + "/mysqld.pid", "--bind-address=127.0.0.1", fmt.Sprintf("--port=%d", port)}
+	if m.MariaDB { // clients over TCP come from 127.0.0.1, not from a name
+		args = append(args, "--skip-name-resolve")
+	} else {
+		args = append(args, "--mysqlx=OFF", "--log-error-verbosity=2")
+	}
+	if m.Server, err = Start(root, dir, how, "mysql", log, ready, append(args, settings...)...); err != nil {
 		return fail(err)
 	}
-	m := &MySQL{Server: s, Port: port}
 	if _, err := m.SQL(ctx, fmt.Sprintf("CREATE USER '%[1]s'@'%%' IDENTIFIED BY '%[1]s'; GRANT ALL ON *.* TO '%[1]s'@'%%'", MySQLUser)); err != nil {
 		m.Stop()
 		return nil, err
@@ -80,22 +91,30 @@ func (m *MySQL) SQL(ctx context.Context, sql string) (string, error) {
 	return m.run(m.Client(ctx), sql)
 }
 
-// SQLTLS runs statements over TCP to 127.0.0.1 as MySQLUser, TLS required
-// (--ssl-mode=REQUIRED): each statement a COM_QUERY of its own.
+// SQLTLS runs statements over TCP to 127.0.0.1 as MySQLUser, TLS required:
+// each statement a COM_QUERY of its own.
 func (m *MySQL) SQLTLS(ctx context.Context, sql string) (string, error) {
-	cmd := m.client(ctx, "--user="+MySQLUser, "--password="+MySQLUser, "--protocol=TCP", "--host=127.0.0.1",
-		fmt.Sprintf("--port=%d", m.Port), "--ssl-mode=REQUIRED")
+	tls := []string{"--ssl-mode=REQUIRED"}
+	if m.MariaDB { // its own certificate, not verified
+		tls = []string{"--ssl", "--disable-ssl-verify-server-cert"}
+	}
+	cmd := m.client(ctx, append([]string{"--user=" + MySQLUser, "--password=" + MySQLUser, "--protocol=TCP", "--host=127.0.0.1",
+		fmt.Sprintf("--port=%d", m.Port)}, tls...)...)
 	return m.run(cmd, sql)
 }
 
-// Client is the root's mysql client, as root over the unix socket, with
+// Client is the root's client (mysql, mariadb), as root over the unix socket, with
 // args added (--batch, no column names), for a session of a test's own.
 func (m *MySQL) Client(ctx context.Context, args ...string) *exec.Cmd {
 	return m.client(ctx, append([]string{"--user=root", "--socket=" + m.Dir + "/mysqld.sock"}, args...)...)
 }
 
 func (m *MySQL) client(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "chroot", append([]string{m.Root, "mysql", "--no-defaults", "--batch", "--skip-column-names"}, args...)...)
+	client := "mysql"
+	if m.MariaDB {
+		client = "mariadb"
+	}
+	cmd := exec.CommandContext(ctx, "chroot", append([]string{m.Root, client, "--no-defaults", "--batch", "--skip-column-names"}, args...)...)
 	cmd.Env = slices.Clone(rootEnv)
 	return cmd
 }

@@ -57,28 +57,31 @@ func TestPostgresEachWay(t *testing.T) {
 	}
 }
 
-// MySQL 9.7 of the mysql root runs each way; a client over TCP is on TLS.
+// MySQL 9.7 of the mysql root and MariaDB 11.8 of the mariadb root run
+// each way; a client over TCP is on TLS, as each server has it by default.
 func TestMySQLEachWay(t *testing.T) {
-	root := rootFor(t, "mysql")
-	for _, how := range Hows {
-		t.Run(how.String(), func(t *testing.T) {
-			port, err := sandbox.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := StartMySQL(context.Background(), root, how, port, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Stop()
-			out, err := m.SQLTLS(context.Background(), "SHOW SESSION STATUS LIKE 'Ssl_version'")
-			if err != nil || !strings.HasPrefix(out, "Ssl_version\tTLSv1.") {
-				t.Errorf("over TCP: %q, %v", out, err)
-			}
-			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", m.PID())); err != nil || filepath.Base(exe) != "mysqld" {
-				t.Errorf("the main process %d runs %q (%v)", m.PID(), exe, err)
-			}
-		})
+	for name, server := range map[string]string{"mysql": "mysqld", "mariadb": "mariadbd"} {
+		root := rootFor(t, name)
+		for _, how := range Hows {
+			t.Run(name+"/"+how.String(), func(t *testing.T) {
+				port, err := sandbox.FreePort()
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := StartMySQL(context.Background(), root, how, port, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Stop()
+				out, err := m.SQLTLS(context.Background(), "SHOW SESSION STATUS LIKE 'Ssl_version'")
+				if err != nil || !strings.HasPrefix(out, "Ssl_version\tTLSv1.") {
+					t.Errorf("over TCP: %q, %v", out, err)
+				}
+				if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", m.PID())); err != nil || filepath.Base(exe) != server {
+					t.Errorf("the main process %d runs %q (%v)", m.PID(), exe, err)
+				}
+			})
+		}
 	}
 }
 

@@ -1,8 +1,9 @@
 package main
 
-// MySQL 9.7 (Oracle's, Debian sid's, from the project's mysql root) as its
-// users run it: in a container, over its unix socket and over TCP, where
-// it negotiates TLS by default, its users authenticated by
+// The MySQL family's newest servers, Debian sid's, from the project's
+// roots, as their users run them: MySQL 9.7 (the mysql root) and MariaDB
+// 11.8 (the mariadb root), in a container, over their unix socket and over
+// TCP, where both negotiate TLS by default; MySQL's users authenticated by
 // caching_sha2_password, its clients sending query attributes.
 
 import (
@@ -40,19 +41,40 @@ func nodeModules(t *testing.T) string {
 	return dir
 }
 
-// Drivers against MySQL 9.7 in a container, each case's statements
-// counted as the server's statement digests count them (their executions
-// of prepared statements included; not their PREPAREs and DEALLOCATEs,
-// which run no statement, as pg_stat_statements counts no Parse): PyMySQL
-// and mysql2 over the unix socket and over TLS, MySQL Connector/J over TLS
-// (server-prepared statements, a batch, a cursor's fetches, a long
-// parameter, query attributes), the mysql client over the socket. Every
-// TLS connection is read at the root's OpenSSL.
-func TestMySQL97DriversStatementsCounted(t *testing.T) {
+// sidMySQLs are the MySQL-family servers of the sid roots: their roots'
+// names, and the settings the tests need of them (MariaDB's
+// performance_schema is off by default).
+var sidMySQLs = []struct {
+	name, root string
+	settings   []string
+}{
+	{"mysql9.7", "mysql", nil},
+	{"mariadb11.8", "mariadb", []string{"--performance-schema=ON", "--general-log=ON", "--log-output=TABLE"}},
+}
+
+// Drivers against MySQL 9.7 and MariaDB 11.8 in a container, each case's
+// statements counted as the server counts them: MySQL's statement digests
+// (their executions of prepared statements included; not their PREPAREs
+// and DEALLOCATEs, which run no statement, as pg_stat_statements counts no
+// Parse); MariaDB's digests, which leave out executions, and its general
+// log's. PyMySQL and mysql2 over the unix socket and over TLS, MySQL
+// Connector/J over TLS (server-prepared statements, a batch, a cursor's
+// fetches, a long parameter, and on MySQL query attributes), the client
+// over the socket. Every TLS connection is read at the root's OpenSSL.
+func TestSidMySQLDriversStatementsCounted(t *testing.T) {
 	sideBySide(t)
 	python, jars := driverTools(t)
 	modules := nodeModules(t)
-	m, port := startSidMySQL(t, sidroot.Container)
+	for _, server := range sidMySQLs {
+		t.Run(server.name, func(t *testing.T) {
+			sideBySide(t)
+			checkDriversCounted(t, python, jars, modules, server.root, server.settings)
+		})
+	}
+}
+
+func checkDriversCounted(t *testing.T, python string, jars driverJars, modules, root string, settings []string) {
+	m, port := startSidMySQL(t, root, sidroot.Container, settings...)
 	ctx := mysqlContext(t)
 	sql := func(q string) string {
 		t.Helper()
@@ -62,7 +84,10 @@ func TestMySQL97DriversStatementsCounted(t *testing.T) {
 		}
 		return out
 	}
-	sql(`CREATE DATABASE test; SET GLOBAL local_infile = 1; INSTALL COMPONENT "file://component_query_attributes"`)
+	sql("CREATE DATABASE IF NOT EXISTS test; SET GLOBAL local_infile = 1")
+	if !m.MariaDB {
+		sql(`INSTALL COMPONENT "file://component_query_attributes"`)
+	}
 	socket, tcp := m.HostPath(m.Dir+"/mysqld.sock"), fmt.Sprintf("127.0.0.1:%d", port)
 	user := sidroot.MySQLUser
 
@@ -89,7 +114,11 @@ func TestMySQL97DriversStatementsCounted(t *testing.T) {
 			}})
 		}
 	}
-	for _, name := range []string{"bulk", "prepared", "longdata", "cursor", "attributes"} {
+	jdbc := []string{"bulk", "prepared", "longdata", "cursor", "attributes"}
+	if m.MariaDB { // no query attributes
+		jdbc = jdbc[:len(jdbc)-1]
+	}
+	for _, name := range jdbc {
 		runs = append(runs, run{"connectorj", name, "tls", func(ctx context.Context) *exec.Cmd {
 			url := fmt.Sprintf("jdbc:mysql://%s/test?user=%s&password=%[2]s&useCursorFetch=true&sslMode=REQUIRED", tcp, user)
 			return exec.CommandContext(ctx, "java", "-cp", jars.mysql, filepath.Join("testdata", "drivers", "MyJdbc.java"), url, name)
@@ -105,12 +134,17 @@ func TestMySQL97DriversStatementsCounted(t *testing.T) {
 	fetchesBefore := fetched()
 	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(m.PID()))
 	const clientRuns = 20
-	var script strings.Builder
+	// The client's session over the socket: MariaDB's client asks for TLS
+	// there too, MySQL's does not; the session says which it got.
+	script := strings.Builder{}
+	script.WriteString("SHOW SESSION STATUS LIKE 'Ssl_cipher';\n")
 	for i := range clientRuns {
 		fmt.Fprintf(&script, "SELECT %d AS drv_client_sock;\n", i)
 	}
-	sql(script.String())
 	tlsConnections := 0
+	if cipher, _, _ := strings.Cut(sql(script.String()), "\n"); strings.TrimPrefix(cipher, "Ssl_cipher\t") != "" {
+		tlsConnections++
+	}
 	for _, r := range runs {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := r.cmd(ctx)
@@ -127,9 +161,12 @@ func TestMySQL97DriversStatementsCounted(t *testing.T) {
 	queries, _, sum := tr.stop(t)
 
 	theirs := map[string]int{}
-	digests := sql("SELECT COUNT_STAR, DIGEST_TEXT FROM performance_schema.events_statements_summary_by_digest " +
+	counted := sql("SELECT COUNT_STAR, DIGEST_TEXT FROM performance_schema.events_statements_summary_by_digest " +
 		`WHERE DIGEST_TEXT LIKE '%drv\_%' AND DIGEST_TEXT NOT LIKE 'PREPARE %' AND DIGEST_TEXT NOT LIKE 'DEALLOCATE %'`)
-	for _, line := range strings.Split(digests, "\n") {
+	if m.MariaDB {
+		counted += "\n" + sql(`SELECT 1, argument FROM mysql.general_log WHERE command_type = 'Execute' AND argument LIKE '%drv\_%'`)
+	}
+	for _, line := range strings.Split(counted, "\n") {
 		calls, text, _ := strings.Cut(line, "\t")
 		if m := regexp.MustCompile(`\bdrv_\w+`).FindString(text); m != "" {
 			theirs[m] += atoi(calls)
@@ -185,9 +222,9 @@ func TestMySQL97DriversStatementsCounted(t *testing.T) {
 // LOCK_TIME for the row lock (MySQL counts row lock waits in it since
 // 8.0.28), the wait/lock/metadata/sql/mdl waits nested in the statement
 // for the metadata lock (its LOCK_TIME leaves them out).
-func TestMySQL97LockWaitsNamed(t *testing.T) {
+func TestSidMySQLLockWaitsNamed(t *testing.T) {
 	sideBySide(t)
-	m, _ := startSidMySQL(t, sidroot.Container)
+	m, _ := startSidMySQL(t, "mysql", sidroot.Container)
 	ctx := mysqlContext(t)
 	sql := func(q string) string {
 		t.Helper()
@@ -262,65 +299,78 @@ UPDATE performance_schema.setup_consumers SET ENABLED = 'YES'
 	}
 }
 
-// A cold full scan of a table four times MySQL 9.7's buffer pool, its
-// pages read with O_DIRECT (the default: each a block request). Chrooted,
-// InnoDB submits its read-ahead with Linux native AIO from the query's own
-// thread; in a container, where io_setup is refused, its read I/O threads
-// perform it (simulated AIO: aio.bpf.c). Either way the bytes the query's
-// pages took to read are the query's: its block bytes within 5% of the
-// bytes performance_schema says the table's file read, most of the table.
-func TestMySQL97ColdScan(t *testing.T) {
+// A cold full scan of a table four times the buffer pool, its pages read
+// with O_DIRECT (both servers' default: each a block request), on MySQL
+// 9.7 and MariaDB 11.8. Chrooted, InnoDB submits its read-ahead
+// asynchronously from the query's own thread (MySQL: Linux native AIO;
+// MariaDB: io_uring or native AIO); in a container, where io_setup is
+// refused, MySQL's read I/O threads perform it (simulated AIO: aio.bpf.c).
+// Either way the bytes the query's pages took to read are the query's:
+// its block bytes within 5% of the bytes performance_schema says the
+// table's file read, most of the table.
+func TestSidMySQLColdScan(t *testing.T) {
 	sideBySide(t)
-	for _, how := range []sidroot.How{sidroot.Chroot, sidroot.Container} {
-		t.Run(how.String(), func(t *testing.T) {
-			m, _ := startSidMySQL(t, how, "--innodb-buffer-pool-size=32M")
-			ctx := mysqlContext(t)
-			sql := func(q string) string {
-				t.Helper()
-				out, err := m.SQL(ctx, q)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out
-			}
-			sql(`CREATE DATABASE scan; CREATE TABLE scan.big (id INT PRIMARY KEY AUTO_INCREMENT, pad CHAR(255));
-SET SESSION cte_max_recursion_depth = 400000;
-INSERT INTO scan.big (pad) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400000) SELECT REPEAT('x', 255) FROM s`)
-			file, err := os.Stat(m.HostPath(m.Dir + "/data/scan/big.ibd"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			read := func() uint64 {
-				return uint64(atoi(sql(`SELECT SUM_NUMBER_OF_BYTES_READ FROM performance_schema.file_summary_by_instance
+	for _, server := range sidMySQLs {
+		for _, how := range []sidroot.How{sidroot.Chroot, sidroot.Container} {
+			t.Run(server.name+"/"+how.String(), func(t *testing.T) {
+				checkColdScan(t, server.root, how, append([]string{"--innodb-buffer-pool-size=32M"}, server.settings...))
+			})
+		}
+	}
+}
+
+func checkColdScan(t *testing.T, root string, how sidroot.How, settings []string) {
+	m, _ := startSidMySQL(t, root, how, settings...)
+	ctx := mysqlContext(t)
+	sql := func(q string) string {
+		t.Helper()
+		out, err := m.SQL(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	rows := "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400000) SELECT REPEAT('x', 255) FROM s"
+	if m.MariaDB {
+		rows = "SELECT REPEAT('x', 255) FROM scan.seq_1_to_400000" // MariaDB's sequence engine
+	} else {
+		sql("SET GLOBAL cte_max_recursion_depth = 400000")
+	}
+	sql("CREATE DATABASE scan; CREATE TABLE scan.big (id INT PRIMARY KEY AUTO_INCREMENT, pad CHAR(255)); INSERT INTO scan.big (pad) " + rows)
+	file, err := os.Stat(m.HostPath(m.Dir + "/data/scan/big.ibd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() uint64 {
+		return uint64(atoi(sql(`SELECT SUM_NUMBER_OF_BYTES_READ FROM performance_schema.file_summary_by_instance
  WHERE FILE_NAME LIKE '%/scan/big.ibd'`)))
-			}
-			tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(m.PID()))
-			before := read()
-			sql("SELECT SUM(LENGTH(pad)) FROM scan.big")
-			theirs := read() - before
-			qs, _, _ := tr.stop(t)
-			scan := only(t, qs, "SELECT SUM(LENGTH(pad)) FROM scan.big", 1)[0]
-			t.Logf("%s: the table %d MiB, performance_schema read %d MiB of it; the scan %v: %d block requests of %d MiB, "+
-				"%d reads of %d MiB by I/O threads; cpu %v, runq %v, io wait %v, aio wait %v, other wait %v, waits %v",
-				how, file.Size()>>20, theirs>>20, time.Duration(scan.QueryNs), scan.BlkCount, scan.BlkBytes>>20, scan.AIOReadCount,
-				scan.AIOReadBytes>>20, time.Duration(scan.CPUNs), time.Duration(scan.RunqNs), time.Duration(scan.IOWaitNs),
-				time.Duration(scan.AIOWaitNs), time.Duration(scan.OtherWaitNs), scan.Waits)
-			if theirs < uint64(file.Size())/2 {
-				t.Errorf("performance_schema says %d of the table's %d bytes were read: the scan was not cold", theirs, file.Size())
-			}
-			if diff := max(scan.BlkBytes, theirs) - min(scan.BlkBytes, theirs); diff > theirs/20 {
-				t.Errorf("the scan's block requests read %d bytes, performance_schema %d: more than 5%% apart", scan.BlkBytes, theirs)
-			}
-			// In the container the I/O threads read nearly all of it (the
-			// query itself the pages read-ahead had not queued), and the
-			// query slept on them in the aio wait box, not among other waits.
-			if how == sidroot.Container && (scan.AIOReadBytes < theirs*9/10 || scan.AIOReadBytes > theirs || scan.AIOWaitNs <= scan.OtherWaitNs) {
-				t.Errorf("InnoDB's I/O threads read %d bytes for the scan (of %d), and it waited %v for them, %v for other things",
-					scan.AIOReadBytes, theirs, time.Duration(scan.AIOWaitNs), time.Duration(scan.OtherWaitNs))
-			}
-			if how == sidroot.Chroot && scan.AIOReadCount != 0 {
-				t.Errorf("with native AIO, %d reads done by I/O threads for the scan, want none", scan.AIOReadCount)
-			}
-		})
+	}
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(m.PID()))
+	before := read()
+	sql("SELECT SUM(LENGTH(pad)) FROM scan.big")
+	theirs := read() - before
+	qs, _, _ := tr.stop(t)
+	scan := only(t, qs, "SELECT SUM(LENGTH(pad)) FROM scan.big", 1)[0]
+	t.Logf("the table %d MiB, performance_schema read %d MiB of it; the scan %v: %d block requests of %d MiB, "+
+		"%d reads of %d MiB by I/O threads; cpu %v, runq %v, io wait %v, aio wait %v, other wait %v, waits %v",
+		file.Size()>>20, theirs>>20, time.Duration(scan.QueryNs), scan.BlkCount, scan.BlkBytes>>20, scan.AIOReadCount,
+		scan.AIOReadBytes>>20, time.Duration(scan.CPUNs), time.Duration(scan.RunqNs), time.Duration(scan.IOWaitNs),
+		time.Duration(scan.AIOWaitNs), time.Duration(scan.OtherWaitNs), scan.Waits)
+	if theirs < uint64(file.Size())/2 {
+		t.Errorf("performance_schema says %d of the table's %d bytes were read: the scan was not cold", theirs, file.Size())
+	}
+	if diff := max(scan.BlkBytes, theirs) - min(scan.BlkBytes, theirs); diff > theirs/20 {
+		t.Errorf("the scan's block requests read %d bytes, performance_schema %d: more than 5%% apart", scan.BlkBytes, theirs)
+	}
+	// MySQL in the container: its I/O threads read nearly all of it (the
+	// query itself the pages read-ahead had not queued), and the query
+	// slept on them in the aio wait box, not among other waits.
+	simulated := !m.MariaDB && how == sidroot.Container
+	if simulated && (scan.AIOReadBytes < theirs*9/10 || scan.AIOReadBytes > theirs || scan.AIOWaitNs <= scan.OtherWaitNs) {
+		t.Errorf("InnoDB's I/O threads read %d bytes for the scan (of %d), and it waited %v for them, %v for other things",
+			scan.AIOReadBytes, theirs, time.Duration(scan.AIOWaitNs), time.Duration(scan.OtherWaitNs))
+	}
+	if !simulated && scan.AIOReadCount != 0 {
+		t.Errorf("reads submitted by the query's thread, yet %d done by I/O threads for it", scan.AIOReadCount)
 	}
 }
