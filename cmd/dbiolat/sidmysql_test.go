@@ -215,16 +215,26 @@ func checkDriversCounted(t *testing.T, python string, jars driverJars, modules, 
 	checkRepliesEnded(t, sum)
 }
 
-// A row lock and a metadata lock another session holds, on MySQL 9.7 in
-// a container: each blocked statement's wait is in its lock box, named as
-// the server names it (thd_wait_begin's type, which MySQL exports as a C++
-// function), within 5% of what performance_schema timed: the statement's
-// LOCK_TIME for the row lock (MySQL counts row lock waits in it since
-// 8.0.28), the wait/lock/metadata/sql/mdl waits nested in the statement
-// for the metadata lock (its LOCK_TIME leaves them out).
+// A row lock and a metadata lock another session holds, on MySQL 9.7 and
+// MariaDB 11.8 in a container: each blocked statement's wait is in its
+// lock box, named as the server names it (thd_wait_begin's type, which
+// MySQL exports as a C++ function), within 5% of what performance_schema
+// timed: for the row lock the statement's LOCK_TIME on MySQL (which counts
+// row lock waits since 8.0.28), its whole time on MariaDB; for the
+// metadata lock the wait/lock/metadata/sql/mdl waits nested in the
+// statement (LOCK_TIME leaves them out).
 func TestSidMySQLLockWaitsNamed(t *testing.T) {
 	sideBySide(t)
-	m, _ := startSidMySQL(t, "mysql", sidroot.Container)
+	for _, server := range sidMySQLs {
+		t.Run(server.name, func(t *testing.T) {
+			sideBySide(t)
+			checkLockWaits(t, server.root, server.settings)
+		})
+	}
+}
+
+func checkLockWaits(t *testing.T, root string, settings []string) {
+	m, _ := startSidMySQL(t, root, sidroot.Container, settings...)
 	ctx := mysqlContext(t)
 	sql := func(q string) string {
 		t.Helper()
@@ -236,7 +246,8 @@ func TestSidMySQLLockWaitsNamed(t *testing.T) {
 	}
 	sql(`CREATE DATABASE locks; CREATE TABLE locks.t (id INT PRIMARY KEY, v INT); INSERT INTO locks.t VALUES (1, 0);
 UPDATE performance_schema.setup_consumers SET ENABLED = 'YES'
- WHERE NAME IN ('events_statements_history_long', 'events_waits_current', 'events_waits_history_long')`)
+ WHERE NAME IN ('events_statements_current', 'events_statements_history_long', 'events_waits_current', 'events_waits_history_long');
+UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' WHERE NAME = 'wait/lock/metadata/sql/mdl'`)
 
 	// blockedBy runs blocked while holder (a session that takes a lock
 	// with its first statement, prints its first row, then sleeps two
@@ -263,18 +274,23 @@ UPDATE performance_schema.setup_consumers SET ENABLED = 'YES'
 		}
 	}
 	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(m.PID()))
-	blockedBy("SELECT v FROM t WHERE id = 1 FOR UPDATE", "UPDATE t SET v = v + 1 WHERE id = 1")
-	blockedBy("SELECT id FROM t", "ALTER TABLE t ADD COLUMN w INT")
+	update, alter := "UPDATE t SET v = v + 1 WHERE id = 1", "ALTER TABLE t ADD COLUMN w INT"
+	blockedBy("SELECT v FROM t WHERE id = 1 FOR UPDATE", update)
+	blockedBy("SELECT id FROM t", alter)
 	qs, _, _ := tr.stop(t)
 	checkBoxesAddUp(t, qs)
 
-	// performance_schema's times are in picoseconds.
+	// performance_schema's times are in picoseconds. MariaDB's LOCK_TIME
+	// leaves row lock waits out: there the row lock's reference is the
+	// statement's whole time, which the wait is nearly all of.
 	psNs := func(q string) uint64 { return uint64(atoi(sql(q))) / 1000 }
-	rowLock := psNs(`SELECT LOCK_TIME FROM performance_schema.events_statements_history_long
- WHERE SQL_TEXT = 'UPDATE t SET v = v + 1 WHERE id = 1'`)
+	rowLock := psNs("SELECT LOCK_TIME FROM performance_schema.events_statements_history_long WHERE SQL_TEXT = '" + update + "'")
+	if m.MariaDB {
+		rowLock = psNs("SELECT TIMER_WAIT FROM performance_schema.events_statements_history_long WHERE SQL_TEXT = '" + update + "'")
+	}
 	mdl := psNs(`SELECT COALESCE(SUM(w.TIMER_WAIT), 0) FROM performance_schema.events_waits_history_long w
  JOIN performance_schema.events_statements_history_long s ON w.THREAD_ID = s.THREAD_ID AND w.NESTING_EVENT_ID = s.EVENT_ID
- WHERE s.SQL_TEXT = 'ALTER TABLE t ADD COLUMN w INT' AND w.EVENT_NAME = 'wait/lock/metadata/sql/mdl'`)
+ WHERE s.SQL_TEXT = '` + alter + `' AND w.EVENT_NAME = 'wait/lock/metadata/sql/mdl'`)
 	for _, c := range []struct {
 		query, wait string
 		theirs      uint64

@@ -210,51 +210,54 @@ func checkNoWireLoss(t *testing.T, sum model.Summary) {
 }
 
 // MySQL 9.7 (Oracle's, from sid; TLS by default with the certificates it
-// makes, through the root's OpenSSL 3) in the mysql root, each way: the
-// mysql client over TLS (--ssl-mode=REQUIRED) sends marked statements;
-// slowlog --pid counts each once, as the server's statement digests do,
-// reading the connection at OpenSSL with no warning and no wire_* loss.
+// makes, through the root's OpenSSL 3) and MariaDB 11.8 (TLS by default
+// since 11.4) in their roots, each way: the client over TLS sends marked
+// statements; slowlog --pid counts each once, as the server's statement
+// digests do, reading the connection at OpenSSL with no warning and no
+// wire_* loss.
 func TestMySQLInSidRootOverTLS(t *testing.T) {
 	sideBySide(t)
-	for _, how := range sidroot.Hows {
-		t.Run(how.String(), func(t *testing.T) {
-			ctx := context.Background()
-			m, _ := startSidMySQL(t, "mysql", how)
-			sql := func(q string) string {
-				t.Helper()
-				out, err := m.SQL(ctx, q)
+	for _, server := range sidMySQLs {
+		for _, how := range sidroot.Hows {
+			t.Run(server.name+"/"+how.String(), func(t *testing.T) {
+				ctx := context.Background()
+				m, _ := startSidMySQL(t, server.root, how, server.settings...)
+				sql := func(q string) string {
+					t.Helper()
+					out, err := m.SQL(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return out
+				}
+				const n = 40
+				mark := "in_" + strings.ReplaceAll(how.String(), "-", "_")
+				var script strings.Builder
+				for i := range n {
+					fmt.Fprintf(&script, "SELECT %d AS %s;\n", i, mark)
+				}
+				sql("TRUNCATE performance_schema.events_statements_summary_by_digest")
+				tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(m.PID()))
+				if _, err := m.SQLTLS(ctx, "SHOW SESSION STATUS LIKE 'Ssl_version';\n"+script.String()); err != nil {
+					t.Fatalf("the client over TLS: %v", err)
+				}
+				queries, _, sum := tr.stop(t)
+				ours := len(matching(queries, "SELECT ? AS "+mark))
+				theirs, err := strconv.Atoi(sql("SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_digest WHERE DIGEST_TEXT LIKE '%" + mark + "%'"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				return out
-			}
-			const n = 40
-			mark := "in_" + strings.ReplaceAll(how.String(), "-", "_")
-			var script strings.Builder
-			for i := range n {
-				fmt.Fprintf(&script, "SELECT %d AS %s;\n", i, mark)
-			}
-			sql("TRUNCATE performance_schema.events_statements_summary_by_digest")
-			tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(m.PID()))
-			if _, err := m.SQLTLS(ctx, "SHOW SESSION STATUS LIKE 'Ssl_version';\n"+script.String()); err != nil {
-				t.Fatalf("mysql over TLS: %v", err)
-			}
-			queries, _, sum := tr.stop(t)
-			ours := len(matching(queries, "SELECT ? AS "+mark))
-			theirs, err := strconv.Atoi(sql("SELECT COALESCE(SUM(COUNT_STAR), 0) FROM performance_schema.events_statements_summary_by_digest WHERE DIGEST_TEXT LIKE '%" + mark + "%'"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("MySQL 9.7 %s (pid %d) over TLS: the server's digests %d, dbiolat %d; wire_tls %d, wire_encrypted %d",
-				how, m.PID(), theirs, ours, sum.Drops.Of("wire_tls"), sum.Drops.Of("wire_encrypted"))
-			if ours != n || theirs != n {
-				t.Errorf("%d statements sent over TLS: dbiolat saw %d, the server's digests %d", n, ours, theirs)
-			}
-			checkNoWarning(t, tr.stderr.String())
-			if sum.Drops.Of("wire_tls") != 1 {
-				t.Errorf("%d TLS connections read at OpenSSL, want the client's 1", sum.Drops.Of("wire_tls"))
-			}
-			checkNoWireLoss(t, sum)
-		})
+				t.Logf("%s %s (pid %d) over TLS: the server's digests %d, dbiolat %d; wire_tls %d, wire_encrypted %d",
+					server.name, how, m.PID(), theirs, ours, sum.Drops.Of("wire_tls"), sum.Drops.Of("wire_encrypted"))
+				if ours != n || theirs != n {
+					t.Errorf("%d statements sent over TLS: dbiolat saw %d, the server's digests %d", n, ours, theirs)
+				}
+				checkNoWarning(t, tr.stderr.String())
+				if sum.Drops.Of("wire_tls") != 1 {
+					t.Errorf("%d TLS connections read at OpenSSL, want the client's 1", sum.Drops.Of("wire_tls"))
+				}
+				checkNoWireLoss(t, sum)
+			})
+		}
 	}
 }
