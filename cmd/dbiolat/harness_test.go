@@ -83,7 +83,7 @@ func startVersion(t *testing.T, version string, settings map[string]string) *pgs
 
 // eachVersion runs a test on every PostgreSQL version, each on a server
 // of its own started with settings, as subtests "pg15", "pg16"...
-// PostgreSQL 18 reads synchronously here (io_method=sync), as 17 does:
+// PostgreSQL 18 and 19 read synchronously here (io_method=sync), as 17 does:
 // its I/O workers' reads are another test's.
 func eachVersion(t *testing.T, settings map[string]string, fn func(t *testing.T, c *pgsandbox.Cluster)) {
 	t.Helper()
@@ -121,7 +121,7 @@ func versions(t *testing.T, atOnce bool, settings map[string]string, fn func(t *
 				t.Parallel()
 			}
 			s := maps.Clone(settings)
-			if v == "18" {
+			if v >= "18" {
 				s = withSetting(s, "io_method", "sync")
 			}
 			fn(t, startVersion(t, v, s))

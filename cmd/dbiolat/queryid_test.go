@@ -20,7 +20,6 @@ import (
 	"testing"
 
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
-	"github.com/dbiolat/dbiolat/internal/sidroot"
 )
 
 func TestQueryIDJoinsPgStatStatements(t *testing.T) {
@@ -30,17 +29,6 @@ func TestQueryIDJoinsPgStatStatements(t *testing.T) {
 		testQueryID(t, qidServer{
 			version: c.Version(), pid: c.PostmasterPID(), python: python, env: c.Env(), usdt: hasUSDT(c),
 			psql: func(sql string) (string, error) { return c.Psql(context.Background(), "postgres", sql) },
-		})
-	})
-	// 19, Debian's, from the sid root, chrooted as users run it.
-	t.Run("pg19", func(t *testing.T) {
-		t.Parallel()
-		ctx := context.Background()
-		p, port := startSidPostgres(t, "19", sidroot.Chroot)
-		testQueryID(t, qidServer{
-			version: p.Version, pid: p.PID(), python: python, usdt: true, // Debian's build
-			env:  []string{"PGHOST=127.0.0.1", "PGPORT=" + strconv.Itoa(port), "PGUSER=postgres", "PGDATABASE=postgres", "PGSSLMODE=require"},
-			psql: func(sql string) (string, error) { return p.Psql(ctx, sql) },
 		})
 	})
 }

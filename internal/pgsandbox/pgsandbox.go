@@ -31,6 +31,7 @@ import (
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
 	"github.com/dbiolat/dbiolat/internal/sandbox"
+	"github.com/dbiolat/dbiolat/internal/sidroot"
 )
 
 // ErrNotInstalled is returned (wrapped) by Start when no PostgreSQL server
@@ -46,7 +47,8 @@ type Options struct {
 	Dir string
 	// Version is the PostgreSQL major version to run (Versions): "" is
 	// Debian's, installed on the machine; others are installed on first
-	// use (Install).
+	// use (Install); a root's (19) runs chrooted in it, its cluster
+	// directory in the root's /tmp (Dir does not apply).
 	Version string
 	// BinDir holds initdb, postgres and pg_ctl (and psql and pgbench, else
 	// Debian's are used); "" = Version's.
@@ -99,28 +101,35 @@ type Cluster struct {
 	version string // major version, from the data directory
 	port    int
 	user    string              // database superuser (= OS user running the server)
-	cred    *syscall.Credential // nil unless we are root
+	cred    *syscall.Credential // the clients': nil unless we are root
 	pid     int
+	// root, if set, is the Debian sid root the server runs chrooted in
+	// (rootBuilds), its directory in it; serverCred is its user there.
+	root       string
+	serverCred *syscall.Credential
 }
 
 // Start creates, configures and starts a new cluster, and creates the
 // pg_stat_statements extension in database postgres. If anything fails,
 // whatever was started or created is stopped and removed again.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	binDir, err := Install(ctx, opts.Version)
+	var binDir, root string
+	var err error
 	if opts.BinDir != "" {
 		binDir, err = findBinDir(opts.BinDir)
+	} else {
+		binDir, root, err = Install(ctx, opts.Version)
 	}
 	if err != nil {
 		return nil, err
 	}
 	clients := binDir
-	if _, err := os.Stat(filepath.Join(binDir, "psql")); err != nil {
+	if _, err := os.Stat(filepath.Join(binDir, "psql")); err != nil || root != "" { // a root's need its libraries
 		if clients, err = findBinDir(""); err != nil {
 			return nil, fmt.Errorf("pgsandbox: the clients psql and pgbench come from Debian's PostgreSQL: %w", err)
 		}
 	}
-	c := &Cluster{binDir: binDir, clients: clients}
+	c := &Cluster{binDir: binDir, clients: clients, root: root}
 
 	uid, gid := -1, -1
 	if os.Geteuid() == 0 {
@@ -147,14 +156,22 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 
 	var check func(string) error
-	if c.cred != nil {
+	dir := opts.Dir
+	if root != "" { // the server's user is the root's, its directory in the root
+		if uid, gid, err = sidroot.IDs(root, "postgres"); err != nil {
+			return nil, err
+		}
+		c.serverCred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		dir = filepath.Join(root, "tmp")
+	} else if c.cred != nil {
 		check = func(parent string) error { return checkTraversable(parent, uid, gid) }
+		c.serverCred = c.cred
 	}
-	if c.box, err = sandbox.New("pgsandbox", opts.Dir, "server.log", opts.Log, check); err != nil {
+	if c.box, err = sandbox.New("pgsandbox", dir, "server.log", opts.Log, check); err != nil {
 		return nil, err
 	}
 	c.dataDir = filepath.Join(c.box.Path, "data")
-	settings["unix_socket_directories"] = c.box.Path
+	settings["unix_socket_directories"] = c.serverPath(c.box.Path)
 	if err := c.box.CheckSocket(c.socketPath()); err != nil {
 		os.RemoveAll(c.box.Path)
 		return nil, err
@@ -172,26 +189,30 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func (c *Cluster) start(ctx context.Context, settings map[string]string, checksums bool) error {
-	if c.cred != nil {
-		if err := os.Chown(c.box.Path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+	if c.serverCred != nil {
+		if err := os.Chown(c.box.Path, int(c.serverCred.Uid), int(c.serverCred.Gid)); err != nil {
 			return fmt.Errorf("pgsandbox: %w", err)
 		}
 	}
-	if err := os.Chmod(c.box.Path, 0o700); err != nil {
+	mode := os.FileMode(0o700)
+	if c.root != "" { // the clients, the machine's, run as its own postgres user
+		mode = 0o711
+	}
+	if err := os.Chmod(c.box.Path, mode); err != nil {
 		return fmt.Errorf("pgsandbox: %w", err)
 	}
 
 	fmt.Fprintf(c.box.Log, "pgsandbox: initdb %s (binaries %s, user %s)\n", c.dataDir, c.binDir, c.user)
-	out, err := c.run(ctx, "postgres", "--version") // "postgres (PostgreSQL) 18.4"
+	out, err := c.run(ctx, "postgres", "--version") // "postgres (PostgreSQL) 18.4", "... 19~rc1 (Debian 19~rc1-1)"
 	if err != nil {
 		return err
 	}
-	words := strings.Fields(out)
-	if len(words) == 0 {
+	_, release, _ := strings.Cut(out, "(PostgreSQL) ")
+	c.version = release[:len(release)-len(strings.TrimLeft(release, "0123456789"))]
+	if c.version == "" {
 		return fmt.Errorf("pgsandbox: postgres --version said %q", out)
 	}
-	c.version, _, _ = strings.Cut(words[len(words)-1], ".")
-	args := []string{"-D", c.dataDir, "-U", c.user, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"}
+	args := []string{"-D", c.serverPath(c.dataDir), "-U", c.user, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"}
 	if checksums {
 		args = append(args, "--data-checksums")
 	} else if v, _ := strconv.Atoi(c.version); v >= 18 {
@@ -225,7 +246,7 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string, checksu
 		return fmt.Errorf("pgsandbox: %w", err)
 	}
 
-	if _, err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.dataDir, "-l", c.box.LogFile); err != nil {
+	if _, err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.serverPath(c.dataDir), "-l", c.serverPath(c.box.LogFile)); err != nil {
 		return err
 	}
 	if c.pid, err = readPostmasterPID(c.dataDir); err != nil {
@@ -245,7 +266,7 @@ func (c *Cluster) start(ctx context.Context, settings map[string]string, checksu
 // as an operator or a package upgrade does: a new postmaster PID, and the
 // server binary read anew from BinDir.
 func (c *Cluster) Restart(ctx context.Context) error {
-	if _, err := c.run(ctx, "pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir, "-l", c.box.LogFile); err != nil {
+	if _, err := c.run(ctx, "pg_ctl", "restart", "-w", "-t", "60", "-m", "fast", "-D", c.serverPath(c.dataDir), "-l", c.serverPath(c.box.LogFile)); err != nil {
 		return err
 	}
 	pid, err := readPostmasterPID(c.dataDir)
@@ -266,9 +287,9 @@ func (c *Cluster) Stop() error {
 		defer cancel()
 		var errs []error
 		if _, err := os.Stat(filepath.Join(c.dataDir, "postmaster.pid")); err == nil {
-			if _, err := c.run(ctx, "pg_ctl", "stop", "-w", "-t", "60", "-m", "fast", "-D", c.dataDir); err != nil {
+			if _, err := c.run(ctx, "pg_ctl", "stop", "-w", "-t", "60", "-m", "fast", "-D", c.serverPath(c.dataDir)); err != nil {
 				errs = append(errs, err)
-				if _, err := c.run(ctx, "pg_ctl", "stop", "-w", "-t", "30", "-m", "immediate", "-D", c.dataDir); err != nil {
+				if _, err := c.run(ctx, "pg_ctl", "stop", "-w", "-t", "30", "-m", "immediate", "-D", c.serverPath(c.dataDir)); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -359,23 +380,42 @@ func (c *Cluster) command(ctx context.Context, db, name string, args ...string) 
 	if db == "" {
 		db = "postgres"
 	}
-	dir := c.binDir
-	if name == "psql" || name == "pgbench" {
-		dir = c.clients
+	if name != "psql" && name != "pgbench" { // the server's own programs
+		cmd := exec.CommandContext(ctx, c.serverPath(filepath.Join(c.binDir, name)), args...)
+		cmd.Dir = c.serverPath(c.box.Path)
+		cmd.Env = c.env(db)
+		// Chrooted (in a root) before its user is set and its directory entered.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.serverCred, Chroot: c.root}
+		return cmd
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, name), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.clients, name), args...)
 	cmd.Dir = c.box.Path
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PG") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, c.Env()...)
-	cmd.Env = append(cmd.Env, "PGDATABASE="+db) // last one wins
+	cmd.Env = c.env(db)
 	if c.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	}
 	return cmd
+}
+
+// env is ours without any PG* variable, and the sandbox's libpq environment.
+func (c *Cluster) env(db string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, c.Env()...)
+	return append(env, "PGDATABASE="+db) // last one wins
+}
+
+// serverPath is a path of ours as the server's programs see it: in its
+// root, if it runs in one.
+func (c *Cluster) serverPath(p string) string {
+	if c.root == "" {
+		return p
+	}
+	return "/" + strings.TrimPrefix(strings.TrimPrefix(p, c.root), "/")
 }
 
 // run runs a server-side program (initdb, pg_ctl), copying its output to the

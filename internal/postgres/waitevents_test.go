@@ -28,6 +28,11 @@ func TestWaitEventName(t *testing.T) {
 		{16, 0x0A000011, "IO/DataFileRead"},
 		{17, 0x0A000011, "IO/DataFileRead"}, // [pwe]
 		{18, 0x0A000015, "IO/DataFileRead"}, // [pwe]
+		{19, 0x0A000017, "IO/DataFileRead"}, // [live]: TestWaitEventTablesLive
+		{19, 0x04000002, "Buffer/BufferShared"},
+		{18, 0x04000000, "BufferPin/BufferPin"},
+		{19, 0x01000001, "LWLock/unknown (0x01000001)"},
+		{19, 0x01000063, "LWLock/ShmemIndex"},
 		{18, 0x0A000011, "IO/DataFileExtend"},
 
 		// IO/AioIoCompletion exists in 18 only. [set][pwe]
@@ -157,8 +162,8 @@ func TestWaitEventUnknown(t *testing.T) {
 		{18, 0x0C000001, "unknown/unknown (0x0c000001)"},
 		{18, 0xFFFFFFFF, "unknown/unknown (0xffffffff)"},
 		{18, 0x00000001, "unknown/unknown (0x00000001)"},
-		{14, 0x0A000011, "IO/unknown (0x0a000011)"}, // no table for 14
-		{19, 0x03000005, "Lock/unknown (0x03000005)"},
+		{14, 0x0A000011, "IO/unknown (0x0a000011)"},   // no table for 14
+		{20, 0x03000005, "Lock/unknown (0x03000005)"}, // no table for 20
 		{0, 0x06000000, "Client/unknown (0x06000000)"},
 	} {
 		if got := c.code.Name(c.version); got != c.want {
@@ -167,15 +172,15 @@ func TestWaitEventUnknown(t *testing.T) {
 	}
 
 	// No code of any class may panic, and each names its class.
-	for _, v := range []int{0, 15, 16, 17, 18, 99} {
+	for _, v := range []int{0, 15, 16, 17, 18, 19, 99} {
 		for class := range uint32(256) {
 			for _, id := range []uint32{0, 1, 2, 0x50, 0x5F, 0x60, 0xFFFF, 0x10000, 0xFFFFFF} {
 				w := WaitEvent(class<<24 | id)
 				if w == 0 {
 					continue
 				}
-				if name := w.Name(v); !strings.HasPrefix(name, w.Class()+"/") {
-					t.Errorf("WaitEvent(%#08x).Name(%d) = %q, class %q", uint32(w), v, name, w.Class())
+				if name := w.Name(v); !strings.HasPrefix(name, w.classOn(v)+"/") {
+					t.Errorf("WaitEvent(%#08x).Name(%d) = %q, class %q", uint32(w), v, name, w.classOn(v))
 				}
 			}
 		}
@@ -229,9 +234,10 @@ func TestWaitEventTables(t *testing.T) {
 		16: {"LWLock": 77, "Lock": 12, "BufferPin": 1, "Activity": 13, "Client": 8, "IPC": 53, "Timeout": 9, "IO": 75},
 		17: {"LWLock": 92, "Lock": 12, "BufferPin": 1, "Activity": 16, "Client": 9, "IPC": 57, "Timeout": 10, "IO": 77},
 		18: {"LWLock": 95, "Lock": 12, "BufferPin": 1, "Activity": 18, "Client": 9, "IPC": 57, "Timeout": 10, "IO": 81},
+		19: {"LWLock": 100, "Lock": 12, "BufferPin": 4, "Activity": 18, "Client": 9, "IPC": 62, "Timeout": 11, "IO": 83}, // BufferPin: 19's Buffer
 	}
 	// Every row of pg_wait_events (which lists Extension once).
-	pgWaitEvents := map[int]int{17: 264, 18: 273}
+	pgWaitEvents := map[int]int{17: 264, 18: 273, 19: 287}
 
 	if len(waitEventTables) != len(counts) {
 		t.Errorf("%d versions in waitEventTables, %d tested", len(waitEventTables), len(counts))

@@ -23,6 +23,8 @@ import (
 //
 // which two exported variables describe, in 15 to 18 alike (lwlock.h): the
 // array, NamedLWLockTrancheArray, and its length, NamedLWLockTrancheRequests.
+// 19 keeps the names in no exported variable: its extension tranches are
+// named by their ids ("LWLock/extension (tranche 100)").
 // They are read from the postmaster's memory, without connecting to the
 // server. A tranche an extension registers later in some backends only
 // (LWLockNewTrancheId, LWLockRegisterTranche) is in their private memory:
@@ -44,6 +46,9 @@ type Tranches map[uint16]string
 // memory.
 func ReadTranches(in Instance) (Tranches, error) {
 	pid := in.PID
+	if in.Version >= 19 {
+		return nil, fmt.Errorf("PostgreSQL %d keeps its extension tranches' names in no exported variable", in.Version)
+	}
 	arrayAt, err := elfvar.Address(pid, in.Binary, trancheArrayVariable)
 	if err != nil {
 		return nil, err

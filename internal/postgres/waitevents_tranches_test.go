@@ -42,8 +42,8 @@ func TestWaitEventNameOn(t *testing.T) {
 // pg_stat_statements asks for one named tranche at the server's start: on
 // every version its tranche is the first after the built-in ones (the
 // length of the version's LWLock table, which the servers confirmed), and
-// reading the postmaster's memory finds it by that id and name. A server
-// without extensions has none.
+// reading the postmaster's memory finds it by that id and name, 15 to 18
+// (19 says it cannot). A server without extensions has none.
 func TestReadTranches(t *testing.T) {
 	testenv.NeedRoot(t) // reading another user's process memory
 	for _, version := range pgsandbox.Versions {
@@ -57,7 +57,13 @@ func TestReadTranches(t *testing.T) {
 					t.Fatal(err)
 				}
 				in, err := ByPID(c.PostmasterPID())
-				if err == nil {
+				if err == nil && in.Version >= 19 { // see ReadTranches
+					if _, err = ReadTranches(in); err == nil {
+						t.Errorf("PostgreSQL %d: tranches read, from where?", in.Version)
+					}
+					t.Logf("PostgreSQL %d: %v", in.Version, err)
+					err = nil
+				} else if err == nil {
 					var got Tranches
 					if got, err = ReadTranches(in); err == nil {
 						want := Tranches{}

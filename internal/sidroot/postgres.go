@@ -132,7 +132,7 @@ func certificate(root, data string) error {
 		"-subj", "/CN=localhost", "-keyout", key, "-out", cert).CombinedOutput(); err != nil {
 		return fmt.Errorf("sidroot: openssl: %v: %s", err, out)
 	}
-	uid, gid, err := ids(root, "postgres")
+	uid, gid, err := IDs(root, "postgres")
 	if err != nil {
 		return err
 	}

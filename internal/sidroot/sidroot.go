@@ -115,7 +115,7 @@ type Server struct {
 // NewDir makes a private directory in the root's /tmp owned by user (a
 // user of the root's /etc/passwd), and returns it as the server sees it.
 func NewDir(root, prefix, user string) (string, error) {
-	uid, gid, err := ids(root, user)
+	uid, gid, err := IDs(root, user)
 	if err != nil {
 		return "", err
 	}
@@ -130,8 +130,8 @@ func NewDir(root, prefix, user string) (string, error) {
 	return strings.TrimPrefix(host, root), nil
 }
 
-// ids are a user's uid and gid in the root's /etc/passwd.
-func ids(root, user string) (uid, gid int, err error) {
+// IDs are a user's uid and gid in the root's /etc/passwd.
+func IDs(root, user string) (uid, gid int, err error) {
 	f, err := os.Open(filepath.Join(root, "etc", "passwd"))
 	if err != nil {
 		return 0, 0, fmt.Errorf("sidroot: %w", err)

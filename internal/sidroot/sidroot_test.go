@@ -18,10 +18,10 @@ func TestIDs(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 	os.WriteFile(filepath.Join(root, "etc", "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\npostgres:x:101:104::/var/lib/postgresql:/bin/sh\n"), 0o644)
-	if uid, gid, err := ids(root, "postgres"); uid != 101 || gid != 104 || err != nil {
+	if uid, gid, err := IDs(root, "postgres"); uid != 101 || gid != 104 || err != nil {
 		t.Errorf("postgres: %d %d %v", uid, gid, err)
 	}
-	if _, _, err := ids(root, "mysql"); err == nil {
+	if _, _, err := IDs(root, "mysql"); err == nil {
 		t.Error("a user the root lacks has ids")
 	}
 }
