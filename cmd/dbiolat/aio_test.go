@@ -1,6 +1,6 @@
 package main
 
-// PostgreSQL 18's asynchronous I/O with io_method=worker (its default):
+// PostgreSQL 18's and 19's asynchronous I/O with io_method=worker (their default):
 // reads I/O worker processes perform for a query are charged to it, marked
 // as done for it, and its wait for them is its own box.
 
@@ -8,15 +8,22 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 )
 
-// A cold scan on 18 with I/O workers: the blocks the query read, those
+// A cold scan on 18 and 19 with I/O workers: the blocks the query read, those
 // the workers read for it included, are the buffers EXPLAIN says it read;
 // most were the workers'; the block requests they caused are the query's;
 // its wait for them is async I/O wait; and the workers' own rows show the
 // same reads as theirs.
 func TestIOWorkerReadsAreTheQuerys(t *testing.T) {
-	c := startVersion(t, "18", map[string]string{"io_method": "worker"})
+	for _, v := range ioWorkerVersions {
+		t.Run("pg"+v, func(t *testing.T) { checkIOWorkerReads(t, startVersion(t, v, map[string]string{"io_method": "worker"})) })
+	}
+}
+
+func checkIOWorkerReads(t *testing.T, c *pgsandbox.Cluster) {
 	makeBigTable(t, c)
 	pid := fmt.Sprint(c.PostmasterPID())
 	slow := startTrace(t, "slowlog", "--fs", "--json", "--min-query", "0", "--pid", pid)

@@ -129,16 +129,23 @@ func versions(t *testing.T, atOnce bool, settings map[string]string, fn func(t *
 	}
 }
 
-// eachIOConfig is eachVersion, and then PostgreSQL 18 in its default
-// configuration (io_method=worker, subtest "pg18-io-worker"): its I/O
-// workers read for the queries, for their parallel workers too.
+// eachIOConfig is eachVersion, and then PostgreSQL 18 and 19 in their
+// default configuration (io_method=worker, subtests "pg18-io-worker",
+// "pg19-io-worker"): their I/O workers read for the queries, for their
+// parallel workers too.
 func eachIOConfig(t *testing.T, settings map[string]string, fn func(t *testing.T, c *pgsandbox.Cluster)) {
 	t.Helper()
 	eachVersion(t, settings, fn)
-	t.Run("pg18-io-worker", func(t *testing.T) {
-		fn(t, startVersion(t, "18", withSetting(maps.Clone(settings), "io_method", "worker")))
-	})
+	for _, v := range ioWorkerVersions {
+		t.Run("pg"+v+"-io-worker", func(t *testing.T) {
+			fn(t, startVersion(t, v, withSetting(maps.Clone(settings), "io_method", "worker")))
+		})
+	}
 }
+
+// ioWorkerVersions are the versions with I/O workers (io_method=worker,
+// their default).
+var ioWorkerVersions = []string{"18", "19"}
 
 // withSetting adds a setting to a (possibly nil) set of settings.
 func withSetting(settings map[string]string, name, value string) map[string]string {
