@@ -76,14 +76,16 @@ static __always_inline void handoff_stage(struct thread_state *ts, struct aio_ke
 
 /* A thread performs a staged read: another's, it works for that query,
  * which counts it among the reads done for it now (its sleeps meanwhile
- * wait for them: sched.bpf.c). */
-static __always_inline void handoff_perform(struct thread_state *ts, struct aio_key *key)
+ * wait for them: sched.bpf.c). A read whose staging was not seen is
+ * counted where every read it performs was staged (staged_only). */
+static __always_inline void handoff_perform(struct thread_state *ts, struct aio_key *key, bool staged_only)
 {
 	struct query_ref *owner = bpf_map_lookup_elem(&aio_owners, key);
 	struct thread_state *q;
 
 	if (!owner) {
-		stat_inc(STAT_AIO_UNSEEN);
+		if (staged_only)
+			stat_inc(STAT_AIO_UNSEEN);
 		return;
 	}
 	if (!owner->tid || owner->tid == (__u32)bpf_get_current_pid_tgid() || owner->tid == ts->leader_tid)
@@ -137,7 +139,7 @@ int aio_perform(struct pt_regs *ctx)
 	struct aio_key key = {};
 
 	if (ts && !aio_key_of(ts, PT_REGS_PARM1(ctx), &key))
-		handoff_perform(ts, &key);
+		handoff_perform(ts, &key, true);
 	return 0;
 }
 
@@ -190,9 +192,12 @@ int aio_innodb_perform(struct pt_regs *ctx)
 	struct aio_key key = {};
 	__u64 buf;
 
-	if (!ts || bpf_probe_read_user(&buf, sizeof(buf), (void *)(PT_REGS_PARM1(ctx) + 8)) || aio_key_of(ts, buf, &key))
+	/* A query's thread reads for itself; InnoDB's other threads read
+	 * synchronously too (purge, the page cleaner): not staged, not lost. */
+	if (!ts || ts->query_start_ns || bpf_probe_read_user(&buf, sizeof(buf), (void *)(PT_REGS_PARM1(ctx) + 8)) ||
+	    aio_key_of(ts, buf, &key))
 		return 0;
-	handoff_perform(ts, &key);
+	handoff_perform(ts, &key, false);
 	return 0;
 }
 
