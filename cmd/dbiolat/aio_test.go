@@ -19,7 +19,9 @@ import (
 // same reads as theirs.
 func TestIOWorkerReadsAreTheQuerys(t *testing.T) {
 	for _, v := range ioWorkerVersions {
-		t.Run("pg"+v, func(t *testing.T) { checkIOWorkerReads(t, startVersion(t, v, map[string]string{"io_method": "worker"})) })
+		t.Run("pg"+v, func(t *testing.T) {
+			checkIOWorkerReads(t, startVersion(t, v, map[string]string{"io_method": "worker"}))
+		})
 	}
 }
 

@@ -75,15 +75,7 @@ func TestSidMySQLDriversStatementsCounted(t *testing.T) {
 
 func checkDriversCounted(t *testing.T, python string, jars driverJars, modules, root string, settings []string) {
 	m, port := startSidMySQL(t, root, sidroot.Container, settings...)
-	ctx := mysqlContext(t)
-	sql := func(q string) string {
-		t.Helper()
-		out, err := m.SQL(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	sql := sidSQL(t, m)
 	sql("CREATE DATABASE IF NOT EXISTS test; SET GLOBAL local_infile = 1")
 	if !m.MariaDB {
 		sql(`INSTALL COMPONENT "file://component_query_attributes"`)
@@ -235,15 +227,7 @@ func TestSidMySQLLockWaitsNamed(t *testing.T) {
 
 func checkLockWaits(t *testing.T, root string, settings []string) {
 	m, _ := startSidMySQL(t, root, sidroot.Container, settings...)
-	ctx := mysqlContext(t)
-	sql := func(q string) string {
-		t.Helper()
-		out, err := m.SQL(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	sql := sidSQL(t, m)
 	sql(`CREATE DATABASE locks; CREATE TABLE locks.t (id INT PRIMARY KEY, v INT); INSERT INTO locks.t VALUES (1, 0);
 UPDATE performance_schema.setup_consumers SET ENABLED = 'YES'
  WHERE NAME IN ('events_statements_current', 'events_statements_history_long', 'events_waits_current', 'events_waits_history_long');
@@ -254,7 +238,7 @@ UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' W
 	// seconds in its transaction) holds the lock.
 	blockedBy := func(holder, blocked string) {
 		t.Helper()
-		cmd := m.Client(ctx, "--unbuffered", "locks", "-e", "BEGIN; "+holder+"; SELECT SLEEP(2); COMMIT")
+		cmd := m.Client(mysqlContext(t), "--unbuffered", "locks", "-e", "BEGIN; "+holder+"; SELECT SLEEP(2); COMMIT")
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()
@@ -337,15 +321,7 @@ func TestSidMySQLColdScan(t *testing.T) {
 
 func checkColdScan(t *testing.T, root string, how sidroot.How, settings []string) {
 	m, _ := startSidMySQL(t, root, how, settings...)
-	ctx := mysqlContext(t)
-	sql := func(q string) string {
-		t.Helper()
-		out, err := m.SQL(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	sql := sidSQL(t, m)
 	rows := "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 400000) SELECT REPEAT('x', 255) FROM s"
 	if m.MariaDB {
 		rows = "SELECT REPEAT('x', 255) FROM scan.seq_1_to_400000" // MariaDB's sequence engine

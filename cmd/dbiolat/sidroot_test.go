@@ -62,6 +62,20 @@ func startSidPostgres(t *testing.T, version string, how sidroot.How) (*sidroot.P
 	return p, port
 }
 
+// sidSQL runs statements on a server of a root as its root user, with
+// its output; an error fails the test.
+func sidSQL(t *testing.T, m *sidroot.MySQL) func(sql string) string {
+	ctx := mysqlContext(t)
+	return func(sql string) string {
+		t.Helper()
+		out, err := m.SQL(ctx, sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+}
+
 // startSidMySQL starts the server of a MySQL-family root (mysql: MySQL
 // 9.7, mariadb: MariaDB 11.8), the same way, with settings (--name=value)
 // added.
@@ -222,14 +236,7 @@ func TestMySQLInSidRootOverTLS(t *testing.T) {
 			t.Run(server.name+"/"+how.String(), func(t *testing.T) {
 				ctx := context.Background()
 				m, _ := startSidMySQL(t, server.root, how, server.settings...)
-				sql := func(q string) string {
-					t.Helper()
-					out, err := m.SQL(ctx, q)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return out
-				}
+				sql := sidSQL(t, m)
 				const n = 40
 				mark := "in_" + strings.ReplaceAll(how.String(), "-", "_")
 				var script strings.Builder
