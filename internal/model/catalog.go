@@ -136,7 +136,7 @@ var Boxes = []Box{
 	{"io_wait_ns", "io wait", "I/O wait", "asleep on an IO wait event, in a file system call or in the kernel's I/O wait", "#e41a1c", true, func(q *Query) *uint64 { return &q.IOWaitNs }},
 	{"aio_wait_ns", "aio wait", "async I/O wait", "asleep until I/O another process or thread does for it completes (PostgreSQL 18's I/O workers, InnoDB's read I/O threads)", "#1f78b4", true, func(q *Query) *uint64 { return &q.AIOWaitNs }},
 	{"lock_ns", "lock", "lock wait", "asleep on a heavyweight lock (a Lock wait event)", "#984ea3", true, func(q *Query) *uint64 { return &q.LockNs }},
-	{"lwlock_ns", "lwlock", "LWLock wait", "asleep on an LWLock", "#f781bf", true, func(q *Query) *uint64 { return &q.LWLockNs }},
+	{"lwlock_ns", "lwlock", "LWLock wait", "asleep on an LWLock (and from PostgreSQL 19 on a buffer content lock, Buffer/BufferShared...: LWLock/BufferContent until 18)", "#f781bf", true, func(q *Query) *uint64 { return &q.LWLockNs }},
 	{"other_wait_ns", "other wait", "other wait", "any other wait event (IPC, Timeout, Client...) or none", "#a6761d", true, func(q *Query) *uint64 { return &q.OtherWaitNs }},
 	{"unaccounted_ns", "unaccounted", "unaccounted", "what no box explains", "#cccccc", false, func(q *Query) *uint64 { return &q.UnaccountedNs }},
 }

@@ -25,6 +25,7 @@
 /* Wait event classes: the code's top byte (PostgreSQL's wait_event.h). */
 #define WAIT_CLASS_LWLOCK 0x01
 #define WAIT_CLASS_LOCK 0x03
+#define WAIT_CLASS_BUFFER 0x04 /* BufferPin until 18; from 19 also the buffer content locks */
 #define WAIT_CLASS_IO 0x0A
 
 /* The wait event the task published, read in its own context (the
@@ -73,6 +74,9 @@ static __always_inline __u8 box_of_sleep(struct waterfall *wf, struct task_struc
 		return BOX_LWLOCK;
 	case WAIT_CLASS_IO:
 		return BOX_IO_WAIT;
+	case WAIT_CLASS_BUFFER: /* 19's content locks (all but BufferCleanup, event 0) were LWLocks until 18 */
+		if (wf->wait_version >= 19 && (wf->wait_event & 0xffffff))
+			return BOX_LWLOCK;
 	}
 	if (wf->waiting_for)
 		return wf->waiting_for;
