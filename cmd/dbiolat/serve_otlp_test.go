@@ -554,6 +554,6 @@ func TestServeOTLPDropsCounted(t *testing.T) {
 	line := lastLineOf(tr.stderr.String(), "otlp:")
 	t.Logf("serve at exit: %s", line)
 	if !strings.Contains(line, "not sent (over --otlp-rate)") {
-		t.Errorf("serve's last words do not count the records over --otlp-rate: %q", line)
+		t.Errorf("serve's last words do not count the records over --otlp-rate: %q; its stderr:\n%s", line, tr.stderr.String())
 	}
 }
