@@ -322,8 +322,8 @@ func TestRealServer(t *testing.T) {
 		t.Fatalf("the handshake response was refused: % x", ok)
 	}
 	change := []byte("\x11root\x00\x00test\x00\x21\x00mysql_native_password\x00")
-	if u, db, ok := ParseChangeUser(change); !ok || u != "root" || db != "test" {
-		t.Errorf("ParseChangeUser: %q %q %v", u, db, ok)
+	if cu, ok := ParseChangeUser(change); !ok || cu.User != "root" || cu.Database != "test" {
+		t.Errorf("ParseChangeUser: %+v %v", cu, ok)
 	}
 	writePacket(t, c, 0, change)
 	reply := readPacket(t, c)

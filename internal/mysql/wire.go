@@ -346,6 +346,14 @@ func ParseHandshakeResponse(payload []byte) (HandshakeResponse, bool) {
 // and PyMySQL (program_name=NAME) set it.
 const ProgramName = "program_name"
 
+// The client's address and port, as MySQL Router ending the client's TLS
+// adds them to the attributes it sends on for a server connection it
+// opens for that client.
+const (
+	RoutedClientIP   = "_client_ip"
+	RoutedClientPort = "_client_port"
+)
+
 // maxAttributes bounds the attributes read from one handshake: the
 // kernel copies at most 4 KiB of it, so this only guards against a
 // client that sends thousands of empty ones.
@@ -372,26 +380,46 @@ func readAttributes(r *reader) map[string]string {
 	return out
 }
 
+// ChangeUser is what a COM_CHANGE_USER switches its connection to.
+type ChangeUser struct {
+	User, Database string
+	// Attributes are the connection attributes it sends, if any (MySQL
+	// Router sends its next client's, when it hands a shared server
+	// connection to that client).
+	Attributes map[string]string
+}
+
 // ParseChangeUser reads a COM_CHANGE_USER (its payload, command byte
-// included): the user and database the connection switches to.
+// included): the user and database the connection switches to, and the
+// attributes it sends.
 //
 //	int<1> 0x11, string<NUL> user, int<1> length and auth response,
-//	string<NUL> database, then character set, plugin, attributes (not read)
+//	string<NUL> database, then int<2> character set, string<NUL> auth
+//	plugin, and (CLIENT_CONNECT_ATTRS) the attributes
 //
 // The length-prefixed auth response is CLIENT_SECURE_CONNECTION's, which
 // every 4.1 client and server has. ok is false for another command or
 // bytes that end before the database does.
-func ParseChangeUser(payload []byte) (user, database string, ok bool) {
+func ParseChangeUser(payload []byte) (ChangeUser, bool) {
+	var c ChangeUser
 	if len(payload) == 0 || payload[0] != ComChangeUser {
-		return "", "", false
+		return c, false
 	}
 	r := reader{b: payload[1:]}
-	user = r.nulString()
+	c.User = r.nulString()
 	r.bytes(int(r.u8()))
 	if r.short || bytes.IndexByte(r.b, 0) < 0 {
-		return user, "", false
+		return c, false
 	}
-	return user, r.nulString(), true
+	c.Database = r.nulString()
+	r.bytes(2) // character set
+	if bytes.IndexByte(r.b, 0) >= 0 {
+		r.nulString() // auth plugin
+		if len(r.b) > 0 {
+			c.Attributes = readAttributes(&r)
+		}
+	}
+	return c, true
 }
 
 // Greeting is the server's first packet on a connection (Initial

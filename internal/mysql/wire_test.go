@@ -180,16 +180,22 @@ func TestParseHandshakeResponse(t *testing.T) {
 // with an auth switch request, then OK, and SELECT DATABASE() says test).
 func TestParseChangeUser(t *testing.T) {
 	change := []byte("\x11root\x00\x00test\x00\x21\x00mysql_native_password\x00")
-	if u, db, ok := ParseChangeUser(change); !ok || u != "root" || db != "test" {
-		t.Errorf("got %q %q %v", u, db, ok)
+	if c, ok := ParseChangeUser(change); !ok || c.User != "root" || c.Database != "test" || c.Attributes != nil {
+		t.Errorf("got %+v %v", c, ok)
 	}
 	withAuth := []byte("\x11app\x00\x14" + strings.Repeat("\xaa", 20) + "shop\x00\x2d\x00")
-	if u, db, ok := ParseChangeUser(withAuth); !ok || u != "app" || db != "shop" {
-		t.Errorf("with an auth response: %q %q %v", u, db, ok)
+	if c, ok := ParseChangeUser(withAuth); !ok || c.User != "app" || c.Database != "shop" {
+		t.Errorf("with an auth response: %+v %v", c, ok)
+	}
+	// As MySQL Router sends its next client's attributes on a shared connection.
+	attrs := "\x0cprogram_name\x08router-1\x0c_client_port\x0534286"
+	withAttrs := []byte("\x11app\x00\x00shop\x00\xff\x00caching_sha2_password\x00" + string(rune(len(attrs))) + attrs)
+	if c, ok := ParseChangeUser(withAttrs); !ok || c.Attributes[ProgramName] != "router-1" || c.Attributes[RoutedClientPort] != "34286" {
+		t.Errorf("with attributes: %+v %v", c, ok)
 	}
 	for _, bad := range [][]byte{nil, []byte("\x03SELECT 1"), change[:9], []byte("\x11root\x00\x20abc")} {
-		if u, db, ok := ParseChangeUser(bad); ok {
-			t.Errorf("ParseChangeUser(%q) = %q %q, want not ok", bad, u, db)
+		if c, ok := ParseChangeUser(bad); ok {
+			t.Errorf("ParseChangeUser(%q) = %+v, want not ok", bad, c)
 		}
 	}
 }

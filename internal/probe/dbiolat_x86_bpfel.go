@@ -241,6 +241,14 @@ type dbiolatPooledFor struct {
 	Pad    uint32
 }
 
+type dbiolatPoolerLast struct {
+	_          structs.HostLayout
+	Client     dbiolatClientEnd
+	Server     dbiolatConnKey
+	FromServer uint32
+	Pad        uint32
+}
+
 type dbiolatPoolerRead struct {
 	_    structs.HostLayout
 	Buf  uint64
@@ -281,6 +289,7 @@ const (
 	dbiolatProcKindPROC_MYSQL    dbiolatProcKind = 1
 	dbiolatProcKindPROC_STORAGE  dbiolatProcKind = 2
 	dbiolatProcKindPROC_POOLER   dbiolatProcKind = 3
+	dbiolatProcKindPROC_ROUTER   dbiolatProcKind = 4
 )
 
 type dbiolatProcRun struct {
@@ -720,6 +729,7 @@ const (
 	dbiolatProgLockWaitDone         = "lock_wait_done"
 	dbiolatProgLockWaitStart        = "lock_wait_start"
 	dbiolatProgMysqlRecv            = "mysql_recv"
+	dbiolatProgMysqlRouterSend      = "mysql_router_send"
 	dbiolatProgMysqlSend            = "mysql_send"
 	dbiolatProgMysqlTlsRead         = "mysql_tls_read"
 	dbiolatProgMysqlTlsReadDone     = "mysql_tls_read_done"
@@ -858,6 +868,7 @@ type dbiolatProgramSpecs struct {
 	LockWaitDone         *ebpf.ProgramSpec `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.ProgramSpec `ebpf:"lock_wait_start"`
 	MysqlRecv            *ebpf.ProgramSpec `ebpf:"mysql_recv"`
+	MysqlRouterSend      *ebpf.ProgramSpec `ebpf:"mysql_router_send"`
 	MysqlSend            *ebpf.ProgramSpec `ebpf:"mysql_send"`
 	MysqlTlsRead         *ebpf.ProgramSpec `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.ProgramSpec `ebpf:"mysql_tls_read_done"`
@@ -1119,6 +1130,7 @@ type dbiolatPrograms struct {
 	LockWaitDone         *ebpf.Program `ebpf:"lock_wait_done"`
 	LockWaitStart        *ebpf.Program `ebpf:"lock_wait_start"`
 	MysqlRecv            *ebpf.Program `ebpf:"mysql_recv"`
+	MysqlRouterSend      *ebpf.Program `ebpf:"mysql_router_send"`
 	MysqlSend            *ebpf.Program `ebpf:"mysql_send"`
 	MysqlTlsRead         *ebpf.Program `ebpf:"mysql_tls_read"`
 	MysqlTlsReadDone     *ebpf.Program `ebpf:"mysql_tls_read_done"`
@@ -1194,6 +1206,7 @@ func (p *dbiolatPrograms) Close() error {
 		p.LockWaitDone,
 		p.LockWaitStart,
 		p.MysqlRecv,
+		p.MysqlRouterSend,
 		p.MysqlSend,
 		p.MysqlTlsRead,
 		p.MysqlTlsReadDone,

@@ -4,55 +4,62 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
-// Pooler is the kind of a connection pooler's threads (pgbouncer): not
-// traced as a database's, only followed for which client each request it
-// forwards to a server comes from (pooler.bpf.h).
-const Pooler = ProcKind(dbiolatProcKindPROC_POOLER)
+// Pooler is the kind of a connection pooler's threads in front of
+// PostgreSQL (pgbouncer), Router of MySQL Router's: not traced as a
+// database's, only followed for which client each request they forward
+// to a server comes from (pooler.bpf.h).
+const (
+	Pooler = ProcKind(dbiolatProcKindPROC_POOLER)
+	Router = ProcKind(dbiolatProcKindPROC_ROUTER)
+)
 
-// PoolerSend is the function of the C library a pooler sends with:
-// ssize_t send(int fd, const void *buf, size_t len, int flags).
-const PoolerSend = "send"
+// PoolerSends names, by kind, the function of the C library each sends
+// with: pgbouncer's send(int fd, const void *buf, size_t len, int flags),
+// MySQL Router's sendmsg(int fd, const struct msghdr *msg, int flags).
+var PoolerSends = map[ProcKind]string{Pooler: "send", Router: "sendmsg"}
 
-// TrackPooler follows the connection pooler pid in front of traced
-// servers (the PGWire family): its threads are marked as a pooler's, and
-// its C library's send (libc, as the pooler maps it) is probed in its
-// process alone, so that no other process pays for it. A pooler already
-// followed is skipped.
-func (t *Tracer) TrackPooler(pid int, libc string) error {
-	key, err := attachment(libc, fmt.Sprintf("pooler %d", pid))
-	if err != nil || t.binaries[key] {
-		return err
-	}
+// TrackPooler follows the pooler pid of kind (Pooler, Router) in front of
+// traced servers: its threads are marked as such, and its C library's
+// send function (libc, as the pooler maps it) is probed in its process
+// alone, so that no other process pays for it. Calling it again marks the
+// threads started since.
+func (t *Tracer) TrackPooler(pid int, libc string, kind ProcKind) error {
 	tasks, err := procfs.Tasks(pid)
 	if err != nil {
 		return nil // gone already
 	}
 	for _, tid := range tasks {
-		if err := t.setTaskLocal(tid, dbiolatTaskLocal{Kind: uint32(Pooler)}); err != nil {
+		if err := t.setTaskLocal(tid, dbiolatTaskLocal{Kind: uint32(kind)}); err != nil {
 			return fmt.Errorf("following pooler %d's thread %d: %w", pid, tid, err)
 		}
+	}
+	key, err := attachment(libc, fmt.Sprintf("pooler %d", pid))
+	if err != nil || t.binaries[key] {
+		return err
 	}
 	ex, err := link.OpenExecutable(libc)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", libc, err)
 	}
-	prog := t.objs.PgwirePoolerSend
+	send := PoolerSends[kind]
+	prog := map[ProcKind]*ebpf.Program{Pooler: t.objs.PgwirePoolerSend, Router: t.objs.MysqlRouterSend}[kind]
 	err = t.attach(prog, false, func() (link.Link, error) {
 		if t.uprobeMulti {
-			return ex.UprobeMulti([]string{PoolerSend}, prog, &link.UprobeMultiOptions{PID: uint32(pid)})
+			return ex.UprobeMulti([]string{send}, prog, &link.UprobeMultiOptions{PID: uint32(pid)})
 		}
-		return ex.Uprobe(PoolerSend, prog, &link.UprobeOptions{PID: pid})
+		return ex.Uprobe(send, prog, &link.UprobeOptions{PID: pid})
 	})
 	if errors.Is(err, link.ErrNoSymbol) {
-		return fmt.Errorf("%s has no function %s: %w", libc, PoolerSend, ErrNoFunction)
+		return fmt.Errorf("%s has no function %s: %w", libc, send, ErrNoFunction)
 	}
 	if err != nil {
-		return fmt.Errorf("attaching to %s in %s for pooler %d: %w", PoolerSend, libc, pid, err)
+		return fmt.Errorf("attaching to %s in %s for pooler %d: %w", send, libc, pid, err)
 	}
 	t.binaries[key] = true
 	return nil

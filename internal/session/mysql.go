@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +65,7 @@ type mysqlServer struct {
 type mysqlConn struct {
 	user, database string
 	application    string // its handshake's program_name attribute
+	routedFor      string // the client MySQL Router says it is for ("addr:port"); "": none said
 	statements     mysql.Statements
 	last           time.Time // its last record (tick forgets idle ones)
 }
@@ -98,7 +101,8 @@ func (m *mysqlServer) unit(unit uint32) (pid, tid int) {
 // commands; the waits it brackets are named and boxed; the reads InnoDB's
 // I/O threads perform for a query are charged to it; its TLS
 // connections are read in plaintext at the OpenSSL it maps; each
-// thread's I/O is kept apart, under its role.
+// thread's I/O is kept apart, under its role; its port is noted, so that
+// MySQL Router's connections to it are known as such.
 func (m *mysqlServer) attach(s *Session) error {
 	s.procs[uint32(m.PID)] = proc{role: mysqlServerRole}
 	var err error
@@ -118,9 +122,11 @@ func (m *mysqlServer) attach(s *Session) error {
 	}
 	info := probe.ProcInfo{Instance: m.PID, Kind: probe.MySQL, Version: m.Major}
 	info.TLSProbed = s.attachOpenSSL(m.PID, m.String(), probe.MySQLWire) // MySQL's protocol programs read the plaintext
-	err = s.tracer.Track(m.PID, info, false)
+	if err = s.tracer.Track(m.PID, info, false); err != nil {
+		return err
+	}
 	m.learnThreads(s)
-	return err
+	return s.tracer.ServerPort(m.Port, m.PID) // MySQL Router's TCP connections to it: pooler.go
 }
 
 // role: a thread's stack tells it while the thread waits.
@@ -186,8 +192,7 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 		return nil
 	case cmd.Code == mysql.ComSleep: // the connection's handshake response
 		if h, ok := mysql.ParseHandshakeResponse(text[1:]); ok {
-			c.user, c.database = h.User, h.Database
-			c.application = application([]byte(h.Attributes[mysql.ProgramName]))
+			identified(c, h.User, h.Database, h.Attributes)
 		}
 		return nil
 	case cmd.Code == mysql.ComQuit:
@@ -196,8 +201,8 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 	case cmd.Code == mysql.ComInitDB:
 		c.database = cmd.Text
 	case cmd.Code == mysql.ComChangeUser:
-		if u, db, ok := mysql.ParseChangeUser(text); ok {
-			c.user, c.database = u, db
+		if cu, ok := mysql.ParseChangeUser(text); ok {
+			identified(c, cu.User, cu.Database, cu.Attributes)
 		}
 	}
 	stmt := c.statements.Observe(cmd, e.ReplyId)
@@ -209,6 +214,10 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 	}
 	q := s.accounted(t, e)
 	q.Role, q.Database, q.User, q.Application = string(mysqlConnRole), c.database, c.user, c.application
+	s.pooled(q, &e.Pooled)
+	if q.Via != "" {
+		q.Application = routedApplication(c, q)
+	}
 	q.TID = int(e.Pid)
 	s.procs[e.Pid] = proc{role: mysqlConnRole} // a thread pool's worker is known by its work
 	if e.Conn <= 0xffffffff {                  // else the socket's address: a connection older than the trace
@@ -216,6 +225,37 @@ func (m *mysqlServer) query(s *Session, t *traced, e *probe.QueryEvent, text []b
 	}
 	s.statement(q, []byte(stmt), truncated, sqlnorm.MySQL)
 	return q
+}
+
+// identified: connection c logged in (its handshake) or switched (a
+// COM_CHANGE_USER) to user and database, with attributes: its
+// application, and the client MySQL Router says it is for, if any. A
+// COM_CHANGE_USER without attributes leaves them as they were.
+func identified(c *mysqlConn, user, database string, attributes map[string]string) {
+	c.user, c.database = user, database
+	if attributes == nil {
+		return
+	}
+	c.application = application([]byte(attributes[mysql.ProgramName]))
+	c.routedFor = ""
+	if ip, port := attributes[mysql.RoutedClientIP], attributes[mysql.RoutedClientPort]; ip != "" && port != "" {
+		c.routedFor = net.JoinHostPort(ip, port)
+	}
+}
+
+// routedApplication is the application of a query of connection c that
+// MySQL Router forwarded for the client q names. Passing TLS through, the
+// Router gives each client a connection of its own, whose handshake is
+// the client's. Ending TLS, it says whom a connection is for: the client's
+// attributes, its address added, in the handshake of a connection it
+// opens, and in the COM_CHANGE_USER that hands a shared one to the next
+// client. A query of another client than the one it said (its switch not
+// seen) has no application known, rather than another's.
+func routedApplication(c *mysqlConn, q *model.Query) string {
+	if c.routedFor == "" || c.routedFor == net.JoinHostPort(q.ClientAddr, strconv.Itoa(q.ClientPort)) {
+		return c.application
+	}
+	return ""
 }
 
 // check says what a trace of the server will see, by what its binary and

@@ -12,14 +12,31 @@ import (
 	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
-// Behind a connection pooler (pgbouncer) a backend's client is the
-// pooler, and in transaction pooling one backend serves many clients in
-// turn. The kernel side follows the pooler's sockets and gives each round
-// trip the client connection the pooler forwarded it for (pooler.bpf.h);
-// here the poolers are found, and a query record names its client.
+// Behind a connection pooler (pgbouncer) or a proxy (MySQL Router) a
+// server connection's client is the pooler, and in pgbouncer's transaction
+// pooling or the Router's connection sharing one server connection serves
+// many clients in turn. The kernel side follows the pooler's sockets and
+// gives each round trip the client connection the pooler forwarded it for
+// (pooler.bpf.h); here the poolers are found, and a query record names its
+// client.
 
-// poolerExe is the program followed as a pooler: PgBouncer's.
-const poolerExe = "pgbouncer"
+// poolers are the programs followed as poolers: each in front of one
+// engine's servers, whose protocol family reads its sockets.
+var poolers = []struct {
+	exe    string
+	kind   probe.ProcKind
+	engine *engine
+	family probe.Families
+}{
+	{"pgbouncer", probe.Pooler, &postgresEngine, probe.PGWire},
+	{"mysqlrouter", probe.Router, &mysqlEngine, probe.MySQLWire},
+}
+
+// followedPooler is a pooler followed: its program, and its process's start.
+type followedPooler struct {
+	exe     string
+	started procfs.Start
+}
 
 // AF_INET, AF_INET6 and AF_UNIX, as the kernel's client_end names its family.
 const (
@@ -28,34 +45,44 @@ const (
 	afInet6 = 10
 )
 
-// followPoolers follows the poolers running, with the client protocol
-// traced on a PostgreSQL server: a pooler in front of no traced server
-// costs a probe on its sends and changes nothing.
+// followPoolers follows the poolers running in front of an engine traced
+// now, its protocol traced: a pooler in front of no traced server costs a
+// probe on its sends and changes nothing. One followed already has the
+// threads it started since marked.
 func (s *Session) followPoolers() {
-	if s.cfg.Families&probe.PGWire == 0 || !s.tracesPostgres() {
-		return
-	}
-	pids, err := procfs.PIDs()
-	if err != nil {
-		return
-	}
-	for _, pid := range pids {
-		if procfs.ExeName(pid) != poolerExe {
+	var pids []int
+	for _, p := range poolers {
+		if fam, err := p.engine.protocol(s.cfg.Families); err != nil || fam&p.family == 0 || !s.traces(p.engine) {
 			continue
 		}
-		started, ok := procfs.StartOf(pid)
-		if seen, known := s.poolers[pid]; !ok || (known && seen == started) {
-			continue
+		if pids == nil {
+			var err error
+			if pids, err = procfs.PIDs(); err != nil {
+				return
+			}
 		}
-		s.poolers[pid] = started
-		if err := s.trackPooler(pid); err != nil {
-			s.warn(fmt.Sprintf("%s pid %d: the clients it forwards queries for cannot be told (%v): its queries name it as their client", poolerExe, pid, err))
+		for _, pid := range pids {
+			if procfs.ExeName(pid) != p.exe {
+				continue
+			}
+			started, ok := procfs.StartOf(pid)
+			if !ok {
+				continue
+			}
+			if seen, known := s.poolers[pid]; known && seen.started != started {
+				delete(s.poolers, pid) // its pid taken by another
+			}
+			_, known := s.poolers[pid]
+			s.poolers[pid] = followedPooler{exe: p.exe, started: started}
+			if err := s.trackPooler(pid, p.kind); err != nil && !known {
+				s.warn(fmt.Sprintf("%s pid %d: the clients it forwards queries for cannot be told (%v): its queries name it as their client", p.exe, pid, err))
+			}
 		}
 	}
 }
 
 // trackPooler follows one pooler, through the C library it maps.
-func (s *Session) trackPooler(pid int) error {
+func (s *Session) trackPooler(pid int, kind probe.ProcKind) error {
 	libc, err := elfvar.Library(pid, "libc.so")
 	if err != nil {
 		return err
@@ -63,13 +90,13 @@ func (s *Session) trackPooler(pid int) error {
 	if libc == "" {
 		return errors.New("it maps no C library")
 	}
-	return s.tracer.TrackPooler(pid, libc)
+	return s.tracer.TrackPooler(pid, libc, kind)
 }
 
-// tracesPostgres says a PostgreSQL server is traced now.
-func (s *Session) tracesPostgres() bool {
+// traces says a server of engine e is traced now.
+func (s *Session) traces(e *engine) bool {
 	for _, t := range s.current {
-		if t.engine() == &postgresEngine && !t.gone {
+		if t.engine() == e && !t.gone {
 			return true
 		}
 	}
@@ -80,11 +107,15 @@ func (s *Session) tracesPostgres() bool {
 // through (Via), and the client connection the pooler forwarded it for,
 // rather than the pooler's own connection to the server. A client the
 // kernel could not tell is left out, not taken for the pooler.
-func pooled(q *model.Query, p *probe.PooledFor) {
+func (s *Session) pooled(q *model.Query, p *probe.PooledFor) {
 	if p.Pooler == 0 {
 		return
 	}
-	q.Via = poolerExe + " pid " + strconv.Itoa(int(p.Pooler))
+	exe := s.poolers[int(p.Pooler)].exe
+	if exe == "" {
+		exe = "pooler"
+	}
+	q.Via = exe + " pid " + strconv.Itoa(int(p.Pooler))
 	q.ClientAddr, q.ClientPort, q.ClientPID = "", 0, 0
 	switch p.Client.Family {
 	case afInet, afInet6:

@@ -238,7 +238,7 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 	q.PortalsEnded, q.EarlierNs = int(e.PortalsEnded), e.EarlierNs
 	q.Role, q.Database, q.User, q.ClientAddr, q.ClientPort = string(who.role), who.database, who.user, who.clientAddr, who.clientPort
 	q.Application = application(unsafe.Slice((*byte)(unsafe.Pointer(&e.Application[0])), len(e.Application)))
-	pooled(q, &e.Pooled)
+	s.pooled(q, &e.Pooled)
 	s.statement(q, text, truncated, sqlnorm.PostgreSQL)
 	if only && !truncated && e.Statements == 1 {
 		q.QueryID = int64(e.Queryid) // as pg_stat_statements shows it: signed

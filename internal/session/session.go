@@ -71,21 +71,21 @@ type Session struct {
 	prevQueries  uint64
 	records      uint64 // query records read from the kernel
 	prevRecords  uint64
-	statements   statements            // named prepared statements per backend, learned from the wire
-	pipelines    pipelines             // the statement texts of each backend's current round trip
-	unnamed      uint64                // statements of records shown that no capture named (wire_unnamed)
-	suspended    suspended             // the statements each backend's suspended portals run, not yet counted
-	counted      counted               // the kernel's statement counts: their names, what was read (counted.go)
-	unitsRead    map[uint32]unitCounts // the backends' figures as Backends last read them (backends.go)
-	exitedIO     rateRows              // what processes that exited did since the last interval
-	exitedHists  roleHists             // and their histograms' gains (RatesByServer)
-	leftForLater map[uint32]bool       // units whose counts the last interval left for this one
-	unfolded     []uint32              // exited processes whose kernel totals are not folded yet
-	folded       time.Time             // when foldExited last ran
-	followed     time.Time             // when follow last looked for restarted servers
-	owners       map[uint32]int        // the server each tracked process (or MySQL thread) belongs to
-	poolers      map[int]procfs.Start  // the connection poolers followed (pooler.go), by pid
-	boxes        []boxOf               // where each kernel box goes in a model.Query
+	statements   statements             // named prepared statements per backend, learned from the wire
+	pipelines    pipelines              // the statement texts of each backend's current round trip
+	unnamed      uint64                 // statements of records shown that no capture named (wire_unnamed)
+	suspended    suspended              // the statements each backend's suspended portals run, not yet counted
+	counted      counted                // the kernel's statement counts: their names, what was read (counted.go)
+	unitsRead    map[uint32]unitCounts  // the backends' figures as Backends last read them (backends.go)
+	exitedIO     rateRows               // what processes that exited did since the last interval
+	exitedHists  roleHists              // and their histograms' gains (RatesByServer)
+	leftForLater map[uint32]bool        // units whose counts the last interval left for this one
+	unfolded     []uint32               // exited processes whose kernel totals are not folded yet
+	folded       time.Time              // when foldExited last ran
+	followed     time.Time              // when follow last looked for restarted servers
+	owners       map[uint32]int         // the server each tracked process (or MySQL thread) belongs to
+	poolers      map[int]followedPooler // the connection poolers followed (pooler.go), by pid
+	boxes        []boxOf                // where each kernel box goes in a model.Query
 }
 
 // boxOf is one waterfall box: its index in the kernel's query_acct, and
@@ -221,7 +221,7 @@ func open(cfg Config, attached, dormant probe.Families) (*Session, error) {
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]proc{}, statements: statements{}, pipelines: pipelines{}, suspended: suspended{},
 		exited: map[uint32]time.Time{}, servers: map[int]*traced{}, untraced: &traced{server: &pgServer{}}, refused: map[int]bool{},
 		warned: map[string]bool{},
-		owners: map[uint32]int{}, poolers: map[int]procfs.Start{}, start: time.Now(), wallOff: wallOffset()}
+		owners: map[uint32]int{}, poolers: map[int]followedPooler{}, start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
 		if i := slices.Index(t.BoxNames(), strings.TrimSuffix(b.Name, "_ns")); b.Kernel && i >= 0 {
 			s.boxes = append(s.boxes, boxOf{i, b.Of})

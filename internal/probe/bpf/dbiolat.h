@@ -330,8 +330,8 @@ struct query_event {
 	 * proc_info.application_off); empty when unknown or for MySQL, whose
 	 * connection attributes Go reads from the handshake record. */
 	char application[APPLICATION_MAX];
-	/* Behind a pooler: the client connection it forwarded the round trip
-	 * for (PostgreSQL's wire only; zero elsewhere). */
+	/* Behind a pooler or MySQL Router: the client connection it forwarded
+	 * the round trip for (zero elsewhere). */
 	struct pooled_for pooled;
 	struct query_acct acct;
 	/* Its sleeps by the wait event the database named (kept in the
@@ -535,7 +535,8 @@ enum proc_kind {
 	PROC_POSTGRES = 0, /* a PostgreSQL server's: its clients speak PostgreSQL's protocol, one per backend */
 	PROC_MYSQL = 1,    /* a MySQL or MariaDB server: its clients speak MySQL's protocol, on any thread */
 	PROC_STORAGE = 2,  /* a storage engine serving an instance from user space (a FUSE daemon) */
-	PROC_POOLER = 3,   /* a connection pooler in front of servers (pgbouncer): whom it forwards requests for */
+	PROC_POOLER = 3,   /* a connection pooler in front of PostgreSQL (pgbouncer): whom it forwards requests for */
+	PROC_ROUTER = 4,   /* a proxy in front of MySQL (MySQL Router): the same, its reads seen by mysql.bpf.c */
 };
 
 enum proc_flag {

@@ -51,9 +51,16 @@ int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
 	struct task_local *tl;
 	struct mysql_conn *c;
 
-	if (ret <= 0 || (flags & MSG_PEEK))
+	if (flags & MSG_PEEK)
 		return 0;
 	task = bpf_get_current_task_btf();
+	tl = task_local_of(task);
+	if (tl && tl->kind == PROC_ROUTER) { /* a read that found nothing tells too: pooler.bpf.h */
+		pooler_received(task, sk, ret > 0 ? sock_buf(task) : NULL);
+		return 0;
+	}
+	if (ret <= 0)
+		return 0;
 	c = mysql_conn_of(task, sk, &tl);
 	if (!c)
 		return 0;
@@ -92,6 +99,26 @@ int BPF_PROG(mysql_send, struct sock *sk, int ret, int flags)
 		return 0;
 	}
 	mysql_sent(task, tl, c, (__u64)sk, buf, n);
+	return 0;
+}
+
+/*
+ * MySQL Router is about to send: ssize_t sendmsg(int fd, const struct
+ * msghdr *msg, int flags), the C library's, probed in the Router's
+ * process only (pooler.bpf.h says why at its entry).
+ */
+SEC("uprobe")
+int mysql_router_send(struct pt_regs *ctx)
+{
+	struct task_local *tl = task_local_of(bpf_get_current_task_btf());
+	struct user_msghdr msg;
+	struct iovec iov = {};
+
+	if (!tl || tl->kind != PROC_ROUTER)
+		return 0;
+	if (!bpf_probe_read_user(&msg, sizeof(msg), (void *)PT_REGS_PARM2(ctx)) && msg.msg_iovlen >= 1)
+		bpf_probe_read_user(&iov, sizeof(iov), msg.msg_iov);
+	pooler_sending(PT_REGS_PARM1(ctx), iov.iov_base);
 	return 0;
 }
 

@@ -50,6 +50,7 @@
 #define MYSQL_HANDOFF_BPF_H
 
 #include "mysql_conn.bpf.h"
+#include "pooler.bpf.h"
 
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
@@ -157,9 +158,9 @@ static __always_inline struct mysql_reply mysql_reply_of(struct mysql_conn *c, _
 	return r;
 }
 
-/* The record goes out with the command's first n bytes from text. */
-static __always_inline void mysql_submit(struct query_event *e, struct mysql_reply *r, const char *text, __u32 n,
-				      int truncated)
+/* The record of connection sk goes out with the command's first n bytes from text. */
+static __always_inline void mysql_submit(struct query_event *e, struct mysql_reply *r, __u64 sk, const char *text,
+				      __u32 n, int truncated)
 {
 	n = text_bound(n);
 	if (n && bpf_probe_read_kernel(e->text, n, text))
@@ -167,6 +168,7 @@ static __always_inline void mysql_submit(struct query_event *e, struct mysql_rep
 	e->text_kind = TEXT_MYSQL;
 	e->conn = r->conn;
 	e->reply_id = r->reply_id;
+	pooled_conn_record(e, sk);
 	query_submit(e, n, truncated);
 }
 
@@ -194,7 +196,7 @@ static __always_inline int mysql_end_parked(struct mysql_reply *r, __u64 sk)
 	e->statements = how.statements;
 	e->stmt = how.stmt;
 	if (e->emit_flags & ~EMIT_COUNTED)
-		mysql_submit(e, r, p->text, p->text_len, p->truncated);
+		mysql_submit(e, r, sk, p->text, p->text_len, p->truncated);
 out:
 	bpf_map_delete_elem(&mysql_parked, &sk);
 	return 1;
@@ -339,7 +341,7 @@ static __always_inline void mysql_end(struct task_struct *task, struct task_loca
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&captures, task, 0, 0);
-		mysql_submit(e, &r, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
+		mysql_submit(e, &r, sk, t ? t->buf : NULL, t ? t->len : 0, t && t->truncated);
 		return;
 	}
 	/* Another thread's query: still its owner's, parked already, or

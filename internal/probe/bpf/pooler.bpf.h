@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Queries behind a connection pooler (pgbouncer, Go tracks its threads as
- * PROC_POOLER): the client connection each round trip a backend reads was
- * forwarded for.
+ * PROC_POOLER) or MySQL Router (PROC_ROUTER): the client connection each
+ * round trip a server reads was forwarded for.
  *
  * Behind pgbouncer a backend's peer is pgbouncer, and in transaction
  * pooling one server connection serves many clients in turn. pgbouncer
@@ -28,6 +28,21 @@
  * takes the client's request out of its buffer; so a read counts whatever
  * it returned. A read of a server connection since: the client is not
  * known.
+ *
+ * MySQL Router's I/O threads do the same with recvmsg and sendmsg: a
+ * client's bytes read, then written to its server connection by the same
+ * thread, as they came (TLS passed through) or decrypted and encrypted
+ * again (TLS ended at the Router, which may then share a server connection
+ * among clients: connection_sharing). Its sends go out from buffers of its
+ * own, so the client is the one the thread read last. But it also talks
+ * to a server on its own after reading that server: its handshake on a
+ * new server connection, the session state it restores on a shared one
+ * before the client's request. So the pairs are learned both ways: a
+ * client read, then a send to a server connection; a server connection
+ * read, then a send to a client (the reply forwarded). A send to a server
+ * with no client known leaves the connection's client as it was. A MySQL
+ * reply ends before the Router reads it, so the record, sent at the
+ * reply's end, takes the connection's client then (pooled_conn_record).
  */
 #ifndef POOLER_BPF_H
 #define POOLER_BPF_H
@@ -68,12 +83,19 @@ struct {
 	__type(value, struct client_end);
 } pooler_reads SEC(".maps");
 
-/* The client a pooler's thread read last (family 0: none since a server's read). */
+/* What a pooler's thread read last: a client (family 0: none), or a server connection. */
+struct pooler_last {
+	struct client_end client;
+	struct conn_key server; /* when from_server */
+	__u32 from_server;
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct client_end);
+	__type(value, struct pooler_last);
 } pooler_last SEC(".maps");
 
 /* The TCP ports traced servers listen on (Go fills it): a pooler's socket to one is a server connection. */
@@ -152,8 +174,8 @@ static __always_inline int backend_conn_key(struct sock *sk, struct conn_key *k)
 /*
  * The key of the server connection a pooler's socket is the client end
  * of; 0 if its peer is no traced server. A unix socket's peer credentials
- * are the listening process's: a traced postmaster's; TCP: a traced
- * server's port.
+ * are the listening process's: a traced postmaster's or MySQL server's;
+ * TCP: a traced server's port.
  */
 static __always_inline int pooler_server_key(struct sock *sk, struct conn_key *k)
 {
@@ -165,7 +187,7 @@ static __always_inline int pooler_server_key(struct sock *sk, struct conn_key *k
 	if (family == AF_UNIX) {
 		pid = peer_pid(sk);
 		pi = bpf_map_lookup_elem(&procs, &pid);
-		if (!pi || pi->kind != PROC_POSTGRES || pi->instance != pid)
+		if (!pi || (pi->kind != PROC_POSTGRES && pi->kind != PROC_MYSQL) || pi->instance != pid)
 			return 0;
 		k->server_sk = (__u64)BPF_CORE_READ((struct unix_sock *)sk, peer);
 		return k->server_sk != 0;
@@ -204,30 +226,33 @@ static __always_inline void client_end_of(struct sock *sk, struct client_end *c)
 /* A pooler's thread read from a socket into buf (NULL: it read nothing): a client's request, or a server's reply. */
 static __always_inline void pooler_received(struct task_struct *task, struct sock *sk, void *buf)
 {
-	struct client_end *last = bpf_task_storage_get(&pooler_last, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct pooler_last *last = bpf_task_storage_get(&pooler_last, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct pooler_read r = {.buf = (__u64)buf, .tgid = task->tgid};
-	struct conn_key k;
 
 	if (!last)
 		return;
-	if (pooler_server_key(sk, &k)) {
-		last->family = 0;
+	last->from_server = pooler_server_key(sk, &last->server);
+	if (last->from_server) {
+		last->client.family = 0;
 		return;
 	}
-	client_end_of(sk, last);
+	client_end_of(sk, &last->client);
 	if (buf)
-		bpf_map_update_elem(&pooler_reads, &r, last, BPF_ANY);
+		bpf_map_update_elem(&pooler_reads, &r, &last->client, BPF_ANY);
 }
 
 /*
- * A pooler's thread is about to send from buf on descriptor fd: if it is
- * a server connection, the client the bytes are for is its client now.
+ * A pooler's thread is about to send from buf on descriptor fd. To a
+ * server connection: the client the bytes are for is its client now, if
+ * known. To a client, right after reading a server connection: that
+ * connection's reply, so the client is the connection's.
  */
 static __always_inline void pooler_sending(int fd, void *buf)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pooler_read r = {.buf = (__u64)buf, .tgid = task->tgid};
 	struct pooled_for v = {.pooler = task->tgid};
+	struct pooler_last *last = bpf_task_storage_get(&pooler_last, task, 0, 0);
 	struct file *f = file_of(fd);
 	struct client_end *c;
 	struct socket *so;
@@ -238,43 +263,65 @@ static __always_inline void pooler_sending(int fd, void *buf)
 		return;
 	so = BPF_CORE_READ(f, private_data);
 	sk = BPF_CORE_READ(so, sk);
-	if (!sk || !pooler_server_key(sk, &k))
+	if (!sk)
 		return;
+	if (!pooler_server_key(sk, &k)) {
+		if (last && last->from_server) {
+			client_end_of(sk, &v.client);
+			if (v.client.family)
+				bpf_map_update_elem(&pooled_conns, &last->server, &v, BPF_ANY);
+		}
+		return;
+	}
 	c = bpf_map_lookup_elem(&pooler_reads, &r);
-	if (!c)
-		c = bpf_task_storage_get(&pooler_last, task, 0, 0);
-	if (c && c->family)
+	if (!c && last)
+		c = &last->client;
+	if (c && c->family) {
 		v.client = *c;
-	bpf_map_update_elem(&pooled_conns, &k, &v, BPF_ANY);
+		bpf_map_update_elem(&pooled_conns, &k, &v, BPF_ANY);
+	} else { /* its client as it was; none known yet: the pooler's */
+		bpf_map_update_elem(&pooled_conns, &k, &v, BPF_NOEXIST);
+	}
 	pooled_seen = 1;
 }
 
 /*
- * A backend begins a round trip on its connection: whom it is for, behind
- * a pooler. A unix socket's entry is kept by the address of the backend's
- * socket, which a later socket may take: it counts only if the process at
- * the other end (the socket's peer credentials) is the pooler that left it.
+ * The client a server connection's request came from, behind a pooler,
+ * into out; 0 if it came from none. A unix socket's entry is kept by the
+ * address of the server's socket, which a later socket may take: it counts
+ * only if the process at the other end (the socket's peer credentials) is
+ * the pooler that left it.
  */
+static __always_inline int pooled_client(struct sock *sk, struct pooled_for *out)
+{
+	struct pooled_for *v;
+	struct conn_key k;
+
+	if (!sk || !backend_conn_key(sk, &k))
+		return 0;
+	v = bpf_map_lookup_elem(&pooled_conns, &k);
+	if (!v || (k.server_sk && v->pooler != peer_pid(sk)))
+		return 0;
+	*out = *v;
+	return 1;
+}
+
+/* A backend begins a round trip on its connection: whom it is for, behind a pooler. */
 static __always_inline void pooled_begin(struct task_struct *task, struct wire *w)
 {
-	struct sock *sk = (struct sock *)w->sk;
-	struct pooled_for *v, *trip;
-	struct conn_key k;
+	struct pooled_for *trip, v;
 
 	if (!pooled_seen)
 		return;
 	trip = bpf_task_storage_get(&pooled_trips, task, 0, 0);
 	if (trip)
 		__builtin_memset(trip, 0, sizeof(*trip));
-	if (!sk || !backend_conn_key(sk, &k))
-		return;
-	v = bpf_map_lookup_elem(&pooled_conns, &k);
-	if (!v || (k.server_sk && v->pooler != peer_pid(sk)))
+	if (!pooled_client((struct sock *)w->sk, &v))
 		return;
 	if (!trip)
 		trip = bpf_task_storage_get(&pooled_trips, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (trip)
-		*trip = *v;
+		*trip = v;
 }
 
 /* A record of the backend's round trip: its client behind a pooler, if any. */
@@ -284,6 +331,18 @@ static __always_inline void pooled_record(struct query_event *e)
 
 	if (pooled_seen && (trip = bpf_task_storage_get(&pooled_trips, bpf_get_current_task_btf(), 0, 0)))
 		e->pooled = *trip;
+}
+
+/*
+ * A record of a MySQL server's query on connection sk, at its reply's
+ * end: the connection's client now, behind MySQL Router, if any. (The
+ * thread sending the reply may not be the one that read the command, in
+ * MariaDB's thread pool: the connection, not the thread, tells.)
+ */
+static __always_inline void pooled_conn_record(struct query_event *e, __u64 sk)
+{
+	if (pooled_seen)
+		pooled_client((struct sock *)sk, &e->pooled);
 }
 
 #endif /* POOLER_BPF_H */
