@@ -99,8 +99,8 @@ func startSidMySQL(t *testing.T, name string, how sidroot.How, settings ...strin
 	return m, port
 }
 
-// PostgreSQL 19 (Debian's, from experimental: USDT, the root's OpenSSL 3)
-// in the postgresql root, each way: psycopg over TLS (sslmode=require)
+// PostgreSQL 18 and 19 (Debian's builds, 19 from experimental: USDT, the
+// root's OpenSSL 3) in the postgresql root, each way: psycopg over TLS (sslmode=require)
 // sends marked statements; slowlog --pid counts each once, as
 // pg_stat_statements does, reading the one TLS connection at OpenSSL with
 // no warning and no wire_* loss; --usdt, attached by the server's binary,
@@ -108,85 +108,89 @@ func startSidMySQL(t *testing.T, name string, how sidroot.How, settings ...strin
 func TestServerInSidRootOverTLS(t *testing.T) {
 	sideBySide(t)
 	python, _ := driverTools(t)
-	for _, how := range sidroot.Hows {
-		t.Run(how.String(), func(t *testing.T) {
-			ctx := context.Background()
-			p, port := startSidPostgres(t, "19", how)
-			// n statements from each client over TLS: psycopg's in the
-			// extended protocol, psql's as simple Queries (the only ones
-			// PostgreSQL's query__start USDT probe marks).
-			const n = 40
-			mark := "in_" + strings.ReplaceAll(how.String(), "-", "_")
-			extended, simple := "SELECT $1::int AS "+mark+"_ext", "SELECT $1 AS "+mark+"_simple"
-			sendExtended := func() {
-				t.Helper()
-				cmd := exec.CommandContext(ctx, python, "-c", psycopgMarked, strconv.Itoa(port), mark+"_ext", strconv.Itoa(n))
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("psycopg over TLS: %v\n%s", err, out)
-				}
-			}
-			sendSimple := func() {
-				t.Helper()
-				var script strings.Builder
-				script.WriteString("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl;\n")
-				for i := range n {
-					fmt.Fprintf(&script, "SELECT %d AS %s_simple;\n", i, mark)
-				}
-				out, err := p.PsqlTLS(ctx, script.String())
-				if err != nil || !strings.HasPrefix(out, "t\n") {
-					t.Fatalf("psql over TLS: %v (the session over TLS: %.1q)", err, out)
-				}
-			}
-			calls := func(query string) int {
-				t.Helper()
-				out, err := p.Psql(ctx, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query = '"+query+"'")
-				c, cerr := strconv.Atoi(out)
-				if err != nil || cerr != nil {
-					t.Fatalf("reading pg_stat_statements: %v %v", err, cerr)
-				}
-				return c
-			}
-			reset := func() {
-				t.Helper()
-				if _, err := p.Psql(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
-					t.Fatal(err)
-				}
-			}
-
-			reset()
-			tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(p.PID()))
-			sendExtended()
-			sendSimple()
-			queries, _, sum := tr.stop(t)
-			for _, q := range []string{extended, simple} {
-				ours, theirs := len(matching(queries, q)), calls(q)
-				t.Logf("PostgreSQL %s %s (pid %d), %q over TLS: pg_stat_statements %d calls, dbiolat %d",
-					p.Version, how, p.PID(), q, theirs, ours)
-				if ours != n || theirs != n {
-					t.Errorf("%d of %q sent over TLS: dbiolat saw %d, pg_stat_statements %d", n, q, ours, theirs)
-				}
-			}
-			t.Logf("wire_tls %d, wire_encrypted %d", sum.Drops.Of("wire_tls"), sum.Drops.Of("wire_encrypted"))
-			checkNoWarning(t, tr.stderr.String())
-			// psycopg's connection and psql's, read at OpenSSL; none lost.
-			if sum.Drops.Of("wire_tls") != 2 {
-				t.Errorf("%d TLS connections read at OpenSSL, want psycopg's and psql's: 2", sum.Drops.Of("wire_tls"))
-			}
-			checkNoWireLoss(t, sum)
-
-			// USDT at the server's binary, as the server runs it.
-			reset()
-			tr = startTrace(t, "slowlog", "--usdt", "--json", "--min-query", "0", "--pid", strconv.Itoa(p.PID()))
-			sendSimple()
-			queries, _, _ = tr.stop(t)
-			ours, theirs := len(matching(queries, simple)), calls(simple)
-			t.Logf("with --usdt, %q: pg_stat_statements %d calls, dbiolat %d", simple, theirs, ours)
-			if ours != n || theirs != n {
-				t.Errorf("with --usdt, %d of %q sent: dbiolat saw %d, pg_stat_statements %d", n, simple, ours, theirs)
-			}
-			checkNoWarning(t, tr.stderr.String())
-		})
+	for _, version := range []string{"18", "19"} {
+		for _, how := range sidroot.Hows {
+			t.Run("pg"+version+"/"+how.String(), func(t *testing.T) { checkSidPostgresOverTLS(t, python, version, how) })
+		}
 	}
+}
+
+func checkSidPostgresOverTLS(t *testing.T, python, version string, how sidroot.How) {
+	ctx := context.Background()
+	p, port := startSidPostgres(t, version, how)
+	// n statements from each client over TLS: psycopg's in the
+	// extended protocol, psql's as simple Queries (the only ones
+	// PostgreSQL's query__start USDT probe marks).
+	const n = 40
+	mark := "in_" + strings.ReplaceAll(how.String(), "-", "_")
+	extended, simple := "SELECT $1::int AS "+mark+"_ext", "SELECT $1 AS "+mark+"_simple"
+	sendExtended := func() {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, python, "-c", psycopgMarked, strconv.Itoa(port), mark+"_ext", strconv.Itoa(n))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("psycopg over TLS: %v\n%s", err, out)
+		}
+	}
+	sendSimple := func() {
+		t.Helper()
+		var script strings.Builder
+		script.WriteString("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl;\n")
+		for i := range n {
+			fmt.Fprintf(&script, "SELECT %d AS %s_simple;\n", i, mark)
+		}
+		out, err := p.PsqlTLS(ctx, script.String())
+		if err != nil || !strings.HasPrefix(out, "t\n") {
+			t.Fatalf("psql over TLS: %v (the session over TLS: %.1q)", err, out)
+		}
+	}
+	calls := func(query string) int {
+		t.Helper()
+		out, err := p.Psql(ctx, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query = '"+query+"'")
+		c, cerr := strconv.Atoi(out)
+		if err != nil || cerr != nil {
+			t.Fatalf("reading pg_stat_statements: %v %v", err, cerr)
+		}
+		return c
+	}
+	reset := func() {
+		t.Helper()
+		if _, err := p.Psql(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	reset()
+	tr := startTrace(t, "slowlog", "--json", "--min-query", "0", "--pid", strconv.Itoa(p.PID()))
+	sendExtended()
+	sendSimple()
+	queries, _, sum := tr.stop(t)
+	for _, q := range []string{extended, simple} {
+		ours, theirs := len(matching(queries, q)), calls(q)
+		t.Logf("PostgreSQL %s %s (pid %d), %q over TLS: pg_stat_statements %d calls, dbiolat %d",
+			p.Version, how, p.PID(), q, theirs, ours)
+		if ours != n || theirs != n {
+			t.Errorf("%d of %q sent over TLS: dbiolat saw %d, pg_stat_statements %d", n, q, ours, theirs)
+		}
+	}
+	t.Logf("wire_tls %d, wire_encrypted %d", sum.Drops.Of("wire_tls"), sum.Drops.Of("wire_encrypted"))
+	checkNoWarning(t, tr.stderr.String())
+	// psycopg's connection and psql's, read at OpenSSL; none lost.
+	if sum.Drops.Of("wire_tls") != 2 {
+		t.Errorf("%d TLS connections read at OpenSSL, want psycopg's and psql's: 2", sum.Drops.Of("wire_tls"))
+	}
+	checkNoWireLoss(t, sum)
+
+	// USDT at the server's binary, as the server runs it.
+	reset()
+	tr = startTrace(t, "slowlog", "--usdt", "--json", "--min-query", "0", "--pid", strconv.Itoa(p.PID()))
+	sendSimple()
+	queries, _, _ = tr.stop(t)
+	ours, theirs := len(matching(queries, simple)), calls(simple)
+	t.Logf("with --usdt, %q: pg_stat_statements %d calls, dbiolat %d", simple, theirs, ours)
+	if ours != n || theirs != n {
+		t.Errorf("with --usdt, %d of %q sent: dbiolat saw %d, pg_stat_statements %d", n, simple, ours, theirs)
+	}
+	checkNoWarning(t, tr.stderr.String())
 }
 
 // psycopgMarked connects to 127.0.0.1:argv[1] over TLS, checks the
