@@ -207,6 +207,28 @@ func checkDriversCounted(t *testing.T, python string, jars driverJars, modules, 
 	checkRepliesEnded(t, sum)
 }
 
+// sysbench's oltp_read_write, its statements prepared and not, on MySQL
+// 9.7 and MariaDB 11.8 in a container, and on MariaDB 11.8 with its thread
+// pool (a connection's commands on any worker, a COMMIT's reply maybe sent
+// by another): every statement one record, counted by kind as the
+// server's Com_ counters count them (TestMySQLStatementsOnce's check).
+func TestSidMySQLStatementsOnce(t *testing.T) {
+	for _, c := range []struct {
+		name, root string
+		settings   []string
+	}{
+		{"mysql9.7", "mysql", nil},
+		{"mariadb11.8", "mariadb", nil},
+		{"mariadb11.8-thread-pool", "mariadb", []string{"--thread-handling=pool-of-threads", "--thread-pool-size=2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, _ := startSidMySQL(t, c.root, sidroot.Container, c.settings...)
+			qs, _, before, after := sysbenchRun(t, m, "")
+			checkStatementsOnce(t, qs, before, after)
+		})
+	}
+}
+
 // A row lock and a metadata lock another session holds, on MySQL 9.7 and
 // MariaDB 11.8 in a container: each blocked statement's wait is in its
 // lock box, named as the server names it (thd_wait_begin's type, which
