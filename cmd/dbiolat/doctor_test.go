@@ -64,3 +64,30 @@ func doctorStorage(t *testing.T, pid int) string {
 	t.Fatalf("doctor has no storage check:\n%s", out)
 	return ""
 }
+
+// On PostgreSQL 18 and 19 doctor says the reads I/O workers perform are
+// charged to the query, in the version's own settings (19 renamed
+// io_workers to a range).
+func TestDoctorNamesIOWorkers(t *testing.T) {
+	for _, v := range []struct{ version, setting string }{{"18", "io_workers"}, {"19", "io_min_workers and io_max_workers"}} {
+		t.Run("pg"+v.version, func(t *testing.T) {
+			c := startVersion(t, v.version, nil)
+			// Its exit status is not this test's (npm's builds carry no USDT probes): it says every check.
+			out, _ := exec.Command(binary, "doctor", "--json", "--pid", fmt.Sprint(c.PostmasterPID())).Output()
+			var report struct{ Checks []doctorCheck }
+			if err := json.Unmarshal(out, &report); err != nil {
+				t.Fatalf("doctor --json: %v\n%s", err, out)
+			}
+			for _, ch := range report.Checks {
+				if strings.HasPrefix(ch.Check, "asynchronous I/O") {
+					t.Logf("%s: %s", ch.Check, ch.Info)
+					if !ch.OK || !strings.Contains(ch.Info, v.setting) || !strings.Contains(ch.Info, "charged to the query") {
+						t.Errorf("%s: ok %v, %q %s, want it to name %s", ch.Check, ch.OK, ch.Info, ch.Error, v.setting)
+					}
+					return
+				}
+			}
+			t.Errorf("doctor has no asynchronous I/O check:\n%s", out)
+		})
+	}
+}

@@ -250,7 +250,27 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 // are other waits, and --usdt and --buffers do not work), and says
 // whether records will carry the server's query ids.
 func (p *pgServer) check() []ServerCheck {
-	return []ServerCheck{p.checkUSDT(), p.checkQueryID()}
+	checks := []ServerCheck{p.checkUSDT(), p.checkQueryID()}
+	if p.Version >= 18 {
+		checks = append(checks, p.checkAIO())
+	}
+	return checks
+}
+
+// checkAIO says whether the reads others perform for a query (18 on:
+// asynchronous I/O) are charged to it, in the version's own settings.
+func (p *pgServer) checkAIO() ServerCheck {
+	c := ServerCheck{Name: fmt.Sprintf("asynchronous I/O of instance pid %d (PostgreSQL %d)", p.PID, p.Version)}
+	workers := "io_workers of them"
+	if p.Version >= 19 {
+		workers = "between io_min_workers and io_max_workers of them"
+	}
+	if !exports(p.Binary, postgres.AIOStage, postgres.AIOPerform, postgres.AIOComplete) {
+		c.Err = fmt.Errorf("its binary exports no %s: reads its I/O workers perform are theirs, not the query's", postgres.AIOStage)
+		return c
+	}
+	c.Info = "reads its I/O workers perform (io_method=worker, the default; " + workers + ") and io_uring's kernel workers (io_method=io_uring) are charged to the query that staged them"
+	return c
 }
 
 // checkQueryID says whether query ids are read: the version's layout is
