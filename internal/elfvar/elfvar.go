@@ -17,20 +17,29 @@ import (
 	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
-// ErrNoSymbol says the executable does not define the variable (stripped,
-// or another version of the program).
+// ErrNoSymbol says the executable does not define the variable or
+// function (stripped, or another version of the program).
 var ErrNoSymbol = errors.New("no such symbol")
 
 // Address returns the address of the variable name in process pid, whose
 // executable is binary (a path that opens the same file, such as
 // /proc/PID/exe).
 func Address(pid int, binary, name string) (uint64, error) {
+	return address(pid, binary, name, elf.STT_OBJECT)
+}
+
+// FunctionAddress is Address of a function: where its code runs, to read.
+func FunctionAddress(pid int, binary, name string) (uint64, error) {
+	return address(pid, binary, name, elf.STT_FUNC)
+}
+
+func address(pid int, binary, name string, kind elf.SymType) (uint64, error) {
 	f, err := elf.Open(binary)
 	if err != nil {
 		return 0, fmt.Errorf("reading %s: %w", binary, err)
 	}
 	defer f.Close()
-	value, err := symbol(f, name)
+	value, err := symbol(f, name, kind)
 	if err != nil {
 		return 0, fmt.Errorf("%s in %s: %w", name, binary, err)
 	}
@@ -44,16 +53,17 @@ func Address(pid int, binary, name string) (uint64, error) {
 	return bias + value, nil
 }
 
-// symbol returns a data symbol's value, from the dynamic symbols (kept
-// even when the static table is stripped) or the static ones.
-func symbol(f *elf.File, name string) (uint64, error) {
+// symbol returns the value of a symbol of a kind (data, function), from
+// the dynamic symbols (kept even when the static table is stripped) or
+// the static ones.
+func symbol(f *elf.File, name string, kind elf.SymType) (uint64, error) {
 	for _, read := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
 		syms, err := read()
 		if err != nil {
 			continue
 		}
 		for _, s := range syms {
-			if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Section != elf.SHN_UNDEF {
+			if s.Name == name && elf.ST_TYPE(s.Info) == kind && s.Section != elf.SHN_UNDEF {
 				return s.Value, nil
 			}
 		}
