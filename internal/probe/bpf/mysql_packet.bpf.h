@@ -219,6 +219,8 @@ static __always_inline void mysql_received(struct task_struct *task, struct task
 	if (n == 4) { /* the server reads the header first, then the payload */
 		c->in_seq = hdr[3];
 		c->in_len = le24(hdr);
+		if (!c->in_len) /* an empty packet (an empty password's answer to an auth switch): no payload to read */
+			return;
 		c->in_header = 1;
 		if (c->in_seq == 0 && c->state != MYSQL_GREETED && c->in_len)
 			mysql_command_begins(task, tl, c, sk, lib); /* its query begins as the server reads it */
