@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/cmdrun"
+	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/sidroot"
 )
 
@@ -404,5 +405,62 @@ func checkColdScan(t *testing.T, root string, how sidroot.How, settings []string
 	// threads finish the odd one synchronously (7 of 6,738 reads once).
 	if !simulated && scan.AIOReadBytes > theirs/10 {
 		t.Errorf("reads submitted by the query's thread, yet %d bytes of %d read by I/O threads for it", scan.AIOReadBytes, theirs)
+	}
+}
+
+// MySQL 9.7 names its threads: each thread's role, told from its name, is
+// the one performance_schema.threads names it by, for every thread it
+// lists (a connection waiting in SLEEP among them). Chrooted: its thread
+// ids are ours.
+func TestSidMySQLThreadRoles(t *testing.T) {
+	m, _ := startSidMySQL(t, "mysql", sidroot.Chroot)
+	sql := sidSQL(t, m)
+	sleeper := m.Client(mysqlContext(t), "-e", "SELECT SLEEP(30)")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	var rows string
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(rows, "one_connection") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		rows = sql("SELECT THREAD_OS_ID, NAME FROM performance_schema.threads WHERE THREAD_OS_ID IS NOT NULL AND PROCESSLIST_ID IS NULL OR PROCESSLIST_INFO LIKE 'SELECT SLEEP%'")
+	}
+	want := func(name string) string {
+		switch {
+		case name == "thread/sql/main":
+			return mysql.RoleServer
+		case name == "thread/sql/one_connection":
+			return mysql.RoleConnection
+		case strings.HasPrefix(name, "thread/innodb/page_flush"):
+			return mysql.RolePageCleaner
+		case strings.HasPrefix(name, "thread/innodb/io_"):
+			return mysql.RoleInnoDBAIO
+		case strings.HasPrefix(name, "thread/innodb/"):
+			return mysql.RoleInnoDBTask
+		}
+		return mysql.RoleBackground
+	}
+	in, err := mysql.ByPID(m.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads, err := mysql.NewThreads(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, row := range strings.Split(rows, "\n") {
+		id, name, _ := strings.Cut(row, "\t")
+		role, ok := threads.ThreadRole(atoi(id))
+		if !ok || role != want(name) {
+			t.Errorf("thread %s (%s in performance_schema): role %q (%v), want %q", id, name, role, ok, want(name))
+		}
+		got[role]++
+	}
+	t.Logf("roles of the %d threads performance_schema lists: %v", len(strings.Split(rows, "\n")), got)
+	for _, r := range []string{mysql.RoleServer, mysql.RoleConnection, mysql.RolePageCleaner, mysql.RoleInnoDBTask, mysql.RoleInnoDBAIO} {
+		if got[r] == 0 {
+			t.Errorf("no thread has the role %q: %v", r, got)
+		}
 	}
 }

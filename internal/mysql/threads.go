@@ -12,19 +12,31 @@ import (
 	"github.com/dbiolat/dbiolat/internal/procfs"
 )
 
-// The roles of a server's threads. MariaDB 10.11 does not name its
-// threads (every one is "mariadbd") and does not export InnoDB's
-// functions, so a thread is told by what its stack holds while it waits
-// in a system call: return addresses into the server's exported
-// functions, and the object it was started with.
+// The roles of a server's threads. MySQL (8.0 on) names its threads, and
+// the name tells (threadNames). MariaDB does not (every one is
+// "mariadbd") and does not export InnoDB's functions, so a thread is told
+// by what its stack holds while it waits in a system call: return
+// addresses into the server's exported functions, and the object it was
+// started with.
 const (
 	RoleServer      = "mysqld"        // the main thread (it accepts connections), and the process
 	RoleConnection  = "connection"    // runs a connection's commands (one per connection, or the thread pool's)
 	RolePageCleaner = "page cleaner"  // InnoDB's page cleaner: flushes dirty pages
-	RoleInnoDBTask  = "innodb worker" // InnoDB's task pool: purge, read completions, page writes, checkpoints
-	RoleInnoDBAIO   = "innodb aio"    // waits for InnoDB's asynchronous I/O to complete (io_uring or libaio)
+	RoleInnoDBTask  = "innodb worker" // InnoDB's task pool (MySQL: its other InnoDB threads): purge, page writes, the redo log, checkpoints
+	RoleInnoDBAIO   = "innodb aio"    // waits for InnoDB's asynchronous I/O to complete (io_uring or libaio); MySQL's I/O threads, which read themselves without it
 	RoleBackground  = "background"    // any other thread of the server
 )
+
+// threadNames: the names MySQL gives its threads (pthread_setname_np), by
+// prefix; the first that matches wins, a name that matches none is a
+// background thread's. A thread still named as the process is told by
+// its stack.
+var threadNames = []struct{ prefix, role string }{
+	{"connection", RoleConnection},
+	{"ib_pg_flush", RolePageCleaner}, // the page cleaners' coordinator and workers
+	{"ib_io_", RoleInnoDBAIO},        // ib_io_rd-N, ib_io_wr-N, ib_io_ibuf
+	{"ib_", RoleInnoDBTask},          // ib_log_writer, ib_log_checkpt, ib_srv_purge...
+}
 
 // stackRoles: a return address into one of these functions, on a waiting
 // thread's stack, gives its role; the first that matches wins.
@@ -49,12 +61,14 @@ var threadStates = []struct{ vtable, role string }{
 // The system calls a thread that reaps asynchronous I/O waits in.
 const (
 	sysIOGetevents  = 208 // libaio
+	sysIOPgetevents = 333 // libaio 0.3.113 on
 	sysIOUringEnter = 426
 )
 
 // Threads tells the roles of one server's threads.
 type Threads struct {
 	pid    int
+	comm   string            // the process's name: a thread still so named is unnamed
 	bias   uint64            // where the binary is loaded
 	funcs  []span            // stackRoles' functions, at their file addresses
 	states map[uint64]string // threadStates' vtables' first virtual function slot (vtable+16) -> role
@@ -86,7 +100,8 @@ func NewThreads(in Instance) (*Threads, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding %s in process %d: %w", in.Binary, in.PID, err)
 	}
-	t := &Threads{pid: in.PID, bias: bias, states: map[uint64]string{}}
+	comm, _ := os.ReadFile(procfs.Path(in.PID, "comm"))
+	t := &Threads{pid: in.PID, comm: strings.TrimSpace(string(comm)), bias: bias, states: map[uint64]string{}}
 	for _, r := range stackRoles {
 		if s, ok := byName[r.symbol]; ok && s.Size > 0 {
 			t.funcs = append(t.funcs, span{s.Value, s.Value + s.Size, r.role})
@@ -121,6 +136,18 @@ const (
 // tell now: the thread runs (its stack is read while it waits in a system
 // call) or is gone.
 func (t *Threads) ThreadRole(tid int) (string, bool) {
+	comm, err := os.ReadFile(procfs.Path(t.pid, "task", tid, "comm"))
+	if err != nil {
+		return "", false
+	}
+	if name := strings.TrimSpace(string(comm)); name != t.comm {
+		for _, n := range threadNames {
+			if strings.HasPrefix(name, n.prefix) {
+				return n.role, true
+			}
+		}
+		return RoleBackground, true
+	}
 	sc, err := os.ReadFile(procfs.Path(t.pid, "task", tid, "syscall"))
 	if err != nil {
 		return "", false
@@ -168,7 +195,7 @@ func (t *Threads) ThreadRole(tid int) (string, bool) {
 	if role := t.threadObject(mem, maps, buf[max(0, len(buf)-stackTopScan):]); role != "" {
 		return role, true
 	}
-	if nr == sysIOUringEnter || nr == sysIOGetevents {
+	if nr == sysIOUringEnter || nr == sysIOGetevents || nr == sysIOPgetevents {
 		return RoleInnoDBAIO, true
 	}
 	return RoleBackground, true
