@@ -51,19 +51,15 @@ int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
 	struct task_local *tl;
 	struct mysql_conn *c;
 
-	if (flags & MSG_PEEK)
+	if (ret <= 0 || (flags & MSG_PEEK))
 		return 0;
 	task = bpf_get_current_task_btf();
-	tl = task_local_of(task);
-	if (tl && tl->kind == PROC_ROUTER) { /* a read that found nothing tells too: pooler.bpf.h */
-		pooler_received(task, sk, ret > 0 ? sock_buf(task) : NULL);
+	c = mysql_conn_of(task, sk, &tl);
+	if (!c) {
+		if (tl && tl->kind == PROC_ROUTER) /* MySQL Router's read: pooler.bpf.h */
+			pooler_received(task, sk, sock_buf(task));
 		return 0;
 	}
-	if (ret <= 0)
-		return 0;
-	c = mysql_conn_of(task, sk, &tl);
-	if (!c)
-		return 0;
 	if (tl->wire.tls_ssl) /* inside SSL_read: ciphertext */
 		mysql_tls_link(task, tl, c, (__u64)sk);
 	else if (c->state != MYSQL_TLS)
