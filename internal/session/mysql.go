@@ -129,7 +129,7 @@ func (m *mysqlServer) attach(s *Session) error {
 	return s.tracer.ServerPort(m.Port, m.PID) // MySQL Router's TCP connections to it: pooler.go
 }
 
-// role: a thread's stack tells it while the thread waits.
+// role: a thread's name tells it (MySQL), or its stack while it waits (MariaDB).
 func (m *mysqlServer) role(tid uint32) (proc, bool) {
 	if m.threads == nil {
 		return proc{}, false
@@ -259,7 +259,7 @@ func routedApplication(c *mysqlConn, q *model.Query) string {
 }
 
 // check says what a trace of the server will see, by what its binary and
-// libraries export and what its threads' stacks tell.
+// libraries export and what its threads' names and stacks tell.
 func (m *mysqlServer) check() []ServerCheck {
 	in := m.Instance
 	exe, _ := os.Readlink(in.Binary)
