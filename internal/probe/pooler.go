@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/dbiolat/dbiolat/internal/procfs"
@@ -18,11 +17,6 @@ const (
 	Pooler = ProcKind(dbiolatProcKindPROC_POOLER)
 	Router = ProcKind(dbiolatProcKindPROC_ROUTER)
 )
-
-// PoolerSends names, by kind, the function of the C library each sends
-// with: pgbouncer's send(int fd, const void *buf, size_t len, int flags),
-// MySQL Router's sendmsg(int fd, const struct msghdr *msg, int flags).
-var PoolerSends = map[ProcKind]string{Pooler: "send", Router: "sendmsg"}
 
 // TrackPooler follows the pooler pid of kind (Pooler, Router) in front of
 // traced servers: its threads are marked as such, and its C library's
@@ -47,8 +41,13 @@ func (t *Tracer) TrackPooler(pid int, libc string, kind ProcKind) error {
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", libc, err)
 	}
-	send := PoolerSends[kind]
-	prog := map[ProcKind]*ebpf.Program{Pooler: t.objs.PgwirePoolerSend, Router: t.objs.MysqlRouterSend}[kind]
+	// The C library function each sends with: pgbouncer's send(int fd,
+	// const void *buf, size_t len, int flags), MySQL Router's sendmsg(int
+	// fd, const struct msghdr *msg, int flags).
+	send, prog := "send", t.objs.PgwirePoolerSend
+	if kind == Router {
+		send, prog = "sendmsg", t.objs.MysqlRouterSend
+	}
 	err = t.attach(prog, false, func() (link.Link, error) {
 		if t.uprobeMulti {
 			return ex.UprobeMulti([]string{send}, prog, &link.UprobeMultiOptions{PID: uint32(pid)})

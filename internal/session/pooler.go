@@ -32,10 +32,12 @@ var poolers = []struct {
 	{"mysqlrouter", probe.Router, &mysqlEngine, probe.MySQLWire},
 }
 
-// followedPooler is a pooler followed: its program, and its process's start.
+// followedPooler is a pooler followed: its program, its process's start,
+// and the C library it sends with ("": none found).
 type followedPooler struct {
 	exe     string
 	started procfs.Start
+	libc    string
 }
 
 // AF_INET, AF_INET6 and AF_UNIX, as the kernel's client_end names its family.
@@ -69,28 +71,33 @@ func (s *Session) followPoolers() {
 			if !ok {
 				continue
 			}
-			if seen, known := s.poolers[pid]; known && seen.started != started {
-				delete(s.poolers, pid) // its pid taken by another
+			seen, known := s.poolers[pid]
+			var err error
+			if !known || seen.started != started { // new, or its pid taken by another
+				seen, known = followedPooler{exe: p.exe, started: started}, false
+				seen.libc, err = cLibrary(pid)
+				s.poolers[pid] = seen
 			}
-			_, known := s.poolers[pid]
-			s.poolers[pid] = followedPooler{exe: p.exe, started: started}
-			if err := s.trackPooler(pid, p.kind); err != nil && !known {
+			if err == nil && seen.libc != "" { // marks the threads it started since
+				err = s.tracer.TrackPooler(pid, seen.libc, p.kind)
+			}
+			if err != nil && !known {
 				s.warn(fmt.Sprintf("%s pid %d: the clients it forwards queries for cannot be told (%v): its queries name it as their client", p.exe, pid, err))
 			}
 		}
 	}
 }
 
-// trackPooler follows one pooler, through the C library it maps.
-func (s *Session) trackPooler(pid int, kind probe.ProcKind) error {
+// cLibrary is the C library a pooler maps, whose send function is probed.
+func cLibrary(pid int) (string, error) {
 	libc, err := elfvar.Library(pid, "libc.so")
 	if err != nil {
-		return err
+		return "", err
 	}
 	if libc == "" {
-		return errors.New("it maps no C library")
+		return "", errors.New("it maps no C library")
 	}
-	return s.tracer.TrackPooler(pid, libc, kind)
+	return libc, nil
 }
 
 // traces says a server of engine e is traced now.
