@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
 
@@ -50,6 +51,7 @@ func checkIOWorkerReads(t *testing.T, c *pgsandbox.Cluster) {
 			}
 		}
 	}
+	workerBytes = math.Round(workerBytes) // rates times seconds: whole bytes, less float rounding
 	t.Logf("PostgreSQL read %d buffers, I/O time %.1f ms; the query: %d blocks in %d reads (%.1f ms), of which I/O workers %d I/Os, %d blocks (%.1f ms); blk %d requests %d blocks; aio wait %.1f ms, io wait %.1f ms, cpu %.1f ms, query %.1f ms; waits %v; io worker rows %.0f blocks; drops %v",
 		pgBlocks, pgMs, q.FSReadBytes/8192, q.FSReadCount, ms(q.FSReadNs), q.AIOReadCount, q.AIOReadBytes/8192, ms(q.AIOReadNs),
 		q.BlkCount, q.BlkBytes/8192, ms(q.AIOWaitNs), ms(q.IOWaitNs), ms(q.CPUNs), ms(q.QueryNs), q.Waits, workerBytes/8192, sum.Drops)
