@@ -76,11 +76,11 @@ var refBinary *string
 func main() {
 	rounds := flag.Int("rounds", 7, "rounds: in each, the baseline and every configuration run once")
 	secs := flag.Int("seconds", 10, "seconds per pgbench run")
-	clients := flag.Int("clients", 2, "pgbench clients")
+	clients := flag.Int("clients", 2, "pgbench clients (sysbench threads); with -capacity, synthetic backends loaded at once")
 	scale := flag.Int("scale", 5, "pgbench scale (5: 75 MB)")
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
-	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads: select-only, tpcb-like, pipeline (select-only's SELECT ten times in libpq's pipeline mode, one Sync: a transaction is ten statements)")
+	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads: select-only, select-prepared (select-only's statement prepared once per connection, -M prepared: the fastest single statements, about 40,000 a second here), tpcb-like, pipeline (select-only's SELECT ten times in libpq's pipeline mode, one Sync: a transaction is ten statements)")
 	rate := flag.Int("rate", 0, "pgbench -R (PostgreSQL): hold this many transactions a second, a steady load below saturation, for the latency agreement (a tracer's cost then shows in CPU, not TPS); 0: as fast as it goes")
 	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
 		"), mariadb and mysql (MySQL 9.7 from the sid root; both sysbench: oltp_read_only for select-only, oltp_read_write for tpcb-like)")
@@ -129,7 +129,7 @@ type options struct {
 	workloads, versions                []string
 }
 
-var pgbenchFlag = map[string]string{"select-only": "-S", "tpcb-like": ""}
+var pgbenchFlag = map[string]string{"select-only": "-S", "select-prepared": "-S -M prepared", "tpcb-like": ""}
 
 // pipelineScript is the pipeline workload's pgbench script: select-only's
 // SELECT, ten times before one Sync.
@@ -206,7 +206,7 @@ func run(o options) error {
 	for _, wl := range o.workloads {
 		wflag, ok := pgbenchFlag[wl]
 		if !ok {
-			return fmt.Errorf("unknown workload %q (select-only, tpcb-like, pipeline)", wl)
+			return fmt.Errorf("unknown workload %q (select-only, select-prepared, tpcb-like, pipeline)", wl)
 		}
 		if o.rate > 0 {
 			wflag += fmt.Sprintf(" -R %d", o.rate)

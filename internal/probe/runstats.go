@@ -86,16 +86,18 @@ func (t *Tracer) ProgramStats() ([]ProgramStat, float64, error) {
 	return out, sm.seconds, nil
 }
 
-// ProgramRuns is how many times the kernel has run our programs, counted
-// only while its BPF statistics are on (SampleStats, or a benchmark's),
-// and how many runs it skipped, counted always: a program is skipped when
-// it is already running on that CPU (interrupted, then hit again).
-func (t *Tracer) ProgramRuns() (runs, skipped uint64) {
+// ProgramRuns is how many times the kernel has run our programs and for
+// how long, counted only while its BPF statistics are on (SampleStats, or
+// a benchmark's), and how many runs it skipped, counted always: a program
+// is skipped when it is already running on that CPU (interrupted, then
+// hit again).
+func (t *Tracer) ProgramRuns() (runs uint64, runtime time.Duration, skipped uint64) {
 	for p := range t.progs {
 		if st, err := p.Stats(); err == nil {
 			runs += st.RunCount
+			runtime += st.Runtime
 			skipped += st.RecursionMisses
 		}
 	}
-	return runs, skipped
+	return runs, runtime, skipped
 }

@@ -84,7 +84,7 @@ func (s *Session) Drops() (model.Drops, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, st["programs_skipped"] = s.tracer.ProgramRuns()
+	_, _, st["programs_skipped"] = s.tracer.ProgramRuns()
 	st["wire_unnamed"] = s.unnamed
 	return model.Drops(st), nil
 }
@@ -113,10 +113,10 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 }
 
 // ProgramRuns is how many times the kernel has run the session's
-// programs while its BPF statistics were on.
-func (s *Session) ProgramRuns() uint64 {
-	runs, _ := s.tracer.ProgramRuns()
-	return runs
+// programs while its BPF statistics were on, and for how long.
+func (s *Session) ProgramRuns() (uint64, time.Duration) {
+	runs, runtime, _ := s.tracer.ProgramRuns()
+	return runs, runtime
 }
 
 // Cost measures what the session has cost so far.
