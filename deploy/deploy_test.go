@@ -162,15 +162,15 @@ func TestHelmChart(t *testing.T) {
 		t.Errorf("the Service does not reach the pods' metrics port: %+v", svc.Spec)
 	}
 
-	// Values: the image, the duty cycle, the port, a ServiceMonitor.
-	docs = render(t, helmBin, "image.repository=registry.example/dbiolat", "image.tag=v1", "duty=1s/10s", "port=9500",
+	// Values: the image, the duty cycle, the fs layer, the port, a ServiceMonitor.
+	docs = render(t, helmBin, "image.repository=registry.example/dbiolat", "image.tag=v1", "duty=1s/10s", "fs=true", "port=9500",
 		"serviceMonitor.enabled=true", "serviceMonitor.labels.release=prom")
 	var custom appsv1.DaemonSet
 	if err := Decode(docs["DaemonSet"], &custom); err != nil {
 		t.Fatal(err)
 	}
 	c := custom.Spec.Template.Spec.Containers[0]
-	if c.Image != "registry.example/dbiolat:v1" || !slices.Equal(c.Args, []string{"serve", "--listen", "0.0.0.0:9500", "--duty", "1s/10s"}) ||
+	if c.Image != "registry.example/dbiolat:v1" || !slices.Equal(c.Args, []string{"serve", "--listen", "0.0.0.0:9500", "--duty", "1s/10s", "--fs"}) ||
 		c.Ports[0].ContainerPort != 9500 {
 		t.Errorf("values not rendered: image %q, args %v, port %d", c.Image, c.Args, c.Ports[0].ContainerPort)
 	}

@@ -69,12 +69,12 @@ var (
 	// programs that return at once. What the machine pays to run any
 	// program there, before any work.
 	hooksFloor = config{name: "hooks-floor", attach: func() (io.Closer, error) { return attachEmpty(probe.Default) }}
-	// The floor of serve: empty programs on every kernel hook it attaches,
-	// the default mode's and the file system family's syscall tracepoints
-	// (enabling any sends every syscall of the machine down the kernel's
-	// slower path). What serve's hooks cost before any work; uprobes it
-	// adds (TLS libraries, waits) are not in it.
-	serveFloor = config{name: "serve-floor", attach: func() (io.Closer, error) { return attachEmpty(probe.All) }}
+	// The floor of serve --fs: empty programs on every kernel hook it
+	// attaches, the default mode's (serve's own) and the file system
+	// family's syscall tracepoints (enabling any sends every syscall of
+	// the machine down the kernel's slower path). Uprobes serve adds (TLS
+	// libraries, waits) are not in it.
+	serveFSFloor = config{name: "serve-fs-floor", attach: func() (io.Closer, error) { return attachEmpty(probe.All) }}
 	// The floor of any per-query tool built on PostgreSQL's USDT probes:
 	// the two uprobe traps per query with programs that do nothing.
 	floor = config{name: "usdt-floor", usdt: true, command: func(e *env) ([]string, string) {
@@ -97,6 +97,9 @@ var (
 	// binary (before the kernel counted: --duty off, a record per query).
 	serveEvery = config{name: "serve", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	}}
+	serveFS = config{name: "serve-fs", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
+		return []string{e.dbiolat, "serve", "--fs", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
 	serveRef = config{name: "serve-ref", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{*refBinary, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
@@ -166,7 +169,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, serveFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveEvery, serveRef, serveDuty, serveDuty10, serveOTLP, serveOTLPAll}
+var allConfigs = []config{hooksFloor, serveFSFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveEvery, serveFS, serveRef, serveDuty, serveDuty10, serveOTLP, serveOTLPAll}
 
 func configNames() []string {
 	var out []string

@@ -1,7 +1,7 @@
 package main
 
 // The floors: programs that return at once on a tracer's kernel hooks,
-// what the machine pays before any work (configs hooks-floor, serve-floor).
+// what the machine pays before any work (configs hooks-floor, serve-fs-floor).
 
 import (
 	"fmt"

@@ -30,7 +30,7 @@ func runServeCmd(ctx context.Context, args []string) error {
 	var o targetOptions
 	fs := newFlagSet("serve")
 	o.AddFlags(fs)
-	fsAlways(fs)
+	fs.Lookup("fs").Usage = "also time every file system call (page-cache hits and misses, writes, syncs: the fs layer's series); costs every syscall on the machine the kernel's slower path, the most of what serve can cost"
 	listen := fs.String("listen", defaultListen, "the address to serve /metrics on, host:port (port 0 picks one); the default is on the loopback only")
 	top := fs.Int("top", 50, "give series of their own to at most N query fingerprints, the busiest by query time; the rest count as fingerprint=\"other\"")
 	window := fs.Duration("window", 10*time.Second, "how often the fingerprints with series are chosen: the busiest of the last window")
@@ -195,7 +195,11 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 	if x != nil {
 		emit.MinQuery, emit.Sample = ot.Threshold, ot.Sample
 	}
-	t := tracer{opts: o, families: probe.All, emit: emit, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
+	// The default mode's hooks: the file system family (--fs) puts every
+	// syscall of the machine on the kernel's slower path, more than the
+	// rest of serve costs, so a fleet's always-on exporter leaves it out
+	// unless asked; the block layer and the waterfall's I/O waits remain.
+	t := tracer{opts: o, families: probe.Default, emit: emit, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
 		wait: true,
 		onQuery: func(q *model.Query) error {
 			e.Observe(q)

@@ -194,7 +194,7 @@ func TestContainerInNamespaces(t *testing.T) {
 	}
 
 	// serve: each server's info series names its pod; queries and I/O carry its name.
-	s := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s")
+	s := startTrace(t, "serve", "--fs", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s")
 	url := servingRe.FindStringSubmatch(s.stderr.String())[1]
 	for _, p := range pods {
 		if _, err := p.psql("CREATE TABLE t AS SELECT g FROM generate_series(1, 10000) g; SELECT count(*) FROM t"); err != nil {

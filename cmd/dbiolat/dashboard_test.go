@@ -58,7 +58,9 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "5"); err != nil {
 		t.Fatal(err)
 	}
-	tr := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	// --fs: the dashboard's file system panels (page-cache hits, I/O
+	// latency by role) need the fs layer's series.
+	tr := startTrace(t, "serve", "--fs", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	target := strings.TrimSuffix(strings.TrimPrefix(servingRe.FindStringSubmatch(tr.stderr.String())[1], "http://"), "/metrics")
 	job := fmt.Sprintf("scrape_configs:\n  - job_name: dbiolat\n    static_configs: [{targets: [%q]}]\n", target)
 	proms := []*promServer{

@@ -178,7 +178,7 @@ func TestServeSurvivesRestartAndChurn(t *testing.T) {
 	if _, err := c.Pgbench(ctx, "postgres", "-i", "-q", "-s", "1"); err != nil {
 		t.Fatal(err)
 	}
-	tr := startTrace(t, "serve", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
+	tr := startTrace(t, "serve", "--fs", "--duty", "off", "--listen", "127.0.0.1:0", "--window", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	url := servingRe.FindStringSubmatch(tr.stderr.String())[1]
 	churn := func() {
 		if _, err := c.Pgbench(ctx, "postgres", "-n", "-S", "-C", "-c", "2", "-t", "200"); err != nil {
