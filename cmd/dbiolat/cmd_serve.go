@@ -223,6 +223,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 			traced := s.Servers() // one may have started, exited or come back
 			servers.Store(int64(len(traced)))
 			e.SetServers(traced)
+			e.SetLayers((^probe.Families(0)).Names(), s.Layers()) // a family comes with a server of its engine
 			select {
 			case err := <-served:
 				return fmt.Errorf("serving metrics: %w", err)

@@ -108,7 +108,23 @@ func TestServeCountsQueries(t *testing.T) {
 		fams["dbiolat_traced_ratio"].GetMetric()[0].GetGauge().GetValue() != 1 {
 		t.Errorf("serve's self-metrics are missing")
 	}
+	// Without --fs, no file system layer, and the series say so.
+	if got := layersTraced(fams); got["fs"] || !got["wire"] || !got["sched"] || !got["block"] {
+		t.Errorf("dbiolat_layer_traced %v: want wire, sched and block, not fs", got)
+	}
+	if n := len(fams["dbiolat_fs_read_duration_seconds"].GetMetric()); n != 0 {
+		t.Errorf("%d file system read histograms without --fs", n)
+	}
 	tr.stopText(t)
+}
+
+// layersTraced is serve's dbiolat_layer_traced gauges: layer -> traced.
+func layersTraced(fams map[string]*dto.MetricFamily) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range fams["dbiolat_layer_traced"].GetMetric() {
+		out[labelOf(m, "layer")] = m.GetGauge().GetValue() == 1
+	}
+	return out
 }
 
 // 100,000 distinct statements: the fingerprints' series stay within the
@@ -210,6 +226,9 @@ func TestServeSurvivesRestartAndChurn(t *testing.T) {
 	// 800 connections came and went: the series are by role, not by process.
 	if n := len(fams["dbiolat_io_operations_total"].GetMetric()); n > 100 {
 		t.Errorf("%d I/O series after 800 connections", n)
+	}
+	if !layersTraced(fams)["fs"] {
+		t.Errorf("serve --fs: dbiolat_layer_traced says fs is not traced: %v", layersTraced(fams))
 	}
 	checkRoleHists(t, fams, "client backend")
 	tr.stopText(t)

@@ -8,6 +8,7 @@ package exporter
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -43,7 +44,8 @@ type Exporter struct {
 	traced    float64     // the share of the time traced; 1: all of it
 	cost      *model.Cost // the last measure of the tracer's own cost; nil: none yet
 	fps       *fingerprints
-	servers   []model.Server // traced now
+	servers   []model.Server  // traced now
+	layers    map[string]bool // each layer (probe family) that can be traced: whether it is now
 }
 
 // scaledHist is a histogram's counts added up with weights.
@@ -199,6 +201,18 @@ func (e *Exporter) SetServers(ss []model.Server) {
 	e.servers = ss
 }
 
+// SetLayers says which of all the layers (probe families: wire, fs,
+// block...) are traced now (dbiolat_layer_traced): a dashboard's empty
+// panel of the file system's series then says why.
+func (e *Exporter) SetLayers(all, traced []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.layers = map[string]bool{}
+	for _, l := range all {
+		e.layers[l] = slices.Contains(traced, l)
+	}
+}
+
 // SetCost keeps the last measure of what tracing costs.
 func (e *Exporter) SetCost(c *model.Cost) {
 	e.mu.Lock()
@@ -263,6 +277,9 @@ var (
 	dropsDesc = prometheus.NewDesc("dbiolat_drops_total",
 		"What the trace could not deliver or attribute, by kind (the summary's drops); loss=true: records or events are missing.",
 		[]string{"kind", "loss"}, nil)
+	layerDesc = prometheus.NewDesc("dbiolat_layer_traced",
+		"1 when the layer's kernel hooks are attached, 0 when not: fs (file system calls) with serve --fs only; wire or usdt (queries), block, sched (the waterfall), buffers, fuse, mysql-wire.",
+		[]string{"layer"}, nil)
 	tracedDesc = prometheus.NewDesc("dbiolat_traced_ratio",
 		"The share of the time the probes are attached: counters are what was measured in it.", nil, nil)
 	bpfCPUDesc = prometheus.NewDesc("dbiolat_bpf_cpu_ratio",
@@ -295,7 +312,7 @@ func histDesc(h model.Histogram) *prometheus.Desc {
 
 // Describe sends the descriptions of every metric the exporter has.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{queriesDesc, recordsDesc, opsDesc, bytesDesc, serverDesc, serversDesc, dropsDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
+	for _, d := range []*prometheus.Desc{queriesDesc, recordsDesc, opsDesc, bytesDesc, serverDesc, serversDesc, dropsDesc, layerDesc, tracedDesc, bpfCPUDesc, bpfRunsDesc, bpfMapsDesc} {
 		ch <- d
 	}
 	for _, h := range model.Histograms {
@@ -313,6 +330,13 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, e.queries)
 	ch <- prometheus.MustNewConstMetric(recordsDesc, prometheus.CounterValue, e.records)
 	ch <- prometheus.MustNewConstMetric(tracedDesc, prometheus.GaugeValue, e.traced)
+	for l, on := range e.layers {
+		v := 0.0
+		if on {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(layerDesc, prometheus.GaugeValue, v, l)
+	}
 	if c := e.cost; c != nil {
 		if c.BPFSampledSeconds > 0 {
 			ch <- prometheus.MustNewConstMetric(bpfCPUDesc, prometheus.GaugeValue, c.BPFCPUPerSec)

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"maps"
 	"math"
 	"testing"
 
@@ -149,12 +150,27 @@ func TestMetricsLint(t *testing.T) {
 		RoleHists: []model.RoleHists{{Role: "r", Hists: model.Hists{"blk_read_size": &hist.Hist{}}}}})
 	e.SetHists(model.Hists{"query": &hist.Hist{}})
 	e.SetCost(&model.Cost{BPFSampledSeconds: 1, BPFCPUPerSec: 0.01, BPFRunsPerSec: 1e5, BPFMapBytes: 1 << 20})
+	e.SetLayers([]string{"wire", "fs"}, []string{"wire"})
 	problems, err := testutil.CollectAndLint(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// Every layer that can be traced has its gauge: 1 traced, 0 not (serve
+// without --fs: its file system panels are empty for that reason).
+func TestLayersTraced(t *testing.T) {
+	e := New(10)
+	e.SetLayers([]string{"wire", "fs", "block", "sched"}, []string{"wire", "block", "sched"})
+	got := map[string]float64{}
+	for _, m := range gather(t, e)["dbiolat_layer_traced"].GetMetric() {
+		got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+	}
+	if want := map[string]float64{"wire": 1, "fs": 0, "block": 1, "sched": 1}; !maps.Equal(got, want) {
+		t.Errorf("dbiolat_layer_traced %v, want %v", got, want)
 	}
 }
 

@@ -96,7 +96,7 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 		return nil, err
 	}
 	sum := &model.Summary{Type: "summary", Seconds: s.Elapsed().Seconds(), Queries: queries, Reported: reported, Drops: drops,
-		Traced: s.tracer.Attached().Names()}
+		Traced: s.Layers()}
 	for _, t := range s.current {
 		sum.Instances = append(sum.Instances, t.about().PID)
 	}
@@ -111,6 +111,9 @@ func (s *Session) Summary(reported uint64, withHists bool) (*model.Summary, erro
 	sum.Cost = s.Cost()
 	return sum, nil
 }
+
+// Layers names the probe families attached now (wire, fs, block...).
+func (s *Session) Layers() []string { return s.tracer.Attached().Names() }
 
 // ProgramRuns is how many times the kernel has run the session's
 // programs while its BPF statistics were on, and for how long.
