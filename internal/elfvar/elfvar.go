@@ -53,6 +53,30 @@ func address(pid int, binary, name string, kind elf.SymType) (uint64, error) {
 	return bias + value, nil
 }
 
+// FunctionCode returns the first n bytes of a function's machine code
+// (fewer when the function is shorter), read from the file binary.
+func FunctionCode(binary, name string, n int) ([]byte, error) {
+	f, err := elf.Open(binary)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", binary, err)
+	}
+	defer f.Close()
+	value, err := symbol(f, name, elf.STT_FUNC)
+	if err != nil {
+		return nil, fmt.Errorf("%s in %s: %w", name, binary, err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && value >= p.Vaddr && value < p.Vaddr+p.Filesz {
+			code := make([]byte, min(uint64(n), p.Vaddr+p.Filesz-value))
+			if _, err := p.ReadAt(code, int64(value-p.Vaddr)); err != nil {
+				return nil, fmt.Errorf("reading %s in %s: %w", name, binary, err)
+			}
+			return code, nil
+		}
+	}
+	return nil, fmt.Errorf("%s in %s: not in an executable segment", name, binary)
+}
+
 // symbol returns the value of a symbol of a kind (data, function), from
 // the dynamic symbols (kept even when the static table is stripped) or
 // the static ones.

@@ -1,7 +1,8 @@
 package probe
 
 // Uprobes on functions of a database's binary or of the libraries it maps,
-// by name: its asynchronous I/O handoff, its TLS library's plaintext.
+// by name: its asynchronous I/O handoff, its TLS library's plaintext; an
+// entry's probe where it costs least (entry.go).
 
 import (
 	"errors"
@@ -44,14 +45,15 @@ func (t *Tracer) AttachAIO(binary string, f AIOFunctions) error {
 	type step struct {
 		symbol string
 		prog   *ebpf.Program
-		ret    bool
+		at     probeAt
 	}
-	steps := []step{{f.Stage, o.AioStage, false}, {f.Perform, o.AioPerform, false}, {f.Complete, o.AioComplete, false}}
+	steps := []step{{f.Stage, o.AioStage, entry}, {f.Perform, o.AioPerform, entry}, {f.Complete, o.AioComplete, entry}}
 	if f.InnoDB {
-		steps = []step{{f.Stage, o.AioInnodbStage, false}, {f.Perform, o.AioInnodbPerform, false}, {f.Perform, o.AioInnodbPerformed, true}}
+		steps = []step{{f.Stage, o.AioInnodbStage, entry}, {f.Perform, o.AioInnodbPerform, entryWithReturn},
+			{f.Perform, o.AioInnodbPerformed, atReturn}}
 	}
 	for _, s := range steps {
-		if err := t.attachFunction(ex, binary, s.symbol, s.prog, s.ret); err != nil {
+		if err := t.attachFunction(ex, binary, s.symbol, s.prog, s.at); err != nil {
 			return err
 		}
 	}
@@ -82,7 +84,7 @@ func (t *Tracer) AttachWaits(binary string, f WaitFunctions) error {
 		symbol string
 		prog   *ebpf.Program
 	}{{f.Begin, t.objs.LockThdWaitBegin}, {f.End, t.objs.LockThdWaitEnd}} {
-		if err := t.attachFunction(ex, binary, fn.symbol, fn.prog, false); err != nil {
+		if err := t.attachFunction(ex, binary, fn.symbol, fn.prog, entry); err != nil {
 			return err
 		}
 	}
@@ -135,9 +137,9 @@ func (t *Tracer) attachTLS(library, kind string, f TLSFunctions, read, readDone,
 	for _, fn := range []struct {
 		symbol string
 		prog   *ebpf.Program
-		ret    bool
-	}{{f.Read, read, false}, {f.Read, readDone, true}, {f.Write, write, false}} {
-		if err := t.attachFunction(ex, library, fn.symbol, fn.prog, fn.ret); err != nil {
+		at     probeAt
+	}{{f.Read, read, entryWithReturn}, {f.Read, readDone, atReturn}, {f.Write, write, entry}} {
+		if err := t.attachFunction(ex, library, fn.symbol, fn.prog, fn.at); err != nil {
 			return err
 		}
 	}
@@ -145,18 +147,31 @@ func (t *Tracer) attachTLS(library, kind string, f TLSFunctions, read, readDone,
 	return nil
 }
 
+// probeAt is where on a function a program is attached.
+type probeAt int
+
+const (
+	entry           probeAt = iota // its entry, moved past instructions that need a single step (entry.go)
+	entryWithReturn                // its entry, where a return probe of the same function is: not moved
+	atReturn                       // its return
+)
+
 // attachFunction attaches prog at a function's entry, or its return.
-func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *ebpf.Program, ret bool) error {
+func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *ebpf.Program, at probeAt) error {
+	var off uint64
+	if at == entry {
+		off = entryProbeOffset(file, symbol)
+	}
 	err := t.attach(prog, false, func() (link.Link, error) {
 		switch {
-		case t.uprobeMulti && ret:
+		case t.uprobeMulti && at == atReturn:
 			return ex.UretprobeMulti([]string{symbol}, prog, nil)
 		case t.uprobeMulti:
-			return ex.UprobeMulti([]string{symbol}, prog, nil)
-		case ret:
+			return ex.UprobeMulti([]string{symbol}, prog, &link.UprobeMultiOptions{Offsets: []uint64{off}})
+		case at == atReturn:
 			return ex.Uretprobe(symbol, prog, nil)
 		}
-		return ex.Uprobe(symbol, prog, nil)
+		return ex.Uprobe(symbol, prog, &link.UprobeOptions{Offset: off})
 	})
 	if errors.Is(err, link.ErrNoSymbol) {
 		return fmt.Errorf("%s has no function %s: %w", file, symbol, ErrNoFunction)

@@ -48,11 +48,12 @@ func (t *Tracer) TrackPooler(pid int, libc string, kind ProcKind) error {
 	if kind == Router {
 		send, prog = "sendmsg", t.objs.MysqlRouterSend
 	}
+	off := entryProbeOffset(libc, send) // a probe per message forwarded: where no single step is needed
 	err = t.attach(prog, false, func() (link.Link, error) {
 		if t.uprobeMulti {
-			return ex.UprobeMulti([]string{send}, prog, &link.UprobeMultiOptions{PID: uint32(pid)})
+			return ex.UprobeMulti([]string{send}, prog, &link.UprobeMultiOptions{PID: uint32(pid), Offsets: []uint64{off}})
 		}
-		return ex.Uprobe(send, prog, &link.UprobeOptions{PID: pid})
+		return ex.Uprobe(send, prog, &link.UprobeOptions{PID: pid, Offset: off})
 	})
 	if errors.Is(err, link.ErrNoSymbol) {
 		return fmt.Errorf("%s has no function %s: %w", libc, send, ErrNoFunction)
