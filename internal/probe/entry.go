@@ -9,10 +9,10 @@ package probe
 // thd_wait_begin, whose first instruction is a test, took 4.1% of the
 // machine's CPU under sysbench; the same probe on the conditional jump
 // after it 0.7%). So an entry probe moves past a few leading instructions
-// that only compare (they set flags, change no register the program reads
-// and no memory) to the first instruction the kernel emulates, if it
-// comes within the function's first bytes. The program sees the same
-// arguments there.
+// that compare or load into scratch registers (they change no register
+// the program reads, no memory) to the first instruction the kernel
+// emulates, if it comes within the function's first bytes. The program
+// sees the same arguments there.
 
 import "github.com/dbiolat/dbiolat/internal/elfvar"
 
@@ -58,9 +58,9 @@ func emulated(b []byte) bool {
 }
 
 // skippable is the length of the instruction at the start of b when it
-// neither branches nor writes memory or a register other than the flags
-// and the scratch registers no argument is passed in (rax, r10, r11);
-// else 0.
+// neither branches nor writes memory, the stack pointer or a register
+// other than the flags and the scratch registers no argument is passed in
+// (rax, r10, r11); else 0. It may read memory: it runs all the same.
 func skippable(b []byte) int {
 	if len(b) >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa { // endbr64
 		return 4
@@ -86,17 +86,20 @@ func skippable(b []byte) int {
 		if n := operandLen(b[i+1:]); n > 0 && len(b) >= i+1+n+1 {
 			return i + 1 + n + 1
 		}
-	case 0x89, 0x8b: // mov between registers, into a scratch one
-		dst := int(modrm&7) + int(rex&1)*8 // 89: into r/m (REX.B)
-		if op == 0x8b {
-			dst = reg + int(rex>>2&1)*8 // 8b: into reg (REX.R)
-		}
-		if mod == 3 && (dst == 0 || dst == 10 || dst == 11) {
+	case 0x89: // mov into a scratch register from a register
+		if dst := int(modrm&7) + int(rex&1)*8; mod == 3 && scratch(dst) { // into r/m (REX.B)
 			return i + 2
+		}
+	case 0x8b, 0x8d: // mov (a load) or lea into a scratch register
+		if n := operandLen(b[i+1:]); n > 0 && len(b) >= i+1+n && scratch(reg+int(rex>>2&1)*8) { // into reg (REX.R)
+			return i + 1 + n
 		}
 	}
 	return 0
 }
+
+// scratch says no argument is passed in register r (rax, r10, r11).
+func scratch(r int) bool { return r == 0 || r == 10 || r == 11 }
 
 // operandLen is the length of a ModRM byte and what follows it (SIB,
 // displacement) at the start of b; 0 for a form not handled.
