@@ -53,7 +53,7 @@ func (t *Tracer) AttachAIO(binary string, f AIOFunctions) error {
 			{f.Perform, o.AioInnodbPerformed, atReturn}}
 	}
 	for _, s := range steps {
-		if err := t.attachFunction(ex, binary, s.symbol, s.prog, s.at); err != nil {
+		if err := t.attachFunction(ex, binary, s.symbol, s.prog, s.at, 0); err != nil {
 			return err
 		}
 	}
@@ -84,7 +84,7 @@ func (t *Tracer) AttachWaits(binary string, f WaitFunctions) error {
 		symbol string
 		prog   *ebpf.Program
 	}{{f.Begin, t.objs.LockThdWaitBegin}, {f.End, t.objs.LockThdWaitEnd}} {
-		if err := t.attachFunction(ex, binary, fn.symbol, fn.prog, entry); err != nil {
+		if err := t.attachFunction(ex, binary, fn.symbol, fn.prog, entry, 0); err != nil {
 			return err
 		}
 	}
@@ -139,7 +139,7 @@ func (t *Tracer) attachTLS(library, kind string, f TLSFunctions, read, readDone,
 		prog   *ebpf.Program
 		at     probeAt
 	}{{f.Read, read, entryWithReturn}, {f.Read, readDone, atReturn}, {f.Write, write, entry}} {
-		if err := t.attachFunction(ex, library, fn.symbol, fn.prog, fn.at); err != nil {
+		if err := t.attachFunction(ex, library, fn.symbol, fn.prog, fn.at, 0); err != nil {
 			return err
 		}
 	}
@@ -156,8 +156,9 @@ const (
 	atReturn                       // its return
 )
 
-// attachFunction attaches prog at a function's entry, or its return.
-func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *ebpf.Program, at probeAt) error {
+// attachFunction attaches prog at a function's entry, or its return, in
+// process pid alone, or in every process that maps file when pid is 0.
+func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *ebpf.Program, at probeAt, pid int) error {
 	var off uint64
 	if at == entry {
 		off = entryProbeOffset(file, symbol)
@@ -165,13 +166,13 @@ func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *
 	err := t.attach(prog, false, func() (link.Link, error) {
 		switch {
 		case t.uprobeMulti && at == atReturn:
-			return ex.UretprobeMulti([]string{symbol}, prog, nil)
+			return ex.UretprobeMulti([]string{symbol}, prog, &link.UprobeMultiOptions{PID: uint32(pid)})
 		case t.uprobeMulti:
-			return ex.UprobeMulti([]string{symbol}, prog, &link.UprobeMultiOptions{Offsets: []uint64{off}})
+			return ex.UprobeMulti([]string{symbol}, prog, &link.UprobeMultiOptions{PID: uint32(pid), Offsets: []uint64{off}})
 		case at == atReturn:
-			return ex.Uretprobe(symbol, prog, nil)
+			return ex.Uretprobe(symbol, prog, &link.UprobeOptions{PID: pid})
 		}
-		return ex.Uprobe(symbol, prog, &link.UprobeOptions{Offset: off})
+		return ex.Uprobe(symbol, prog, &link.UprobeOptions{PID: pid, Offset: off})
 	})
 	if errors.Is(err, link.ErrNoSymbol) {
 		return fmt.Errorf("%s has no function %s: %w", file, symbol, ErrNoFunction)

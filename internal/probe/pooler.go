@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf/link"
@@ -48,18 +47,9 @@ func (t *Tracer) TrackPooler(pid int, libc string, kind ProcKind) error {
 	if kind == Router {
 		send, prog = "sendmsg", t.objs.MysqlRouterSend
 	}
-	off := entryProbeOffset(libc, send) // a probe per message forwarded: where no single step is needed
-	err = t.attach(prog, false, func() (link.Link, error) {
-		if t.uprobeMulti {
-			return ex.UprobeMulti([]string{send}, prog, &link.UprobeMultiOptions{PID: uint32(pid), Offsets: []uint64{off}})
-		}
-		return ex.Uprobe(send, prog, &link.UprobeOptions{PID: pid, Offset: off})
-	})
-	if errors.Is(err, link.ErrNoSymbol) {
-		return fmt.Errorf("%s has no function %s: %w", libc, send, ErrNoFunction)
-	}
-	if err != nil {
-		return fmt.Errorf("attaching to %s in %s for pooler %d: %w", send, libc, pid, err)
+	// A probe per message forwarded, in the pooler's process alone.
+	if err := t.attachFunction(ex, libc, send, prog, entry, pid); err != nil {
+		return fmt.Errorf("following pooler %d: %w", pid, err)
 	}
 	t.binaries[key] = true
 	return nil
