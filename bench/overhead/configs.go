@@ -238,41 +238,6 @@ func (e *env) pid() int {
 	return e.cluster.PostmasterPID()
 }
 
-// sysbenchTest is the sysbench test standing for a pgbench workload on MariaDB and MySQL.
-var sysbenchTest = map[string]string{"select-only": "oltp_read_only", "tpcb-like": "oltp_read_write"}
-
-// sysbenchTables is the data sysbench runs on: 4 tables of 10,000 rows
-// (about 10 MB), held by the server's buffer pool as pgbench's scale 5 is
-// by shared buffers.
-const sysbenchTables, sysbenchRows = 4, 10000
-
-// load runs the workload once, for secs: transactions and their rate.
-func (e *env) load(ctx context.Context, workload, wflag string, clients, secs int) (tx int64, tps float64, err error) {
-	if e.mysql != nil {
-		test, ok := sysbenchTest[workload]
-		if !ok {
-			return 0, 0, fmt.Errorf("the %s workload is PostgreSQL's only", workload)
-		}
-		res, err := e.mysql.Sysbench(ctx, mysandbox.SysbenchOptions{Test: test, Tables: sysbenchTables,
-			TableSize: sysbenchRows, Threads: clients, Time: secs}, "run")
-		if err != nil || res.Transactions == 0 || res.Time <= 0 {
-			return 0, 0, fmt.Errorf("sysbench: %v", err)
-		}
-		return int64(res.Transactions), float64(res.Transactions) / res.Time.Seconds(), nil
-	}
-	args := []string{"-n", "-c", fmt.Sprint(clients), "-T", fmt.Sprint(secs)}
-	args = append(args, strings.Fields(wflag)...)
-	out, err := e.cluster.Pgbench(ctx, "postgres", args...)
-	if err != nil {
-		return 0, 0, err
-	}
-	res, err := pgsandbox.ParsePgbench(out)
-	if err != nil || res.Transactions == 0 {
-		return 0, 0, fmt.Errorf("pgbench: %v", err)
-	}
-	return int64(res.Transactions), res.TPS, nil
-}
-
 // measure runs the workload once with cfg's tracer attached.
 func measure(ctx context.Context, e *env, cfg config, workload, wflag string, clients, secs int, withStats bool) (measurement, error) {
 	if e.postgres == "" {

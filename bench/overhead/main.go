@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -80,7 +81,7 @@ func main() {
 	scale := flag.Int("scale", 5, "pgbench scale (5: 75 MB)")
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
-	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads: select-only, select-prepared (select-only's statement prepared once per connection, -M prepared: the fastest single statements, about 40,000 a second here), tpcb-like, pipeline (select-only's SELECT ten times in libpq's pipeline mode, one Sync: a transaction is ten statements)")
+	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads: select-only, select-prepared (select-only's statement prepared once per connection, -M prepared: the fastest single statements, about 40,000 a second here), tpcb-like, pipeline (select-only's SELECT ten times in libpq's pipeline mode, one Sync: a transaction is ten statements), select-tls (select-only over TLS on a loopback TCP port)")
 	rate := flag.Int("rate", 0, "pgbench -R (PostgreSQL): hold this many transactions a second, a steady load below saturation, for the latency agreement (a tracer's cost then shows in CPU, not TPS); 0: as fast as it goes")
 	versions := flag.String("versions", "15", "servers, measured side by side in the same rounds: PostgreSQL major versions ("+strings.Join(pgsandbox.Versions, ",")+
 		"), mariadb and mysql (MySQL 9.7 from the sid root; both sysbench: oltp_read_only for select-only, oltp_read_write for tpcb-like)")
@@ -129,7 +130,7 @@ type options struct {
 	workloads, versions                []string
 }
 
-var pgbenchFlag = map[string]string{"select-only": "-S", "select-prepared": "-S -M prepared", "tpcb-like": ""}
+var pgbenchFlag = map[string]string{"select-only": "-S", "select-prepared": "-S -M prepared", "tpcb-like": "", "select-tls": "-S"}
 
 // pipelineScript is the pipeline workload's pgbench script: select-only's
 // SELECT, ten times before one Sync.
@@ -171,11 +172,25 @@ func run(o options) error {
 			envs[v] = &e
 			continue
 		}
-		c, err := pgsandbox.Start(ctx, pgsandbox.Options{Version: v, Settings: map[string]string{"shared_buffers": o.sharedBuffers}})
+		settings := map[string]string{"shared_buffers": o.sharedBuffers}
+		tls := slices.ContainsFunc(o.workloads, func(w string) bool { return overTLS[w] })
+		if tls {
+			s, err := tlsSettings()
+			if err != nil {
+				return err
+			}
+			maps.Copy(settings, s)
+		}
+		c, err := pgsandbox.Start(ctx, pgsandbox.Options{Version: v, Settings: settings})
 		if err != nil {
 			return err
 		}
 		defer c.Stop()
+		if tls {
+			if err := enableTLS(ctx, c); err != nil {
+				return err
+			}
+		}
 		e.cluster = c
 		_, err = usdt.Open(filepath.Join(c.BinDir(), "postgres"))
 		e.hasUSDT = err == nil
@@ -206,7 +221,7 @@ func run(o options) error {
 	for _, wl := range o.workloads {
 		wflag, ok := pgbenchFlag[wl]
 		if !ok {
-			return fmt.Errorf("unknown workload %q (select-only, select-prepared, tpcb-like, pipeline)", wl)
+			return fmt.Errorf("unknown workload %q (select-only, select-prepared, tpcb-like, pipeline, select-tls)", wl)
 		}
 		if o.rate > 0 {
 			wflag += fmt.Sprintf(" -R %d", o.rate)

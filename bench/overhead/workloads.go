@@ -1,0 +1,118 @@
+package main
+
+// The workloads: pgbench's on PostgreSQL, sysbench's on MariaDB and
+// MySQL. The select-tls workload is select-only over TLS on loopback TCP,
+// as clients that encrypt reach a server: its cost lies in the uprobes on
+// the TLS library's SSL_read and SSL_write, the plaintext's only readers,
+// which every process mapping the library hits (pgbench too).
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/dbiolat/dbiolat/internal/mysandbox"
+	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+)
+
+// sysbenchTest is the sysbench test standing for a pgbench workload on MariaDB and MySQL.
+var sysbenchTest = map[string]string{"select-only": "oltp_read_only", "tpcb-like": "oltp_read_write"}
+
+// sysbenchTables is the data sysbench runs on: 4 tables of 10,000 rows
+// (about 10 MB), held by the server's buffer pool as pgbench's scale 5 is
+// by shared buffers.
+const sysbenchTables, sysbenchRows = 4, 10000
+
+// load runs the workload once, for secs: transactions and their rate.
+func (e *env) load(ctx context.Context, workload, wflag string, clients, secs int) (tx int64, tps float64, err error) {
+	if e.mysql != nil {
+		test, ok := sysbenchTest[workload]
+		if !ok {
+			return 0, 0, fmt.Errorf("the %s workload is PostgreSQL's only", workload)
+		}
+		res, err := e.mysql.Sysbench(ctx, mysandbox.SysbenchOptions{Test: test, Tables: sysbenchTables,
+			TableSize: sysbenchRows, Threads: clients, Time: secs}, "run")
+		if err != nil || res.Transactions == 0 || res.Time <= 0 {
+			return 0, 0, fmt.Errorf("sysbench: %v", err)
+		}
+		return int64(res.Transactions), float64(res.Transactions) / res.Time.Seconds(), nil
+	}
+	args := []string{"-n", "-c", fmt.Sprint(clients), "-T", fmt.Sprint(secs)}
+	args = append(args, strings.Fields(wflag)...)
+	var out string
+	if overTLS[workload] {
+		out, err = pgbenchOverTLS(ctx, e.cluster, args)
+	} else {
+		out, err = e.cluster.Pgbench(ctx, "postgres", args...)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := pgsandbox.ParsePgbench(out)
+	if err != nil || res.Transactions == 0 {
+		return 0, 0, fmt.Errorf("pgbench: %v", err)
+	}
+	return int64(res.Transactions), res.TPS, nil
+}
+
+// overTLS are the workloads whose clients connect over TLS.
+var overTLS = map[string]bool{"select-tls": true}
+
+// tlsSettings are the server settings a TLS workload needs: a loopback
+// TCP port (a unix socket has no TLS).
+func tlsSettings() (map[string]string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("finding a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return map[string]string{"listen_addresses": "127.0.0.1", "port": fmt.Sprint(port)}, nil
+}
+
+// enableTLS gives the server a self-signed certificate and turns ssl on.
+func enableTLS(ctx context.Context, c *pgsandbox.Cluster) error {
+	cert, key := filepath.Join(c.DataDir(), "server.crt"), filepath.Join(c.DataDir(), "server.key")
+	if out, err := exec.CommandContext(ctx, "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+		"-subj", "/CN=localhost", "-keyout", key, "-out", cert).CombinedOutput(); err != nil {
+		return fmt.Errorf("making a certificate: openssl: %v: %s", err, out)
+	}
+	owner, err := os.Stat(c.DataDir())
+	if err != nil {
+		return err
+	}
+	st := owner.Sys().(*syscall.Stat_t)
+	for _, f := range []string{cert, key} {
+		if err := os.Chmod(f, 0o600); err != nil {
+			return err
+		}
+		if err := os.Chown(f, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	}
+	for _, sql := range []string{"ALTER SYSTEM SET ssl = on", "SELECT pg_reload_conf()"} {
+		if _, err := c.Psql(ctx, "postgres", sql); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pgbenchOverTLS runs pgbench with args against the server's TCP port,
+// TLS required.
+func pgbenchOverTLS(ctx context.Context, c *pgsandbox.Cluster, args []string) (string, error) {
+	cmd := c.PgbenchCmd(ctx, "postgres", append([]string{"-h", "127.0.0.1"}, args...)...)
+	// HOME: libpq looks for a client certificate there, which the
+	// server's user may not read in root's home.
+	cmd.Env = append(cmd.Env, "PGSSLMODE=require", "HOME="+c.SocketDir())
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("pgbench over TLS: %w", err)
+	}
+	return string(out), nil
+}
