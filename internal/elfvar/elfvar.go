@@ -39,10 +39,11 @@ func address(pid int, binary, name string, kind elf.SymType) (uint64, error) {
 		return 0, fmt.Errorf("reading %s: %w", binary, err)
 	}
 	defer f.Close()
-	value, err := symbol(f, name, kind)
+	sym, err := symbol(f, name, kind)
 	if err != nil {
 		return 0, fmt.Errorf("%s in %s: %w", name, binary, err)
 	}
+	value := sym.Value
 	if f.Type != elf.ET_DYN { // a fixed-address executable: the value is the address
 		return value, nil
 	}
@@ -54,16 +55,21 @@ func address(pid int, binary, name string, kind elf.SymType) (uint64, error) {
 }
 
 // FunctionCode returns the first n bytes of a function's machine code
-// (fewer when the function is shorter), read from the file binary.
+// (fewer when the function is shorter; all of it when n is 0), read from
+// the file binary.
 func FunctionCode(binary, name string, n int) ([]byte, error) {
 	f, err := elf.Open(binary)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", binary, err)
 	}
 	defer f.Close()
-	value, err := symbol(f, name, elf.STT_FUNC)
+	sym, err := symbol(f, name, elf.STT_FUNC)
 	if err != nil {
 		return nil, fmt.Errorf("%s in %s: %w", name, binary, err)
+	}
+	value := sym.Value
+	if n == 0 || uint64(n) > sym.Size && sym.Size > 0 {
+		n = int(sym.Size)
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && value >= p.Vaddr && value < p.Vaddr+p.Filesz {
@@ -77,10 +83,9 @@ func FunctionCode(binary, name string, n int) ([]byte, error) {
 	return nil, fmt.Errorf("%s in %s: not in an executable segment", name, binary)
 }
 
-// symbol returns the value of a symbol of a kind (data, function), from
-// the dynamic symbols (kept even when the static table is stripped) or
-// the static ones.
-func symbol(f *elf.File, name string, kind elf.SymType) (uint64, error) {
+// symbol returns a symbol of a kind (data, function), from the dynamic
+// symbols (kept even when the static table is stripped) or the static ones.
+func symbol(f *elf.File, name string, kind elf.SymType) (elf.Symbol, error) {
 	for _, read := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
 		syms, err := read()
 		if err != nil {
@@ -88,11 +93,11 @@ func symbol(f *elf.File, name string, kind elf.SymType) (uint64, error) {
 		}
 		for _, s := range syms {
 			if s.Name == name && elf.ST_TYPE(s.Info) == kind && s.Section != elf.SHN_UNDEF {
-				return s.Value, nil
+				return s, nil
 			}
 		}
 	}
-	return 0, ErrNoSymbol
+	return elf.Symbol{}, ErrNoSymbol
 }
 
 // LoadBias is where the kernel loaded the executable binary (a path that

@@ -152,16 +152,25 @@ type probeAt int
 
 const (
 	entry           probeAt = iota // its entry, moved past instructions that need a single step (entry.go)
-	entryWithReturn                // its entry, where a return probe of the same function is: not moved
-	atReturn                       // its return
+	entryWithReturn                // its entry, where its return is probed too: moved only if the return is at a site
+	atReturn                       // its return: at its site (entry.go: returnSite) if it has one, else a return probe
 )
 
 // attachFunction attaches prog at a function's entry, or its return, in
 // process pid alone, or in every process that maps file when pid is 0.
 func (t *Tracer) attachFunction(ex *link.Executable, file, symbol string, prog *ebpf.Program, at probeAt, pid int) error {
 	var off uint64
-	if at == entry {
+	switch at {
+	case entry:
 		off = entryProbeOffset(file, symbol)
+	case entryWithReturn: // else the return probe's breakpoint is on the first instruction: shared
+		if returnProbeOffset(file, symbol) != 0 {
+			off = entryProbeOffset(file, symbol)
+		}
+	case atReturn:
+		if off = returnProbeOffset(file, symbol); off != 0 {
+			at = entry // a probe like an entry's, where the return value is in place
+		}
 	}
 	err := t.attach(prog, false, func() (link.Link, error) {
 		switch {

@@ -124,8 +124,9 @@ int mysql_router_send(struct pt_regs *ctx)
  * only (pgwire.bpf.c's programs take PostgreSQL's on the same library).
  * Each call's entry notes it in the thread's state. SSL_read: the socket
  * read inside it, if any, links its SSL * to the socket (mysql_tls_link);
- * its return reads the plaintext. SSL_write: its first send reads the
- * plaintext (mysql_tls_sending), so no return probe is needed.
+ * its return (functions.go: where the return value is in place) reads the
+ * plaintext. SSL_write: its first send reads the plaintext
+ * (mysql_tls_sending), so no return probe is needed.
  */
 SEC("uprobe")
 int mysql_tls_read(struct pt_regs *ctx)
