@@ -1,6 +1,9 @@
 package probe
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // Where an entry probe goes, on the prologues of the functions dbiolat
 // probes (bytes from Debian 12's builds).
@@ -86,6 +89,27 @@ func TestReturnSite(t *testing.T) {
 		if got := returnSite(c.code); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
+	}
+}
+
+// The TLS library this machine's servers map (Debian 12's OpenSSL): its
+// reads and writes are probed where the kernel needs no single step. A
+// build whose code moves them back to single steps fails here, not only
+// in a slower benchmark.
+func TestTLSLibraryProbedWithoutSingleStep(t *testing.T) {
+	const lib = "/usr/lib/x86_64-linux-gnu/libssl.so.3"
+	if _, err := os.Stat(lib); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v: CI installs OpenSSL (libssl3)", err)
+		}
+		t.Skip(err)
+	}
+	if entryProbeOffset(lib, OpenSSL.Write) == 0 {
+		t.Errorf("%s's %s: its entry probe needs a single step", lib, OpenSSL.Write)
+	}
+	if returnProbeOffset(lib, OpenSSL.Read) == 0 || entryProbeOffset(lib, OpenSSL.Read) == 0 {
+		t.Errorf("%s's %s: its return needs a return probe (entry %d, return %d)", lib, OpenSSL.Read,
+			entryProbeOffset(lib, OpenSSL.Read), returnProbeOffset(lib, OpenSSL.Read))
 	}
 }
 
