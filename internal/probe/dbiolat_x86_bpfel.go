@@ -514,6 +514,9 @@ type dbiolatTaskLocal struct {
 		_              [4]byte
 		PortalNs       uint64
 		StatusEntry    uint64
+		ApplicationAt  uint64
+		Instance       uint32
+		QueryIdOff     uint32
 		Database       uint32
 		Application    uint32
 		ApplicationPtr uint64

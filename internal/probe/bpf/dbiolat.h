@@ -485,8 +485,13 @@ struct wire {
 	__u8 pad2[3];
 	__u64 portal_ns;   /* the time of their parts so far (the round trips that suspended or resumed them) */
 	/* count_statements: the backend's status entry (MyBEEntry) and its
-	 * database, read once: neither changes in a backend's life. */
+	 * database, read once, with its server, where its query id is in
+	 * the entry and where its application_name variable is: none of them
+	 * changes in a backend's life (stmt_labels). */
 	__u64 status_entry;
+	__u64 application_at;
+	__u32 instance;
+	__u32 query_id_off;
 	__u32 database;
 	/* ...and its application_name's hash, kept with the address of the
 	 * string it was read from (stmt_application). */

@@ -22,7 +22,7 @@ static __always_inline void pgwire_identity(struct wire *w, struct stmt_key *k)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, off = w->text_off, end;
 	struct capture *t;
 
-	if (stmt_query_id(bpf_map_lookup_elem(&procs, &tgid), k, w))
+	if (stmt_query_id(k, w))
 		return;
 	t = bpf_task_storage_get(&captures, bpf_get_current_task_btf(), 0, 0);
 	if (!t || off + 7 > t->len)
@@ -170,7 +170,7 @@ static long walk_identity_step(__u32 i, void *ctx)
 
 __noinline int pgwire_walk_identity(struct wire *w, struct stmt_key *k, __u32 n)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, query_id_off;
 	struct walk_identity s = { .h = FNV_OFFSET };
 
 	if (!w || !k || !n || w->failed || w->text_first > w->recorded ||
@@ -188,7 +188,7 @@ __noinline int pgwire_walk_identity(struct wire *w, struct stmt_key *k, __u32 n)
 	bpf_loop(WALK_IDENTITY_MESSAGES, walk_identity_step, &s, 0);
 	if (s.lost || s.found != n)
 		return 0;
-	stmt_labels(bpf_map_lookup_elem(&procs, &tgid), k, w);
+	stmt_labels(k, w, &query_id_off);
 	if (s.mixed) {
 		k->queryid = s.h;
 		if (s.named) /* the statements' names are the backend's */

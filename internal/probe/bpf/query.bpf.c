@@ -37,7 +37,7 @@ int usdt_query_done(struct pt_regs *ctx)
 	if (!ts || !ts->query_start_ns) /* started before we attached */
 		return 0;
 	if (count_statements)
-		stmt_query_id(bpf_map_lookup_elem(&procs, &ts->tgid), &how.stmt, NULL);
+		stmt_query_id(&how.stmt, NULL);
 	e = query_end(ts, waterfall_current(), bpf_ktime_get_ns(), how);
 	if (!e)
 		return 0;

@@ -53,7 +53,8 @@ static const struct stmt_totals stmt_zero;
 volatile __u8 stmt_ask[STMT_ASK];
 
 /*
- * A hash of the application's name, as query_application reads it. A
+ * A hash of the application's name, as query_application reads it, from
+ * the variable at at (0: not known). A
  * read of user memory costs more than the rest of a query's count, so
  * the hash is kept in w with the address of the string it was read from
  * (the variable's value), and the string is read again only when that
@@ -65,13 +66,12 @@ volatile __u8 stmt_ask[STMT_ASK];
  * the round trips that can hold several (a pipeline, a multi-statement
  * Query); one statement calling set_config() twice remains.
  */
-static __always_inline __u32 stmt_application(struct proc_info *pi, struct wire *w)
+static __always_inline __u32 stmt_application(__u64 at, struct wire *w)
 {
 	__u64 name = 0, s[APPLICATION_MAX / 8] = {}, h = FNV_OFFSET;
 	int i;
 
-	if (!pi->wait_event_ptr || !pi->application_off ||
-	    bpf_probe_read_user(&name, sizeof(name), (void *)(pi->wait_event_ptr + pi->application_off)) || !name)
+	if (!at || bpf_probe_read_user(&name, sizeof(name), (void *)at) || !name)
 		return 0;
 	if (w && w->application_ptr == name)
 		return w->application;
@@ -92,30 +92,44 @@ static __always_inline __u32 stmt_application(struct proc_info *pi, struct wire 
 /*
  * PostgreSQL: what a statement of the backend (the current task) is
  * counted under besides its identity, read from its memory: its server,
- * database and application (the status entry and database once, into w
- * when given). Returns the backend's status entry, 0 if unknown.
+ * database and application. With w, what does not change in a backend's
+ * life (its server, status entry and database, where its query id and
+ * application_name are) is resolved into w once: later statements need
+ * no lookup of the process. Returns the backend's status entry and where
+ * the query id is in it (*query_id_off), 0 if unknown.
  */
-static __always_inline __u64 stmt_labels(struct proc_info *pi, struct stmt_key *k, struct wire *w)
+static __always_inline __u64 stmt_labels(struct stmt_key *k, struct wire *w, __u32 *query_id_off)
 {
-	__u64 entry = w ? w->status_entry : 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_info *pi;
+	__u64 entry = 0, app = 0;
 
+	if (w && w->status_entry) {
+		k->instance = w->instance;
+		k->database = w->database;
+		k->application = stmt_application(w->application_at, w);
+		*query_id_off = w->query_id_off;
+		return w->status_entry;
+	}
+	pi = bpf_map_lookup_elem(&procs, &tgid);
 	if (!pi)
 		return 0;
 	k->instance = pi->instance;
-	k->application = stmt_application(pi, w);
-	if (!pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off)
+	if (pi->wait_event_ptr && pi->application_off)
+		app = pi->wait_event_ptr + pi->application_off;
+	k->application = stmt_application(app, w);
+	if (!pi->wait_event_ptr || !pi->status_off || !pi->query_id_off || !pi->database_off ||
+	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(pi->wait_event_ptr + pi->status_off)) || !entry ||
+	    bpf_probe_read_user(&k->database, sizeof(k->database), (void *)(entry + pi->database_off)))
 		return 0;
-	if (!entry) {
-		if (bpf_probe_read_user(&entry, sizeof(entry), (void *)(pi->wait_event_ptr + pi->status_off)) || !entry ||
-		    bpf_probe_read_user(&k->database, sizeof(k->database), (void *)(entry + pi->database_off)))
-			return 0;
-		if (w && k->database) { /* 0 until the backend has connected to its database */
-			w->status_entry = entry;
-			w->database = k->database;
-		}
-	} else {
-		k->database = w->database;
+	if (w && k->database) { /* 0 until the backend has connected to its database */
+		w->status_entry = entry;
+		w->database = k->database;
+		w->instance = pi->instance;
+		w->query_id_off = pi->query_id_off;
+		w->application_at = app;
 	}
+	*query_id_off = pi->query_id_off;
 	return entry;
 }
 
@@ -125,11 +139,12 @@ static __always_inline __u64 stmt_labels(struct proc_info *pi, struct stmt_key *
  * a statement without one, an unknown layout): the caller names it by its
  * text, under the same labels.
  */
-static __always_inline int stmt_query_id(struct proc_info *pi, struct stmt_key *k, struct wire *w)
+static __always_inline int stmt_query_id(struct stmt_key *k, struct wire *w)
 {
-	__u64 entry = stmt_labels(pi, k, w);
+	__u32 query_id_off = 0;
+	__u64 entry = stmt_labels(k, w, &query_id_off);
 
-	if (!entry || bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + pi->query_id_off)) ||
+	if (!entry || bpf_probe_read_user(&k->queryid, sizeof(k->queryid), (void *)(entry + query_id_off)) ||
 	    !k->queryid)
 		return 0;
 	k->kind = STMT_QUERY_ID;
