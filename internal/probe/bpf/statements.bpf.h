@@ -100,7 +100,7 @@ static __always_inline __u32 stmt_application(__u64 at, struct wire *w)
  */
 static __always_inline __u64 stmt_labels(struct stmt_key *k, struct wire *w, __u32 *query_id_off)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid;
 	struct proc_info *pi;
 	__u64 entry = 0, app = 0;
 
@@ -111,6 +111,7 @@ static __always_inline __u64 stmt_labels(struct stmt_key *k, struct wire *w, __u
 		*query_id_off = w->query_id_off;
 		return w->status_entry;
 	}
+	tgid = bpf_get_current_pid_tgid() >> 32;
 	pi = bpf_map_lookup_elem(&procs, &tgid);
 	if (!pi)
 		return 0;
