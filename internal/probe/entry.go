@@ -14,8 +14,9 @@ package probe
 //     registers, the allocation of the function's stack frame and stores
 //     into it: OpenSSL's SSL_write begins with its stack protector's) to
 //     the first instruction the kernel emulates, if it comes within the
-//     function's first bytes. The program sees the same register
-//     arguments there (our entry programs read none from the stack).
+//     function's first bytes and no branch of the function lands among
+//     them. The program sees the same register arguments there (our entry
+//     programs read none from the stack).
 //   - a return probe, which needs a breakpoint on the function's first
 //     instruction (the return address is at the top of the stack only
 //     there), single-stepped when it is not emulated, and a second trap at
@@ -48,27 +49,62 @@ func decode(b []byte) (x86asm.Inst, bool) {
 	return in, err == nil
 }
 
-// entryOffset is where past a function's start (code: its first bytes)
-// a uprobe sees the entry's arguments and needs no single step: 0 when
-// the first instruction is emulated already, or when no emulated
-// instruction follows only skippable ones.
+// entryOffset is where past a function's start (code: all of it) a
+// uprobe sees the entry's arguments and needs no single step, within its
+// first entryScan bytes: 0 when the first instruction is emulated
+// already, when no emulated instruction follows only skippable ones, or
+// when a direct branch of the function lands past its start and up to
+// there (a loop's head: the probe would fire again on each turn).
 func entryOffset(code []byte) uint64 {
-	off, frame := 0, int64(0)
-	for off < len(code) {
-		in, ok := decode(code[off:])
+	fn, ok := sweep(code)
+	if !ok {
+		return 0
+	}
+	frame := int64(0)
+	for _, in := range fn.insts {
+		if in.off >= entryScan || in.off > 0 && fn.targets[in.off] {
+			return 0
+		}
+		if emulated(in.Inst) {
+			return uint64(in.off)
+		}
+		grow, ok := skippable(in.Inst, frame)
 		if !ok {
 			return 0
 		}
-		if emulated(in) {
-			return uint64(off)
-		}
-		grow, ok := skippable(in, frame)
-		if !ok {
-			return 0
-		}
-		off, frame = off+in.Len, frame+grow
+		frame += grow
 	}
 	return 0
+}
+
+// function is a function's code decoded in one sweep.
+type function struct {
+	insts   []inst
+	targets map[int]bool // where its direct branches and calls land, in it or not
+}
+
+// inst is an instruction and its offset in its function.
+type inst struct {
+	x86asm.Inst
+	off int
+}
+
+// sweep decodes a function's instructions one after the other (its
+// compiler put no data among them); false if one is not known.
+func sweep(code []byte) (function, bool) {
+	fn := function{targets: map[int]bool{}}
+	for off := 0; off < len(code); {
+		in, ok := decode(code[off:])
+		if !ok {
+			return fn, false
+		}
+		if target, rel := in.Args[0].(x86asm.Rel); rel {
+			fn.targets[off+in.Len+int(target)] = true
+		}
+		fn.insts = append(fn.insts, inst{in, off})
+		off += in.Len
+	}
+	return fn, true
 }
 
 // conditional are the conditional jumps the kernel emulates (not jrcxz).
@@ -166,32 +202,23 @@ func full(r x86asm.Reg) x86asm.Reg {
 // return needs a return probe): it has another ret, a jump out of it (a
 // tail call), a jump through a register or memory, or no such check.
 func returnSite(code []byte) uint64 {
-	type at struct {
-		x86asm.Inst
-		off int
+	fn, ok := sweep(code)
+	if !ok {
+		return 0
 	}
-	var insts []at
-	targets := map[int]bool{}
-	rets := 0
-	for off := 0; off < len(code); {
-		in, ok := decode(code[off:])
-		if !ok {
-			return 0
-		}
-		if target, rel := in.Args[0].(x86asm.Rel); rel {
-			t := off + in.Len + int(target)
-			if in.Op == x86asm.JMP && (t < 0 || t >= len(code)) {
+	insts, targets, rets := fn.insts, fn.targets, 0
+	for _, in := range insts {
+		target, rel := in.Args[0].(x86asm.Rel)
+		switch {
+		case in.Op == x86asm.JMP && !rel:
+			return 0 // through a register or memory
+		case in.Op == x86asm.JMP:
+			if t := in.off + in.Len + int(target); t < 0 || t >= len(code) {
 				return 0 // a tail call
 			}
-			targets[t] = true
-		} else if in.Op == x86asm.JMP {
-			return 0 // through a register or memory
-		}
-		if in.Op == x86asm.RET {
+		case in.Op == x86asm.RET:
 			rets++
 		}
-		insts = append(insts, at{in, off})
-		off += in.Len
 	}
 	if rets != 1 {
 		return 0
@@ -257,7 +284,7 @@ func returnProbeOffset(file, symbol string) uint64 {
 // entryProbeOffset is entryOffset of a function of a file: 0 when its
 // code cannot be read (the probe then goes on its first instruction).
 func entryProbeOffset(file, symbol string) uint64 {
-	code, err := elfvar.FunctionCode(file, symbol, entryScan)
+	code, err := elfvar.FunctionCode(file, symbol, 0)
 	if err != nil {
 		return 0
 	}
