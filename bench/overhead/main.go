@@ -188,7 +188,7 @@ func run(o options) error {
 		}
 		defer c.Stop()
 		if tls {
-			if err := enableTLS(ctx, c); err != nil {
+			if err := c.EnableTLS(ctx); err != nil {
 				return err
 			}
 		}

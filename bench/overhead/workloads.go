@@ -10,11 +10,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
@@ -73,34 +69,6 @@ func tlsSettings() (map[string]string, error) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	return map[string]string{"listen_addresses": "127.0.0.1", "port": fmt.Sprint(port)}, nil
-}
-
-// enableTLS gives the server a self-signed certificate and turns ssl on.
-func enableTLS(ctx context.Context, c *pgsandbox.Cluster) error {
-	cert, key := filepath.Join(c.DataDir(), "server.crt"), filepath.Join(c.DataDir(), "server.key")
-	if out, err := exec.CommandContext(ctx, "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-		"-subj", "/CN=localhost", "-keyout", key, "-out", cert).CombinedOutput(); err != nil {
-		return fmt.Errorf("making a certificate: openssl: %v: %s", err, out)
-	}
-	owner, err := os.Stat(c.DataDir())
-	if err != nil {
-		return err
-	}
-	st := owner.Sys().(*syscall.Stat_t)
-	for _, f := range []string{cert, key} {
-		if err := os.Chmod(f, 0o600); err != nil {
-			return err
-		}
-		if err := os.Chown(f, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-	}
-	for _, sql := range []string{"ALTER SYSTEM SET ssl = on", "SELECT pg_reload_conf()"} {
-		if _, err := c.Psql(ctx, "postgres", sql); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // pgbenchOverTLS runs pgbench with args against the server's TCP port,

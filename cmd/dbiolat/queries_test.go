@@ -7,12 +7,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/dbiolat/dbiolat/internal/model"
@@ -174,31 +170,9 @@ func testTLSConnectionsAreTraced(t *testing.T, c *pgsandbox.Cluster) {
 // enableTLS gives the server a self-signed certificate and turns ssl on.
 func enableTLS(t *testing.T, c *pgsandbox.Cluster) {
 	t.Helper()
-	cert, key := filepath.Join(c.DataDir(), "server.crt"), filepath.Join(c.DataDir(), "server.key")
-	if out, err := exec.Command("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-		"-subj", "/CN=localhost", "-keyout", key, "-out", cert).CombinedOutput(); err != nil {
-		t.Fatalf("openssl: %v: %s", err, out)
-	}
-	owner, err := os.Stat(c.DataDir())
-	if err != nil {
+	if err := c.EnableTLS(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{cert, key} {
-		if err := os.Chmod(f, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := chownLike(f, owner); err != nil {
-			t.Fatal(err)
-		}
-	}
-	psql(t, c, "ALTER SYSTEM SET ssl = on")
-	psql(t, c, "SELECT pg_reload_conf()")
-}
-
-// chownLike gives file the owner of like (the server's user).
-func chownLike(file string, like os.FileInfo) error {
-	st := like.Sys().(*syscall.Stat_t)
-	return os.Chown(file, int(st.Uid), int(st.Gid))
 }
 
 // --buffers: the query's shared-buffer hits and reads equal what
