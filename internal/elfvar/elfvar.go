@@ -54,10 +54,9 @@ func address(pid int, binary, name string, kind elf.SymType) (uint64, error) {
 	return bias + value, nil
 }
 
-// FunctionCode returns the first n bytes of a function's machine code
-// (fewer when the function is shorter; all of it when n is 0), read from
-// the file binary.
-func FunctionCode(binary, name string, n int) ([]byte, error) {
+// FunctionCode returns a function's machine code (as long as its symbol
+// says), read from the file binary.
+func FunctionCode(binary, name string) ([]byte, error) {
 	f, err := elf.Open(binary)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", binary, err)
@@ -68,12 +67,9 @@ func FunctionCode(binary, name string, n int) ([]byte, error) {
 		return nil, fmt.Errorf("%s in %s: %w", name, binary, err)
 	}
 	value := sym.Value
-	if n == 0 || uint64(n) > sym.Size && sym.Size > 0 {
-		n = int(sym.Size)
-	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && value >= p.Vaddr && value < p.Vaddr+p.Filesz {
-			code := make([]byte, min(uint64(n), p.Vaddr+p.Filesz-value))
+			code := make([]byte, min(sym.Size, p.Vaddr+p.Filesz-value))
 			if _, err := p.ReadAt(code, int64(value-p.Vaddr)); err != nil {
 				return nil, fmt.Errorf("reading %s in %s: %w", name, binary, err)
 			}

@@ -274,7 +274,7 @@ func canaryCompare(in x86asm.Inst) bool {
 // returnProbeOffset is returnSite of a function of a file: 0
 // when its code cannot be read or has no such site.
 func returnProbeOffset(file, symbol string) uint64 {
-	code, err := elfvar.FunctionCode(file, symbol, 0)
+	code, err := elfvar.FunctionCode(file, symbol)
 	if err != nil {
 		return 0
 	}
@@ -284,7 +284,7 @@ func returnProbeOffset(file, symbol string) uint64 {
 // entryProbeOffset is entryOffset of a function of a file: 0 when its
 // code cannot be read (the probe then goes on its first instruction).
 func entryProbeOffset(file, symbol string) uint64 {
-	code, err := elfvar.FunctionCode(file, symbol, 0)
+	code, err := elfvar.FunctionCode(file, symbol)
 	if err != nil {
 		return 0
 	}
