@@ -463,11 +463,13 @@ func TestTopCountsAsPgStatStatements(t *testing.T) {
 
 // The kernel counts a statement under the application its backend has
 // when the statement ends: the name's hash is kept with the string it was
-// read from (stmt_application), and PostgreSQL gives the variable a new
-// string at each change. One connection changes its application_name by
-// its startup packet, SET, set_config(), two SETs in one multi-statement
-// Query (the second string may take the place the name before last had)
-// and RESET; top's rows of one statement hold each application's calls as
+// read from (stmt_application), PostgreSQL gives the variable a new
+// string at each change, and the variable is read only after a reply that
+// may have reported a change (reply_quiet). One connection changes its
+// application_name by its startup packet, SET, set_config(), two SETs in
+// one multi-statement Query (the second string may take the place the
+// name before last had), SET LOCAL undone by its transaction's COMMIT, and
+// RESET; top's rows of one statement hold each application's calls as
 // they ran.
 func TestTopCountsByApplication(t *testing.T) {
 	sideBySide(t)
@@ -482,6 +484,8 @@ func TestTopCountsByApplication(t *testing.T) {
 		{"SET application_name = 'app-two';", "app-two", 20},
 		{"SELECT set_config('application_name', 'app-three', false);", "app-three", 10},
 		{"SET application_name = 'app-tmp' \\; SET application_name = 'app-four';", "app-four", 7},
+		{"BEGIN;\nSET LOCAL application_name = 'app-local';", "app-local", 4},
+		{"COMMIT;", "app-four", 6},
 		{"RESET application_name;", "app-start", 3},
 	}
 	var script strings.Builder

@@ -369,6 +369,11 @@ type dbiolatQueryRef struct {
 	QuerySeq uint64
 }
 
+type dbiolatReplyTail struct {
+	_ structs.HostLayout
+	B [128]int8
+}
+
 type dbiolatStatId uint32
 
 const (
@@ -510,7 +515,8 @@ type dbiolatTaskLocal struct {
 		_              [2]byte
 		Open           uint32
 		BindPending    uint8
-		Pad2           [3]uint8
+		ReplyQuiet     uint8
+		Pad2           [2]uint8
 		_              [4]byte
 		PortalNs       uint64
 		StatusEntry    uint64
@@ -667,6 +673,7 @@ const (
 	dbiolatMapProcTotals            = "proc_totals"
 	dbiolatMapProcs                 = "procs"
 	dbiolatMapQueryScratch          = "query_scratch"
+	dbiolatMapReplyTails            = "reply_tails"
 	dbiolatMapServerPorts           = "server_ports"
 	dbiolatMapStats                 = "stats"
 	dbiolatMapStmtOverflow          = "stmt_overflow"
@@ -915,6 +922,7 @@ type dbiolatMapSpecs struct {
 	ProcTotals    *ebpf.MapSpec `ebpf:"proc_totals"`
 	Procs         *ebpf.MapSpec `ebpf:"procs"`
 	QueryScratch  *ebpf.MapSpec `ebpf:"query_scratch"`
+	ReplyTails    *ebpf.MapSpec `ebpf:"reply_tails"`
 	ServerPorts   *ebpf.MapSpec `ebpf:"server_ports"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	StmtOverflow  *ebpf.MapSpec `ebpf:"stmt_overflow"`
@@ -997,6 +1005,7 @@ type dbiolatMaps struct {
 	ProcTotals    *ebpf.Map `ebpf:"proc_totals"`
 	Procs         *ebpf.Map `ebpf:"procs"`
 	QueryScratch  *ebpf.Map `ebpf:"query_scratch"`
+	ReplyTails    *ebpf.Map `ebpf:"reply_tails"`
 	ServerPorts   *ebpf.Map `ebpf:"server_ports"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	StmtOverflow  *ebpf.Map `ebpf:"stmt_overflow"`
@@ -1032,6 +1041,7 @@ func (m *dbiolatMaps) Close() error {
 		m.ProcTotals,
 		m.Procs,
 		m.QueryScratch,
+		m.ReplyTails,
 		m.ServerPorts,
 		m.Stats,
 		m.StmtOverflow,

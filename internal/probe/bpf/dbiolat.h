@@ -482,7 +482,10 @@ struct wire {
 	__u16 resumed;     /* this round trip's resumed portals that completed, not yet in a record */
 	__u32 open;        /* earlier round trips' suspended portals, not yet counted */
 	__u8 bind_pending; /* the last round trip bound a portal and ran none: its first Execute is a fresh one's */
-	__u8 pad2[3];
+	/* Its reply reported no parameter change (reply_quiet): the
+	 * application's name is the one read last. */
+	__u8 reply_quiet;
+	__u8 pad2[2];
 	__u64 portal_ns;   /* the time of their parts so far (the round trips that suspended or resumed them) */
 	/* count_statements: the backend's status entry (MyBEEntry) and its
 	 * database, read once, with its server, where its query id is in

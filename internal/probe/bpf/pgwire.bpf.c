@@ -51,7 +51,7 @@ static __always_inline void pgwire_begin(struct task_local *tl, struct capture *
 	__builtin_memset(&w->out, 0, sizeof(w->out));
 	w->done = w->recorded = w->failed = w->execs = w->text_first = 0;
 	w->opened = w->resumed = 0;
-	w->text_sent = 0;
+	w->text_sent = w->reply_quiet = 0;
 	pgwire_walk(t, w);
 	if (w->flags & WIRE_WALK) /* it may run several: they may change the application (stmt_application) */
 		w->application_ptr = 0;
@@ -426,19 +426,20 @@ static __always_inline int pgwire_reply(struct task_struct *task, struct task_lo
 static __always_inline void pgwire_sent(struct task_struct *task, struct task_local *tl, void *buf, int ret)
 {
 	struct wire *w = &tl->wire;
-	char tail[11]; /* PortalSuspended, ReadyForQuery */
-	long err = 1;
+	struct reply_tail *rt;
+	__u32 zero = 0, n, z;
+	char answer;
 
 	if (!buf) {
 		stat_inc(STAT_WIRE_UNREADABLE);
 		return;
 	}
 	if (w->state == WIRE_SSL_ASKED) { /* one byte: 'S' or 'G' yes, 'N' no */
-		if (bpf_probe_read_user(tail, 1, buf))
+		if (bpf_probe_read_user(&answer, 1, buf))
 			return;
 		w->state = WIRE_NEW; /* the startup packet follows, encrypted or not */
-		if (tail[0] == 'S' || tail[0] == 'G')
-			pgwire_encrypted(task, w, tail[0] == 'S');
+		if (answer == 'S' || answer == 'G')
+			pgwire_encrypted(task, w, answer == 'S');
 		return;
 	}
 	if (w->state == WIRE_BUSY && (w->flags & WIRE_WALK)) {
@@ -448,19 +449,21 @@ static __always_inline void pgwire_sent(struct task_struct *task, struct task_lo
 		w->flags &= ~WIRE_WALK;
 		w->flags |= WIRE_EXEC;
 	}
-	/* The tail: a ReadyForQuery, after a PortalSuspended perhaps. */
-	__builtin_memset(tail, 0, sizeof(tail));
-	if (ret >= (int)sizeof(tail))
-		err = bpf_probe_read_user(tail, sizeof(tail), buf + ret - sizeof(tail));
-	else if (ret >= 6)
-		err = bpf_probe_read_user(tail + 5, 6, buf + ret - 6);
-	if (err || !ready_for_query(tail + 5))
+	/* The tail: a ReadyForQuery, and the message before it. */
+	rt = bpf_map_lookup_elem(&reply_tails, &zero);
+	n = ret < REPLY_TAIL ? ret : REPLY_TAIL;
+	barrier_var(n);
+	if (!rt || n < 6 || n > REPLY_TAIL || bpf_probe_read_user(rt->b, n, buf + ret - n))
+		return;
+	z = n - 6; /* where its ReadyForQuery starts */
+	if (!ready_for_query(rt->b + z))
 		return;
 	switch (w->state) {
 	case WIRE_BUSY:
-		if (portal_suspended(tail))
+		if (z >= 5 && portal_suspended(rt->b + ((z - 5) & (REPLY_TAIL - 1))))
 			w->flags |= WIRE_SUSPENDED;
-		pgwire_end(task, tl, tail[10], buf, ret);
+		w->reply_quiet = reply_quiet(rt->b, z);
+		pgwire_end(task, tl, rt->b[z + 5], buf, ret);
 		break;
 	case WIRE_IDLE:
 		stat_inc(STAT_WIRE_UNSEEN);

@@ -376,6 +376,54 @@ static __always_inline int tx_committed(const char *buf, __u64 zend)
 	return !(m[2] == 'C' && m[6] == 13 && word == 0x4b4341424c4c4f52ULL);
 }
 
+/* The last bytes of a reply, where its ReadyForQuery is: per CPU, as a
+ * send's length places it anywhere in them. Twice the bytes read, so that
+ * an offset masked to them plus a header's few bytes stays inside. */
+#define REPLY_TAIL 64
+
+struct reply_tail {
+	char b[2 * REPLY_TAIL];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reply_tail);
+} reply_tails SEC(".maps");
+
+/*
+ * Did the reply whose ReadyForQuery starts at z in b report no parameter
+ * change? PostgreSQL (14 on) sends a ParameterStatus for each reported
+ * parameter that changed (application_name among them) right before its
+ * ReadyForQuery (ReportChangedGUCOptions). So none was sent if the message
+ * ending at z is one without a body (PortalSuspended, BindComplete...) or
+ * a CommandComplete: 'C', its length (below 256), its tag and the tag's
+ * NUL at z - 1, the first zero byte before the tag the length's third.
+ * A ParameterStatus there ends in two strings ("name\0value\0"), which
+ * neither can be taken for. 0 when not sure (an error, a notice, a tag
+ * longer than the tail): the caller reads what may have changed.
+ */
+static __always_inline int reply_quiet(const char *b, __u32 z)
+{
+	__u32 i, c;
+
+	if (z < 5 || z > REPLY_TAIL - 6)
+		return 0;
+	if (b[z - 1] == 4 && !b[z - 2] && !b[z - 3] && !b[z - 4]) /* a message of no body */
+		return b[z - 5] != 'S';
+	if (b[z - 1]) /* not a string's end */
+		return 0;
+	for (i = 2; i < REPLY_TAIL - 6; i++) /* back over the tag and the length's last byte */
+		if (i > z || !b[(z - i) & (REPLY_TAIL - 1)])
+			break;
+	if (i > z || z - i < 3)
+		return 0;
+	c = (z - i - 3) & (REPLY_TAIL - 1); /* where the CommandComplete would start */
+	return b[c] == 'C' && !b[(c + 1) & (REPLY_TAIL - 1)] && !b[(c + 2) & (REPLY_TAIL - 1)] &&
+	       (__u8)b[(c + 4) & (REPLY_TAIL - 1)] == z - c - 1;
+}
+
 /* PortalSuspended: 's', length 4. */
 static __always_inline int portal_suspended(const char *m)
 {

@@ -54,23 +54,28 @@ volatile __u8 stmt_ask[STMT_ASK];
 
 /*
  * A hash of the application's name, as query_application reads it, from
- * the variable at at (0: not known). A
- * read of user memory costs more than the rest of a query's count, so
- * the hash is kept in w with the address of the string it was read from
- * (the variable's value), and the string is read again only when that
- * changes: PostgreSQL assigns a new string to the variable at every
- * change (set_string_field: the new one is allocated while the old one
- * lives), so the same address is the same name. Only a string freed and reallocated at the same place
- * between two reads would pass for the old name: two changes without a
- * statement counted between them, where pgwire_begin forgets the hash for
- * the round trips that can hold several (a pipeline, a multi-statement
- * Query); one statement calling set_config() twice remains.
+ * the variable at at (0: not known). A read of user memory costs more
+ * than the rest of a query's count (about 80 ns here, more on a cold
+ * line), so the hash is kept in w with the address of the string it was
+ * read from (the variable's value), and the string is read again only
+ * when that changes: PostgreSQL assigns a new string to the variable at
+ * every change (set_string_field: the new one is allocated while the old
+ * one lives), so the same address is the same name. Only a string freed
+ * and reallocated at the same place between two reads would pass for the
+ * old name: two changes without a statement counted between them, where
+ * pgwire_begin forgets the hash for the round trips that can hold several
+ * (a pipeline, a multi-statement Query); one statement calling
+ * set_config() twice remains. Nor is the variable read at all when the
+ * round trip's reply reported no parameter change (reply_quiet: a changed
+ * application_name is reported before the ReadyForQuery that follows it).
  */
 static __always_inline __u32 stmt_application(__u64 at, struct wire *w)
 {
 	__u64 name = 0, s[APPLICATION_MAX / 8] = {}, h = FNV_OFFSET;
 	int i;
 
+	if (w && w->reply_quiet && w->application_ptr) /* no change reported since it was read */
+		return w->application;
 	if (!at || bpf_probe_read_user(&name, sizeof(name), (void *)at) || !name)
 		return 0;
 	if (w && w->application_ptr == name)
