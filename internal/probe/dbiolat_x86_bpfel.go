@@ -763,6 +763,7 @@ const (
 	dbiolatVarEmitSample            = "emit_sample"
 	dbiolatVarMysqlFence            = "mysql_fence"
 	dbiolatVarPooledSeen            = "pooled_seen"
+	dbiolatVarProcsForked           = "procs_forked"
 	dbiolatVarResyncNs              = "resync_ns"
 	dbiolatVarRqfFlushSeq           = "rqf_flush_seq"
 	dbiolatVarStmtAsk               = "stmt_ask"
@@ -946,6 +947,7 @@ type dbiolatVariableSpecs struct {
 	EmitSample        *ebpf.VariableSpec `ebpf:"emit_sample"`
 	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
 	PooledSeen        *ebpf.VariableSpec `ebpf:"pooled_seen"`
+	ProcsForked       *ebpf.VariableSpec `ebpf:"procs_forked"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
 	RqfFlushSeq       *ebpf.VariableSpec `ebpf:"rqf_flush_seq"`
 	StmtAsk           *ebpf.VariableSpec `ebpf:"stmt_ask"`
@@ -1066,6 +1068,7 @@ type dbiolatVariables struct {
 	EmitSample        *ebpf.Variable `ebpf:"emit_sample"`
 	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
 	PooledSeen        *ebpf.Variable `ebpf:"pooled_seen"`
+	ProcsForked       *ebpf.Variable `ebpf:"procs_forked"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
 	RqfFlushSeq       *ebpf.Variable `ebpf:"rqf_flush_seq"`
 	StmtAsk           *ebpf.Variable `ebpf:"stmt_ask"`

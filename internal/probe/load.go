@@ -34,6 +34,10 @@ type Tracer struct {
 	progs    map[*ebpf.Program]bool // the programs attached, for their run-time statistics
 	sample   statsSample
 	binaries map[attachedTo]bool // binaries whose USDT probes or functions are attached
+	// What NewProcs saw last: the kernel's count of forks into procs, and
+	// whether Track added to it since.
+	procsForked uint64
+	tracked     bool
 	// uprobeMulti: USDT sites are attached as one uprobe_multi link per
 	// probe (Linux 6.6+), which needs no CAP_SYS_ADMIN, unlike a perf
 	// event per site.

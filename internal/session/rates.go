@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/hist"
@@ -334,14 +335,22 @@ func (s *Session) rates() ([]model.Rate, []model.RoleHists, float64, error) {
 // deviceName turns the kernel's dev_t (major << 20 | minor) into a name
 // such as "vda", as iostat shows it.
 func deviceName(dev uint32) string {
+	if name, ok := deviceNames.Load(dev); ok {
+		return name.(string)
+	}
 	major, minor := dev>>20, dev&(1<<20-1)
 	b, err := os.ReadFile(fmt.Sprintf("/sys/dev/block/%d:%d/uevent", major, minor))
 	if err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "DEVNAME="); ok {
+				deviceNames.Store(dev, v)
 				return v
 			}
 		}
 	}
 	return fmt.Sprintf("%d:%d", major, minor)
 }
+
+// deviceNames holds the names read: every block counter's rows ask each
+// second, and a device keeps its number while it exists.
+var deviceNames sync.Map

@@ -92,7 +92,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	// (duty cycles): nothing they do is measured then, and the walk of
 	// the map is half of an idle serve's CPU.
 	if !s.tracer.Paused() {
-		pids, err := s.tracer.Procs()
+		pids, err := s.tracer.NewProcs()
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,10 @@ struct {
 	__uint(max_entries, 1 << 20);
 } proc_runs SEC(".maps");
 
+/* Processes added to procs here, ever: Go walks procs for new ones only
+ * when this moved (Tracer.NewProcs). */
+volatile __u64 procs_forked;
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -51,8 +55,10 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		if (pi->kind == PROC_POSTGRES && ctgid != ptgid)
 			tl->wire.state = WIRE_NEW;
 	}
-	if (ctgid != ptgid)
+	if (ctgid != ptgid) {
 		bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY);
+		__sync_fetch_and_add(&procs_forked, 1);
+	}
 	bpf_map_update_elem(&threads, &ctid, &fresh, BPF_NOEXIST);
 	ts = thread_of(ctid);
 	if (!ts) {
