@@ -16,74 +16,82 @@ static __always_inline __u32 be32_at(const char *b, __u32 off)
 	       (__u32)(__u8)b[(off + 2) & TEXT_MASK] << 8 | (__u32)(__u8)b[(off + 3) & TEXT_MASK];
 }
 
-/* Does a simple Query's text from off to end hold another statement
- * after a semicolon? (A semicolon in a literal only costs a walk.) Eight
- * bytes at a time to the first word holding a semicolon, then bytewise:
- * most queries have none, or one at their end. */
+/*
+ * Does a simple Query's text at [off, end) hold another statement: a
+ * semicolon before the run of semicolons, white space and NULs it ends
+ * with? (A semicolon in a literal or a comment only costs a walk.) The run
+ * is taken off a byte at a time from the end (most texts end in ";\0"),
+ * the rest looked at eight bytes at a time for a semicolon, its last eight
+ * overlapping the word before.
+ */
 struct semi_scan {
 	struct capture *t;
-	__u32 off, end;
-	__u8 semicolon, more;
+	__u32 start, off, end;
+	__u8 found;
 };
 
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
-static long semi_word(__u32 i, void *ctx)
+static __always_inline long semi_word_inline(struct semi_scan *s)
 {
-	struct semi_scan *s = ctx;
-	__u64 v, x;
+	__u64 v, x, keep = ~0ULL;
+	__u32 at = s->off;
 
-	if (s->off + 8 > s->end)
+	if (s->off >= s->end)
 		return 1;
-	__builtin_memcpy(&v, &s->t->buf[s->off & (TEXT_MASK & ~7)], sizeof(v));
-	x = v ^ (';' * ONES);
-	if ((x - ONES) & ~x & HIGHS) /* a zero byte: a semicolon */
+	if (s->end - s->off < 8) { /* the last bytes */
+		if (s->end - s->start >= 8)
+			at = s->end - 8;
+		else /* a text shorter than a word */
+			keep = (1ULL << (8 * (s->end - s->off))) - 1;
+	}
+	barrier_var(at);
+	if (at > QUERY_TEXT_MAX - 8) { /* not in the capture: walk */
+		s->found = 1;
 		return 1;
+	}
+	__builtin_memcpy(&v, &s->t->buf[at], sizeof(v));
+	x = (v ^ (';' * ONES)) | ~keep;
+	if ((x - ONES) & ~x & HIGHS) { /* a zero byte: a semicolon */
+		s->found = 1;
+		return 1;
+	}
 	s->off += 8;
 	return 0;
 }
 
-static long semi_step(__u32 i, void *ctx)
+static long semi_word(__u32 i, void *ctx)
 {
-	struct semi_scan *s = ctx;
-	char c;
-
-	if (s->off >= s->end)
-		return 1;
-	c = s->t->buf[s->off++ & TEXT_MASK];
-	if (c == ';')
-		s->semicolon = 1;
-	else if (s->semicolon && c && c != ' ' && c != '\n' && c != '\t' && c != '\r')
-		s->more = 1;
-	return s->more ? 1 : 0;
+	return semi_word_inline(ctx);
 }
 
-/* Words and bytes of a text scanned in line before bpf_loop takes over:
- * most queries are short, and a callback per step costs more than the
- * step. */
-#define SEMI_INLINE_WORDS 16
-#define SEMI_INLINE_BYTES 16
+static __always_inline int text_trailer(char c)
+{
+	return c == ';' || !c || c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
 
-/* Does the simple Query text at [off, end) of t hold a second statement? */
+/* Words of a text looked at in line before bpf_loop takes over, and
+ * bytes of its trailing run taken off: most queries are short, and a
+ * callback per step costs more than the step. */
+#define SEMI_INLINE_WORDS 16
+#define SEMI_TRAILER 16
+
 static __always_inline int query_has_more(struct capture *t, __u32 off, __u32 end)
 {
-	/* aligned: the header's bytes before the text are no semicolon's */
-	struct semi_scan scan = { .t = t, .off = off & ~7, .end = end };
+	struct semi_scan scan = { .t = t, .start = off, .off = off };
 	int i;
 
+	for (i = 0; i < SEMI_TRAILER && end > off && text_trailer(t->buf[(end - 1) & TEXT_MASK]); i++)
+		end--;
+	if (i == SEMI_TRAILER) /* a long run: its replies tell */
+		return 1;
+	scan.end = end;
 	for (i = 0; i < SEMI_INLINE_WORDS; i++)
-		if (semi_word(i, &scan))
-			break;
-	if (i == SEMI_INLINE_WORDS)
-		bpf_loop(QUERY_TEXT_MAX / 8, semi_word, &scan, 0);
-	if (scan.off < off)
-		scan.off = off;
-	for (i = 0; i < SEMI_INLINE_BYTES; i++)
-		if (semi_step(i, &scan))
-			return scan.more;
-	bpf_loop(QUERY_TEXT_MAX, semi_step, &scan, 0);
-	return scan.more;
+		if (semi_word_inline(&scan))
+			return scan.found;
+	bpf_loop(QUERY_TEXT_MAX / 8, semi_word, &scan, 0);
+	return scan.found;
 }
 
 /*
