@@ -15,8 +15,9 @@ import (
 // (its records are submitted without a wakeup), so the caller calls this
 // on a timer. The wait is a timer's, not the ring buffer's epoll: a
 // goroutine blocked in a system call for more than 10 ms has the Go
-// runtime's sysmon take its P away and then check again every 20 µs (an
-// idle serve's CPU was mostly those wakeups: 4 ms a second here).
+// runtime's sysmon take its P away and then check again every 20 µs
+// (serve beside 40,000 queries a second: 8.3 ms of CPU a second with
+// those wakeups, 6.1 without).
 func (t *Tracer) ReadQueries(deadline time.Time, fn func(e *QueryEvent, text []byte)) error {
 	time.Sleep(time.Until(deadline))
 	t.events.SetDeadline(time.Now()) // what is there, without waiting

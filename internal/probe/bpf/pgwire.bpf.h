@@ -407,7 +407,8 @@ struct {
  * ReadyForQuery (ReportChangedGUCOptions). So none was sent if the message
  * ending at z is one without a body (PortalSuspended, BindComplete...) or
  * a CommandComplete: 'C', its length (below 256), its tag and the tag's
- * NUL at z - 1, the first zero byte before the tag the length's third.
+ * NUL at z - 1, found from that NUL back (the first zero byte before the
+ * tag is the third of the length's four).
  * A ParameterStatus there ends in two strings ("name\0value\0"), which
  * neither can be taken for. 0 when not sure (an error, a notice, a tag
  * longer than the tail): the caller reads what may have changed.
