@@ -762,6 +762,7 @@ const (
 	dbiolatVarEmitMinQueryNs        = "emit_min_query_ns"
 	dbiolatVarEmitSample            = "emit_sample"
 	dbiolatVarMysqlFence            = "mysql_fence"
+	dbiolatVarMysqlKept             = "mysql_kept"
 	dbiolatVarPooledSeen            = "pooled_seen"
 	dbiolatVarProcsForked           = "procs_forked"
 	dbiolatVarResyncNs              = "resync_ns"
@@ -946,6 +947,7 @@ type dbiolatVariableSpecs struct {
 	EmitMinQueryNs    *ebpf.VariableSpec `ebpf:"emit_min_query_ns"`
 	EmitSample        *ebpf.VariableSpec `ebpf:"emit_sample"`
 	MysqlFence        *ebpf.VariableSpec `ebpf:"mysql_fence"`
+	MysqlKept         *ebpf.VariableSpec `ebpf:"mysql_kept"`
 	PooledSeen        *ebpf.VariableSpec `ebpf:"pooled_seen"`
 	ProcsForked       *ebpf.VariableSpec `ebpf:"procs_forked"`
 	ResyncNs          *ebpf.VariableSpec `ebpf:"resync_ns"`
@@ -1067,6 +1069,7 @@ type dbiolatVariables struct {
 	EmitMinQueryNs    *ebpf.Variable `ebpf:"emit_min_query_ns"`
 	EmitSample        *ebpf.Variable `ebpf:"emit_sample"`
 	MysqlFence        *ebpf.Variable `ebpf:"mysql_fence"`
+	MysqlKept         *ebpf.Variable `ebpf:"mysql_kept"`
 	PooledSeen        *ebpf.Variable `ebpf:"pooled_seen"`
 	ProcsForked       *ebpf.Variable `ebpf:"procs_forked"`
 	ResyncNs          *ebpf.Variable `ebpf:"resync_ns"`
