@@ -220,6 +220,9 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 	} else { // USDT's: a simple Query's text
 		only = len(sqlnorm.Statements(string(text))) == 1
 	}
+	if x, gone := s.exited[e.Tgid]; gone && e.StartNs > x.endNs { // its pid taken again: another process
+		s.forget(e.Tgid)
+	}
 	who := s.describe(e.Tgid)
 	if who.role == model.Role(postgres.Postmaster) || who.role == model.RoleUnknown {
 		// Gone before /proc could be read: the record carries the title.

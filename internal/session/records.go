@@ -97,6 +97,9 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 			return err
 		}
 		for pid, server := range pids {
+			if _, gone := s.exited[pid]; gone { // its pid taken again: another process
+				s.forget(pid)
+			}
 			s.owners[pid] = server
 			s.describe(pid)
 		}
@@ -111,7 +114,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	}
 	now := time.Now()
 	err := s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
-		s.exited[r.Pid] = now
+		s.exited[r.Pid] = exit{seen: now, endNs: r.EndNs}
 		s.owners[r.Pid] = int(r.Instance) // a short connection's, gone before Poll saw it
 		s.unfolded = append(s.unfolded, r.Pid)
 		if onProcess != nil {
@@ -127,17 +130,25 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	}
 	// Forget exited processes a while after their exit (a late record
 	// still finds its role), so that connection churn does not grow the cache.
-	for pid, at := range s.exited {
-		if now.Sub(at) > forgetAfter {
-			delete(s.procs, pid)
-			delete(s.owners, pid)
-			delete(s.exited, pid)
-			delete(s.statements, pid)
-			delete(s.pipelines, pid)
-			delete(s.suspended, pid)
+	for pid, x := range s.exited {
+		if now.Sub(x.seen) > forgetAfter {
+			s.forget(pid)
 		}
 	}
 	return err
+}
+
+// forget drops what is kept of an exited process: after forgetAfter, or
+// when its pid is another process's (a pid_max of 32768 goes round in
+// minutes on a busy server); the last second of its I/O counters not
+// folded yet then goes as the new process's.
+func (s *Session) forget(pid uint32) {
+	delete(s.procs, pid)
+	delete(s.owners, pid)
+	delete(s.exited, pid)
+	delete(s.statements, pid)
+	delete(s.pipelines, pid)
+	delete(s.suspended, pid)
 }
 
 func (s *Session) process(r *probe.ProcRun) *model.Process {

@@ -66,8 +66,8 @@ type Session struct {
 	refused  map[int]bool    // servers found but not traceable with the families chosen (warned once)
 	warned   map[string]bool // warnOnce's keys: what was said already
 
-	exited       map[uint32]time.Time // pid -> when its exit was seen
-	prevTotals   totals               // for Interval
+	exited       map[uint32]exit // pid -> its exit, as seen
+	prevTotals   totals          // for Interval
 	prevQueries  uint64
 	records      uint64 // query records read from the kernel
 	prevRecords  uint64
@@ -219,7 +219,7 @@ func open(cfg Config, attached, dormant probe.Families) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, tracer: t, procs: map[uint32]proc{}, statements: statements{}, pipelines: pipelines{}, suspended: suspended{},
-		exited: map[uint32]time.Time{}, servers: map[int]*traced{}, untraced: &traced{server: &pgServer{}}, refused: map[int]bool{},
+		exited: map[uint32]exit{}, servers: map[int]*traced{}, untraced: &traced{server: &pgServer{}}, refused: map[int]bool{},
 		warned: map[string]bool{},
 		owners: map[uint32]int{}, poolers: map[int]followedPooler{}, start: time.Now(), wallOff: wallOffset()}
 	for _, b := range model.Boxes {
@@ -271,6 +271,13 @@ func (s *Session) warnOnce(key, msg string) {
 // forgetAfter is how long the role of an exited process is kept: longer
 // than any reporting interval reads it.
 const forgetAfter = time.Minute
+
+// exit is a process's exit: when Go read it, and its time on the kernel's
+// clock (a record of a query begun later is another process's).
+type exit struct {
+	seen  time.Time
+	endNs uint64
+}
 
 // Server names the first server traced and its data directory: what a
 // recording says it traced.
