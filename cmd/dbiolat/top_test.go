@@ -333,21 +333,25 @@ func TestTopCountsAsPgStatStatements(t *testing.T) {
 	tr := startTrace(t, "top", "--json", "--interval", "1s", "--pid", fmt.Sprint(c.PostmasterPID()))
 	before, _ := statementCalls(t, c)
 	psql(t, c, "CREATE TABLE drv_libpq (id int, v text)") // counted by both
-	done := make(chan error, 2)
+	done := make(chan error, 3)
 	for _, args := range [][]string{
 		{"-n", "-c", "1", "-M", "simple", "-t", "300"},
 		{"-n", "-S", "-c", "2", "-M", "extended", "-t", "3000"},
 	} {
 		go func() { _, err := c.Pgbench(ctx, "postgres", args...); done <- err }()
 	}
+	// A backend that lives through several intervals while its queries
+	// end: the backends' rows hold query time however fast pgbench's
+	// short-lived ones run.
+	go func() { _, err := c.Psql(ctx, "postgres", strings.Repeat("SELECT pg_sleep(0.1);\n", 30)); done <- err }()
 	for _, dc := range cases {
 		runDriver(t, c, dc, python, jars, port, func(ctx context.Context) *exec.Cmd {
 			return c.PgbenchCmd(ctx, "postgres", "-n", "-M", "extended", "-f", script, "-t", "30")
 		})
 	}
-	for range 2 {
+	for range 3 {
 		if err := <-done; err != nil {
-			t.Fatalf("pgbench: %v", err)
+			t.Fatal(err)
 		}
 	}
 	// An identity's counts wait for the record that names it (read with
