@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ import (
 	"github.com/dbiolat/dbiolat/internal/mysql"
 	"github.com/dbiolat/dbiolat/internal/sidroot"
 	"github.com/dbiolat/dbiolat/internal/testenv"
+	"github.com/dbiolat/dbiolat/internal/top"
 )
 
 // MySQL and MariaDB: the same records from MySQL's protocol, checked
@@ -668,6 +670,89 @@ func TestMySQLErrorMidResult(t *testing.T) {
 	qs, _, sum := tr.stop(t)
 	checkRepliesEnded(t, sum)
 	only(t, qs, "SELECT id, pad, (SELECT k FROM dup WHERE dup.k = big.id) FROM big ORDER BY id", 1)
+}
+
+// With statements counted in the kernel (serve, top), the reply to a
+// statement whose last reply was a result set has its end looked for at
+// its first send's tail alone, without walking the column definitions
+// (mysql_sent). Replies that defeat that: the same statement's rows grown
+// past one send (1 MB: walked after all), and an error mid-result after
+// the same statement succeeded. Each reply ends where it is sent
+// (mysql_reply_unseen stays 0), and top counts every statement.
+func TestMySQLKnownResultsEnded(t *testing.T) {
+	sideBySide(t)
+	s := startMariaDB(t, nil)
+	checkKnownResultsEnded(t, s.PID(), func(ctx context.Context, args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, "mariadb", append(s.ClientArgs(), args...)...)
+	})
+}
+
+// checkKnownResultsEnded: TestMySQLKnownResultsEnded's check, on the
+// server of pid, its client run with args by client.
+func checkKnownResultsEnded(t *testing.T, pid int, client func(ctx context.Context, args ...string) *exec.Cmd) {
+	ctx := mysqlContext(t)
+	run := func(script string, args ...string) string {
+		t.Helper()
+		cmd := client(ctx, args...)
+		cmd.Stdin = strings.NewReader(script)
+		out, err := cmd.CombinedOutput() // --force: the client goes on past errors, and exits 0
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return string(out)
+	}
+	digits := "(0), (1), (2), (3), (4), (5), (6), (7), (8), (9)"
+	run(`CREATE DATABASE e; CREATE TABLE e.d (n INT); INSERT INTO e.d VALUES ` + digits + `;
+		CREATE TABLE e.big (id INT PRIMARY KEY, pad CHAR(200));
+		INSERT INTO e.big SELECT a.n + 10*b.n + 100*c.n + 1000*d.n + 1, REPEAT('x', 200)
+			FROM e.d a, e.d b, e.d c, e.d d WHERE a.n + 10*b.n + 100*c.n + 1000*d.n < 5000;
+		CREATE TABLE e.dup (k INT); INSERT INTO e.dup VALUES (4000), (4000);`)
+	tr := startTrace(t, "top", "--json", "--interval", "1s", "--pid", fmt.Sprint(pid))
+	const (
+		rows   = "SELECT id, pad FROM big WHERE id <= %d;\n"
+		failer = "SELECT id, pad, (SELECT k FROM dup WHERE dup.k = big.id) FROM big WHERE id <= %d;\n"
+	)
+	var script strings.Builder
+	for _, n := range []int{3, 3, 3, 5000, 3, 5000, 3} {
+		fmt.Fprintf(&script, rows, n)
+	}
+	for _, n := range []int{3, 3, 5000} { // the last fails at id 4000 (ERROR 1242)
+		fmt.Fprintf(&script, failer, n)
+	}
+	if out := run(script.String(), "--quick", "--force", "-D", "e"); !strings.Contains(out, "ERROR 1242") {
+		t.Fatalf("the last statement did not fail: %s", out[max(0, len(out)-300):])
+	}
+	time.Sleep(1500 * time.Millisecond) // the interval that holds the last of them
+	tr.cmd.Process.Signal(syscall.SIGINT)
+	if err := tr.cmd.Wait(); err != nil {
+		t.Fatalf("dbiolat top exited with %v: %s", err, tr.stderr.String())
+	}
+	calls := map[string]uint64{}
+	var last top.Frame
+	for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+		var f top.Frame
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		if f.Type != "top" { // the summary at the end: the same calls again
+			continue
+		}
+		last = f
+		for _, r := range f.Fingerprints {
+			calls[r.Query] += r.Calls
+		}
+	}
+	for query, want := range map[string]uint64{
+		"SELECT id, pad FROM big WHERE id <= ?":                                           7,
+		"SELECT id, pad, (SELECT k FROM dup WHERE dup.k = big.id) FROM big WHERE id <= ?": 3,
+	} {
+		if calls[query] != want {
+			t.Errorf("%q: top counted %d, the client ran %d: %v", query, calls[query], want, calls)
+		}
+	}
+	if n := last.Drops["mysql_reply_unseen"]; n != 0 {
+		t.Errorf("%d replies' ends were not recognized", n)
+	}
 }
 
 // A COM_QUERY of several statements (CLIENT_MULTI_STATEMENTS: the client

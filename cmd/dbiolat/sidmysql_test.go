@@ -246,6 +246,20 @@ func TestSidMySQLStatementsOnce(t *testing.T) {
 	}
 }
 
+// TestMySQLKnownResultsEnded's check on MySQL 9.7 (its client asks for
+// CLIENT_DEPRECATE_EOF, an OK in place of each EOF, and for
+// CLIENT_QUERY_ATTRIBUTES, two bytes before each text: counted by the
+// text after them) and MariaDB 11.8 in a container.
+func TestSidMySQLKnownResultsEnded(t *testing.T) {
+	sideBySide(t)
+	for _, server := range sidMySQLs {
+		t.Run(server.name, func(t *testing.T) {
+			m, _ := startSidMySQL(t, server.root, sidroot.Container, server.settings...)
+			checkKnownResultsEnded(t, m.PID(), m.Client)
+		})
+	}
+}
+
 // A row lock and a metadata lock another session holds, on MySQL 9.7 and
 // MariaDB 11.8 in a container: each blocked statement's wait is in its
 // lock box, named as the server names it (thd_wait_begin's type, which

@@ -177,27 +177,30 @@ type dbiolatIoAcct struct {
 }
 
 type dbiolatMysqlConn struct {
-	_        structs.HostLayout
-	Conn     uint64
-	Carry    uint32
-	Left     uint32
-	ReplyId  uint32
-	Owner    uint32
-	InLen    uint32
-	CmdLeft  uint32
-	Results  uint32
-	State    uint8
-	Cmd      uint8
-	Part     uint8
-	Flags    uint8
-	Have     uint8
-	InSeq    uint8
-	InHeader uint8
-	StmtKind uint8
-	_        [4]byte
-	SyncedNs uint64
-	Stmt     uint64
-	Head     [32]uint8
+	_            structs.HostLayout
+	Conn         uint64
+	Carry        uint32
+	Left         uint32
+	ReplyId      uint32
+	Owner        uint32
+	InLen        uint32
+	CmdLeft      uint32
+	Results      uint32
+	State        uint8
+	Cmd          uint8
+	Part         uint8
+	Flags        uint8
+	Have         uint8
+	InSeq        uint8
+	InHeader     uint8
+	StmtKind     uint8
+	_            [4]byte
+	SyncedNs     uint64
+	Stmt         uint64
+	KnownResults [8]uint64
+	KnownNext    uint8
+	Head         [32]uint8
+	_            [7]byte
 }
 
 type dbiolatMysqlParked struct {

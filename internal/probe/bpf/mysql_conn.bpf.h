@@ -14,6 +14,7 @@
 
 #define MYSQL_HEAD 32       /* a packet's header and the first payload bytes its kind needs (a power of 2) */
 #define MYSQL_MAX_HOPS 1024 /* packets walked per send, before a result's rows */
+#define MYSQL_KNOWN_RESULTS 8 /* statements per connection known to reply with a result set (a power of 2) */
 #define MYSQL_MAX_PACKET 0xffffff
 
 /* Commands (the first payload byte of a client's packet with sequence 0). */
@@ -35,6 +36,7 @@
 
 #define CLIENT_SSL (1U << 11)
 #define CLIENT_DEPRECATE_EOF (1U << 24)
+#define CLIENT_QUERY_ATTRIBUTES (1U << 27) /* MySQL 8.0.23 on */
 #define SERVER_MORE_RESULTS_EXIST 0x0008
 #define SERVER_STATUS_CURSOR_EXISTS 0x0040
 
@@ -62,6 +64,7 @@ enum mysql_part {
 enum mysql_flag {
 	MYSQL_NO_EOF = 1,  /* CLIENT_DEPRECATE_EOF: no EOF after column definitions */
 	MYSQL_TLS_NEW = 2, /* a socket whose SSLRequest was seen: its handshake response comes through SSL_read */
+	MYSQL_QUERY_ATTRS = 4, /* CLIENT_QUERY_ATTRIBUTES: a COM_QUERY's parameters come before its text */
 };
 
 struct mysql_conn {
@@ -83,6 +86,8 @@ struct mysql_conn {
 	__u8 stmt_kind;  /* count_statements: the command's statement identity (enum stmt_kind, 0: none)... */
 	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
 	__u64 stmt;      /* ...and its hash */
+	__u64 known_results[MYSQL_KNOWN_RESULTS]; /* statements whose last reply here was a result set (mysql_sent), 0: none */
+	__u8 known_next; /* the slot of known_results to take next */
 	__u8 head[MYSQL_HEAD];
 };
 

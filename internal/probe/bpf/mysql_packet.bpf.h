@@ -21,6 +21,7 @@ static __always_inline void mysql_sent(struct task_struct *task, struct task_loc
 	struct mysql_walk w = { .buf = buf, .n = n };
 	__u8 hello[64] = {};
 	__u32 i;
+	int fresh;
 
 	if (c->state == MYSQL_UNSEEN) {
 		/* A new connection's greeting: protocol 10, the server's version
@@ -40,14 +41,23 @@ static __always_inline void mysql_sent(struct task_struct *task, struct task_loc
 	if (c->state != MYSQL_BUSY)
 		return;
 	w.c = *c;
+	fresh = c->part == PART_FIRST && !(c->carry | c->have | c->results); /* the reply's first send */
 	if (c->part == PART_ROWS) { /* rows since an earlier send: past the packet it ended in */
 		w.off = c->carry < n ? c->carry : n;
 		w.c.carry -= w.off;
+	} else if (fresh && mysql_known_result(c) && (w.c.part = PART_ROWS, mysql_rows_end(&w.c, (__u64)buf, 0, n))) {
+		/* A statement whose last reply was a result set, whole in this
+		 * send: its end is at the send's tail, and the column count and
+		 * definitions before its rows need no walk. */
+		w.ended = 1;
 	} else {
+		w.c = *c;
 		bpf_loop(MYSQL_MAX_HOPS, mysql_hop, &w, 0);
+		if (fresh)
+			mysql_learn_result(&w.c, c->stmt, w.c.part == PART_ROWS);
 	}
 	if (!w.ended && w.c.part == PART_ROWS)
-		w.ended = mysql_rows_end(&w.c, buf, w.off, n);
+		w.ended = mysql_rows_end(&w.c, (__u64)buf, w.off, n);
 	*c = w.c;
 	if (w.ended) {
 		c->carry = c->have = 0;
@@ -68,7 +78,16 @@ static __always_inline void mysql_identity(struct mysql_conn *c, struct capture 
 	if (!count_statements)
 		return;
 	if (c->cmd == COM_QUERY) {
-		k.queryid = stmt_text(t, 1, t->len, 0);
+		__u32 text_at = 1;
+
+		/* MySQL's query attributes before the text: none is a count of
+		 * 0 and one parameter set; past any, Go reads the text (no identity). */
+		if (c->flags & MYSQL_QUERY_ATTRS) {
+			if (t->len < 3 || t->buf[1] || t->buf[2] != 1)
+				return;
+			text_at = 3;
+		}
+		k.queryid = stmt_text(t, text_at, t->len, 0);
 		k.kind = STMT_TEXT;
 	} else if (c->cmd == COM_STMT_EXECUTE && t->len >= 5 && c->conn) { /* a connection older than the trace: Go counts */
 		stmt_prepared(&k, c->conn, le32((__u8 *)t->buf + 1));
@@ -143,6 +162,8 @@ static __always_inline void mysql_handshake(struct task_struct *task, struct tas
 	}
 	if (caps & CLIENT_DEPRECATE_EOF)
 		c->flags |= MYSQL_NO_EOF;
+	if (caps & CLIENT_QUERY_ATTRIBUTES)
+		c->flags |= MYSQL_QUERY_ATTRS;
 	t = bpf_task_storage_get(&captures, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	m = text_bound(n < len ? n : len);
 	if (m > TEXT_MASK - 1)

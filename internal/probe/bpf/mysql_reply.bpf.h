@@ -8,7 +8,10 @@
  * definitions, an EOF (unless the client asked for none:
  * CLIENT_DEPRECATE_EOF). A result's rows are not walked: their end is the
  * EOF or OK at a send's tail (mysql_rows_end), or an ERR there, found by a
- * scan of the tail (mysql_rows_err).
+ * scan of the tail (mysql_rows_err). With statements counted (serve, top),
+ * a reply to a statement whose last reply was a result set is not walked
+ * at all when its first send's tail ends it (mysql_sent): most of an OLTP
+ * server's replies, each a few user reads the cheaper.
  */
 #ifndef MYSQL_REPLY_BPF_H
 #define MYSQL_REPLY_BPF_H
@@ -164,6 +167,38 @@ static long mysql_hop(__u64 i, void *ctx)
 	return c->part == PART_ROWS; /* rows: their end is found at a send's tail (mysql_rows_end) */
 }
 
+/* Did the last reply to the command's statement here (serve, top: its
+ * identity known) have a result set? */
+static __always_inline int mysql_known_result(const struct mysql_conn *c)
+{
+	int i;
+
+	if (!c->stmt_kind || !c->stmt)
+		return 0;
+	for (i = 0; i < MYSQL_KNOWN_RESULTS; i++)
+		if (c->known_results[i] == c->stmt)
+			return 1;
+	return 0;
+}
+
+/* The first send of a reply to statement stmt was walked: rows, it
+ * began a result set. */
+static __always_inline void mysql_learn_result(struct mysql_conn *c, __u64 stmt, int rows)
+{
+	int i;
+
+	if (!c->stmt_kind || !stmt)
+		return;
+	for (i = 0; i < MYSQL_KNOWN_RESULTS; i++)
+		if (c->known_results[i] == stmt) {
+			if (!rows)
+				c->known_results[i] = 0;
+			return;
+		}
+	if (rows)
+		c->known_results[c->known_next++ & (MYSQL_KNOWN_RESULTS - 1)] = stmt;
+}
+
 /* Where a reply to cmd starts. */
 static __always_inline __u8 first_part(__u8 cmd)
 {
@@ -242,15 +277,16 @@ static __always_inline int mysql_rows_err(struct mysql_conn *c, void *buf, __u32
  * from 7 on. An error in place of the rest of the rows (a statement
  * killed, or failing at a row) is an ERR packet at the tail (mysql_rows_err).
  * 1 when the reply ended; with "more results exist" the next result
- * follows.
+ * follows. (A function of its own: verified once for its two callers.)
  */
-static __always_inline int mysql_rows_end(struct mysql_conn *c, void *buf, __u32 from, __u32 n)
+__noinline int mysql_rows_end(struct mysql_conn *c, __u64 ubuf, __u32 from, __u32 n)
 {
 	__u8 tail[2 * MYSQL_HEAD] = {};
 	__u32 m = n - from, len, at;
+	void *buf = (void *)ubuf;
 	const __u8 *p;
 
-	if (from >= n)
+	if (!c || from >= n)
 		return 0;
 	if (m > MYSQL_HEAD)
 		m = MYSQL_HEAD;
