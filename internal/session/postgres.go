@@ -184,6 +184,9 @@ func (p *pgServer) procInfo(s *Session) probe.ProcInfo {
 // query reads a record's statements out of the round trip's messages
 // (or, from USDT, its text) and its backend's role, database and client.
 func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte) *model.Query {
+	if x, gone := s.exited[e.Tgid]; gone && e.StartNs > x.endNs { // its pid taken again: another process
+		s.forget(e.Tgid)
+	}
 	truncated := e.TextTruncated != 0
 	only := false // the record's statement is the only one of its round trip
 	if e.TextKind == uint8(probe.TextPGWire) || e.TextKind == uint8(probe.TextPGWirePart) {
@@ -219,9 +222,6 @@ func (p *pgServer) query(s *Session, t *traced, e *probe.QueryEvent, text []byte
 		only = !part && !cut && e.PortalsEnded == 0 && e.FirstStatement == 0 && pl.first == 0 && len(pl.texts) == 1
 	} else { // USDT's: a simple Query's text
 		only = len(sqlnorm.Statements(string(text))) == 1
-	}
-	if x, gone := s.exited[e.Tgid]; gone && e.StartNs > x.endNs { // its pid taken again: another process
-		s.forget(e.Tgid)
 	}
 	who := s.describe(e.Tgid)
 	if who.role == model.Role(postgres.Postmaster) || who.role == model.RoleUnknown {
