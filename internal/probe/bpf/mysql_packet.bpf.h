@@ -18,10 +18,8 @@
 static __always_inline void mysql_sent(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
 				    __u64 sk, void *buf, __u32 n)
 {
-	struct mysql_walk w = { .buf = buf, .n = n };
 	__u8 hello[64] = {};
 	__u32 i;
-	int fresh;
 
 	if (c->state == MYSQL_UNSEEN) {
 		/* A new connection's greeting: protocol 10, the server's version
@@ -38,31 +36,8 @@ static __always_inline void mysql_sent(struct task_struct *task, struct task_loc
 			}
 		return;
 	}
-	if (c->state != MYSQL_BUSY)
-		return;
-	w.c = *c;
-	fresh = c->part == PART_FIRST && !(c->carry | c->have | c->results); /* the reply's first send */
-	if (c->part == PART_ROWS) { /* rows since an earlier send: past the packet it ended in */
-		w.off = c->carry < n ? c->carry : n;
-		w.c.carry -= w.off;
-	} else if (fresh && mysql_known_result(c) && (w.c.part = PART_ROWS, mysql_rows_end(&w.c, (__u64)buf, 0, n))) {
-		/* A statement whose last reply was a result set, whole in this
-		 * send: its end is at the send's tail, and the column count and
-		 * definitions before its rows need no walk. */
-		w.ended = 1;
-	} else {
-		w.c = *c;
-		bpf_loop(MYSQL_MAX_HOPS, mysql_hop, &w, 0);
-		if (fresh)
-			mysql_learn_result(&w.c, c->stmt, w.c.part == PART_ROWS);
-	}
-	if (!w.ended && w.c.part == PART_ROWS)
-		w.ended = mysql_rows_end(&w.c, (__u64)buf, w.off, n);
-	*c = w.c;
-	if (w.ended) {
-		c->carry = c->have = 0;
+	if (c->state == MYSQL_BUSY && mysql_reply_sent(c, (__u64)buf, n))
 		mysql_end(task, tl, c, sk, 0);
-	}
 }
 
 /*

@@ -277,7 +277,7 @@ static __always_inline int mysql_rows_err(struct mysql_conn *c, void *buf, __u32
  * from 7 on. An error in place of the rest of the rows (a statement
  * killed, or failing at a row) is an ERR packet at the tail (mysql_rows_err).
  * 1 when the reply ended; with "more results exist" the next result
- * follows. (A function of its own: verified once for its two callers.)
+ * follows.
  */
 __noinline int mysql_rows_end(struct mysql_conn *c, __u64 ubuf, __u32 from, __u32 n)
 {
@@ -310,6 +310,43 @@ __noinline int mysql_rows_end(struct mysql_conn *c, __u64 ubuf, __u32 from, __u3
 		return 1;
 	}
 	return mysql_rows_err(c, buf, from, n);
+}
+
+/*
+ * The server sent n bytes of a reply on connection c from buf: c's state
+ * follows them; 1 when the reply ended in them. A global function: the
+ * verifier checks its paths once, not once for each path of its caller
+ * that follows the reply's end.
+ */
+__noinline int mysql_reply_sent(struct mysql_conn *c, __u64 buf, __u32 n)
+{
+	struct mysql_walk w = { .buf = (void *)buf, .n = n };
+	int fresh;
+
+	if (!c)
+		return 0;
+	w.c = *c;
+	fresh = c->part == PART_FIRST && !(c->carry | c->have | c->results); /* the reply's first send */
+	if (c->part == PART_ROWS) { /* rows since an earlier send: past the packet it ended in */
+		w.off = c->carry < n ? c->carry : n;
+		w.c.carry -= w.off;
+	} else if (fresh && mysql_known_result(c) && (w.c.part = PART_ROWS, mysql_rows_end(&w.c, buf, 0, n))) {
+		/* A statement whose last reply was a result set, whole in this
+		 * send: its end is at the send's tail, and the column count and
+		 * definitions before its rows need no walk. */
+		w.ended = 1;
+	} else {
+		w.c = *c;
+		bpf_loop(MYSQL_MAX_HOPS, mysql_hop, &w, 0);
+		if (fresh)
+			mysql_learn_result(&w.c, c->stmt, w.c.part == PART_ROWS);
+	}
+	if (!w.ended && w.c.part == PART_ROWS)
+		w.ended = mysql_rows_end(&w.c, buf, w.off, n);
+	*c = w.c;
+	if (w.ended)
+		c->carry = c->have = 0;
+	return w.ended;
 }
 
 #endif /* MYSQL_REPLY_BPF_H */
