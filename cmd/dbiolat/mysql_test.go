@@ -675,7 +675,7 @@ func TestMySQLErrorMidResult(t *testing.T) {
 // With statements counted in the kernel (serve, top), the reply to a
 // statement whose last reply was a result set has its end looked for at
 // its first send's tail alone, without walking the column definitions
-// (mysql_sent). Replies that defeat that: the same statement's rows grown
+// (mysql_reply_sent). Replies that defeat that: the same statement's rows grown
 // past one send (1 MB: walked after all), and an error mid-result after
 // the same statement succeeded. Each reply ends where it is sent
 // (mysql_reply_unseen stays 0), and top counts every statement.

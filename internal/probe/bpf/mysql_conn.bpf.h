@@ -86,7 +86,7 @@ struct mysql_conn {
 	__u8 stmt_kind;  /* count_statements: the command's statement identity (enum stmt_kind, 0: none)... */
 	__u64 synced_ns; /* the resync_ns its state follows: another, and it resyncs */
 	__u64 stmt;      /* ...and its hash */
-	__u64 known_results[MYSQL_KNOWN_RESULTS]; /* statements whose last reply here was a result set (mysql_sent), 0: none */
+	__u64 known_results[MYSQL_KNOWN_RESULTS]; /* statements whose last reply here was a result set (mysql_reply_sent), 0: none */
 	__u8 known_next; /* the slot of known_results to take next */
 	__u8 head[MYSQL_HEAD];
 };

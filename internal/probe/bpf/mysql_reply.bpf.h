@@ -10,8 +10,8 @@
  * EOF or OK at a send's tail (mysql_rows_end), or an ERR there, found by a
  * scan of the tail (mysql_rows_err). With statements counted (serve, top),
  * a reply to a statement whose last reply was a result set is not walked
- * at all when its first send's tail ends it (mysql_sent): most of an OLTP
- * server's replies, each a few user reads the cheaper.
+ * at all when its first send's tail ends it (mysql_reply_sent): most of an
+ * OLTP server's replies, each a few user reads the cheaper.
  */
 #ifndef MYSQL_REPLY_BPF_H
 #define MYSQL_REPLY_BPF_H
