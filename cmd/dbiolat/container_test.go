@@ -341,8 +341,12 @@ func startMyPod(t *testing.T, name, uid, id string) *myPod {
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(time.Minute):
-			syscall.Kill(p.init, syscall.SIGKILL)
+		case <-time.After(time.Minute): // every process of the pod's cgroup, whatever the test knew of them
+			procs, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+			for _, f := range strings.Fields(string(procs)) {
+				pid, _ := strconv.Atoi(f)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 			<-done
 		}
 		if t.Failed() {
@@ -350,6 +354,10 @@ func startMyPod(t *testing.T, name, uid, id string) *myPod {
 		}
 	})
 	waitFor(t, "the pod's init to start", func() bool {
+		// Before its exec of unshare, the shell's children are its own commands.
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); filepath.Base(exe) != "unshare" {
+			return false
+		}
 		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
 		p.init, _ = strconv.Atoi(strings.TrimSpace(string(children)))
 		return p.init != 0
