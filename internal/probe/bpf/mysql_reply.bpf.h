@@ -330,16 +330,21 @@ __noinline int mysql_reply_sent(struct mysql_conn *c, __u64 buf, __u32 n)
 	if (c->part == PART_ROWS) { /* rows since an earlier send: past the packet it ended in */
 		w.off = c->carry < n ? c->carry : n;
 		w.c.carry -= w.off;
-	} else if (fresh && mysql_known_result(c) && (w.c.part = PART_ROWS, mysql_rows_end(&w.c, buf, 0, n))) {
-		/* A statement whose last reply was a result set, whole in this
-		 * send: its end is at the send's tail, and the column count and
-		 * definitions before its rows need no walk. */
-		w.ended = 1;
 	} else {
-		w.c = *c;
-		bpf_loop(MYSQL_MAX_HOPS, mysql_hop, &w, 0);
-		if (fresh)
-			mysql_learn_result(&w.c, c->stmt, w.c.part == PART_ROWS);
+		if (fresh && mysql_known_result(c)) {
+			/* A statement whose last reply was a result set: if the
+			 * send's tail ends it, the column count and definitions
+			 * before its rows need no walk. */
+			w.c.part = PART_ROWS;
+			w.ended = mysql_rows_end(&w.c, buf, 0, n);
+			if (!w.ended) /* not there: walked after all */
+				w.c = *c;
+		}
+		if (!w.ended) {
+			bpf_loop(MYSQL_MAX_HOPS, mysql_hop, &w, 0);
+			if (fresh)
+				mysql_learn_result(&w.c, c->stmt, w.c.part == PART_ROWS);
+		}
 	}
 	if (!w.ended && w.c.part == PART_ROWS)
 		w.ended = mysql_rows_end(&w.c, buf, w.off, n);
