@@ -677,6 +677,7 @@ const (
 	dbiolatMapProcs                 = "procs"
 	dbiolatMapQueryScratch          = "query_scratch"
 	dbiolatMapReplyTails            = "reply_tails"
+	dbiolatMapSelftestCapture       = "selftest_capture"
 	dbiolatMapServerPorts           = "server_ports"
 	dbiolatMapStats                 = "stats"
 	dbiolatMapStmtOverflow          = "stmt_overflow"
@@ -757,6 +758,7 @@ const (
 	dbiolatProgProcFork             = "proc_fork"
 	dbiolatProgSchedSwitch          = "sched_switch"
 	dbiolatProgSelftestLog2Slot     = "selftest_log2_slot"
+	dbiolatProgSelftestStmtText     = "selftest_stmt_text"
 	dbiolatProgUsdtQueryDone        = "usdt_query_done"
 	dbiolatProgUsdtQueryStart       = "usdt_query_start"
 	dbiolatVarCountStatements       = "count_statements"
@@ -898,6 +900,7 @@ type dbiolatProgramSpecs struct {
 	ProcFork             *ebpf.ProgramSpec `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.ProgramSpec `ebpf:"sched_switch"`
 	SelftestLog2Slot     *ebpf.ProgramSpec `ebpf:"selftest_log2_slot"`
+	SelftestStmtText     *ebpf.ProgramSpec `ebpf:"selftest_stmt_text"`
 	UsdtQueryDone        *ebpf.ProgramSpec `ebpf:"usdt_query_done"`
 	UsdtQueryStart       *ebpf.ProgramSpec `ebpf:"usdt_query_start"`
 }
@@ -906,38 +909,39 @@ type dbiolatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dbiolatMapSpecs struct {
-	AioOwners     *ebpf.MapSpec `ebpf:"aio_owners"`
-	BlkTotals     *ebpf.MapSpec `ebpf:"blk_totals"`
-	Captures      *ebpf.MapSpec `ebpf:"captures"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	FusePending   *ebpf.MapSpec `ebpf:"fuse_pending"`
-	Hists         *ebpf.MapSpec `ebpf:"hists"`
-	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
-	MysqlConns    *ebpf.MapSpec `ebpf:"mysql_conns"`
-	MysqlParked   *ebpf.MapSpec `ebpf:"mysql_parked"`
-	MysqlParking  *ebpf.MapSpec `ebpf:"mysql_parking"`
-	MysqlReplies  *ebpf.MapSpec `ebpf:"mysql_replies"`
-	MysqlTail     *ebpf.MapSpec `ebpf:"mysql_tail"`
-	MysqlTlsConns *ebpf.MapSpec `ebpf:"mysql_tls_conns"`
-	PooledConns   *ebpf.MapSpec `ebpf:"pooled_conns"`
-	PooledTrips   *ebpf.MapSpec `ebpf:"pooled_trips"`
-	PoolerLast    *ebpf.MapSpec `ebpf:"pooler_last"`
-	PoolerReads   *ebpf.MapSpec `ebpf:"pooler_reads"`
-	ProcRuns      *ebpf.MapSpec `ebpf:"proc_runs"`
-	ProcTotals    *ebpf.MapSpec `ebpf:"proc_totals"`
-	Procs         *ebpf.MapSpec `ebpf:"procs"`
-	QueryScratch  *ebpf.MapSpec `ebpf:"query_scratch"`
-	ReplyTails    *ebpf.MapSpec `ebpf:"reply_tails"`
-	ServerPorts   *ebpf.MapSpec `ebpf:"server_ports"`
-	Stats         *ebpf.MapSpec `ebpf:"stats"`
-	StmtOverflow  *ebpf.MapSpec `ebpf:"stmt_overflow"`
-	Stmts         *ebpf.MapSpec `ebpf:"stmts"`
-	Tasks         *ebpf.MapSpec `ebpf:"tasks"`
-	Threads       *ebpf.MapSpec `ebpf:"threads"`
-	UnitHists     *ebpf.MapSpec `ebpf:"unit_hists"`
-	UringReqs     *ebpf.MapSpec `ebpf:"uring_reqs"`
-	UsdtSpecs     *ebpf.MapSpec `ebpf:"usdt_specs"`
-	WaitHists     *ebpf.MapSpec `ebpf:"wait_hists"`
+	AioOwners       *ebpf.MapSpec `ebpf:"aio_owners"`
+	BlkTotals       *ebpf.MapSpec `ebpf:"blk_totals"`
+	Captures        *ebpf.MapSpec `ebpf:"captures"`
+	Events          *ebpf.MapSpec `ebpf:"events"`
+	FusePending     *ebpf.MapSpec `ebpf:"fuse_pending"`
+	Hists           *ebpf.MapSpec `ebpf:"hists"`
+	Inflight        *ebpf.MapSpec `ebpf:"inflight"`
+	MysqlConns      *ebpf.MapSpec `ebpf:"mysql_conns"`
+	MysqlParked     *ebpf.MapSpec `ebpf:"mysql_parked"`
+	MysqlParking    *ebpf.MapSpec `ebpf:"mysql_parking"`
+	MysqlReplies    *ebpf.MapSpec `ebpf:"mysql_replies"`
+	MysqlTail       *ebpf.MapSpec `ebpf:"mysql_tail"`
+	MysqlTlsConns   *ebpf.MapSpec `ebpf:"mysql_tls_conns"`
+	PooledConns     *ebpf.MapSpec `ebpf:"pooled_conns"`
+	PooledTrips     *ebpf.MapSpec `ebpf:"pooled_trips"`
+	PoolerLast      *ebpf.MapSpec `ebpf:"pooler_last"`
+	PoolerReads     *ebpf.MapSpec `ebpf:"pooler_reads"`
+	ProcRuns        *ebpf.MapSpec `ebpf:"proc_runs"`
+	ProcTotals      *ebpf.MapSpec `ebpf:"proc_totals"`
+	Procs           *ebpf.MapSpec `ebpf:"procs"`
+	QueryScratch    *ebpf.MapSpec `ebpf:"query_scratch"`
+	ReplyTails      *ebpf.MapSpec `ebpf:"reply_tails"`
+	SelftestCapture *ebpf.MapSpec `ebpf:"selftest_capture"`
+	ServerPorts     *ebpf.MapSpec `ebpf:"server_ports"`
+	Stats           *ebpf.MapSpec `ebpf:"stats"`
+	StmtOverflow    *ebpf.MapSpec `ebpf:"stmt_overflow"`
+	Stmts           *ebpf.MapSpec `ebpf:"stmts"`
+	Tasks           *ebpf.MapSpec `ebpf:"tasks"`
+	Threads         *ebpf.MapSpec `ebpf:"threads"`
+	UnitHists       *ebpf.MapSpec `ebpf:"unit_hists"`
+	UringReqs       *ebpf.MapSpec `ebpf:"uring_reqs"`
+	UsdtSpecs       *ebpf.MapSpec `ebpf:"usdt_specs"`
+	WaitHists       *ebpf.MapSpec `ebpf:"wait_hists"`
 }
 
 // dbiolatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -991,38 +995,39 @@ func (o *dbiolatObjects) Close() error {
 //
 // It can be passed to loadDbiolatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dbiolatMaps struct {
-	AioOwners     *ebpf.Map `ebpf:"aio_owners"`
-	BlkTotals     *ebpf.Map `ebpf:"blk_totals"`
-	Captures      *ebpf.Map `ebpf:"captures"`
-	Events        *ebpf.Map `ebpf:"events"`
-	FusePending   *ebpf.Map `ebpf:"fuse_pending"`
-	Hists         *ebpf.Map `ebpf:"hists"`
-	Inflight      *ebpf.Map `ebpf:"inflight"`
-	MysqlConns    *ebpf.Map `ebpf:"mysql_conns"`
-	MysqlParked   *ebpf.Map `ebpf:"mysql_parked"`
-	MysqlParking  *ebpf.Map `ebpf:"mysql_parking"`
-	MysqlReplies  *ebpf.Map `ebpf:"mysql_replies"`
-	MysqlTail     *ebpf.Map `ebpf:"mysql_tail"`
-	MysqlTlsConns *ebpf.Map `ebpf:"mysql_tls_conns"`
-	PooledConns   *ebpf.Map `ebpf:"pooled_conns"`
-	PooledTrips   *ebpf.Map `ebpf:"pooled_trips"`
-	PoolerLast    *ebpf.Map `ebpf:"pooler_last"`
-	PoolerReads   *ebpf.Map `ebpf:"pooler_reads"`
-	ProcRuns      *ebpf.Map `ebpf:"proc_runs"`
-	ProcTotals    *ebpf.Map `ebpf:"proc_totals"`
-	Procs         *ebpf.Map `ebpf:"procs"`
-	QueryScratch  *ebpf.Map `ebpf:"query_scratch"`
-	ReplyTails    *ebpf.Map `ebpf:"reply_tails"`
-	ServerPorts   *ebpf.Map `ebpf:"server_ports"`
-	Stats         *ebpf.Map `ebpf:"stats"`
-	StmtOverflow  *ebpf.Map `ebpf:"stmt_overflow"`
-	Stmts         *ebpf.Map `ebpf:"stmts"`
-	Tasks         *ebpf.Map `ebpf:"tasks"`
-	Threads       *ebpf.Map `ebpf:"threads"`
-	UnitHists     *ebpf.Map `ebpf:"unit_hists"`
-	UringReqs     *ebpf.Map `ebpf:"uring_reqs"`
-	UsdtSpecs     *ebpf.Map `ebpf:"usdt_specs"`
-	WaitHists     *ebpf.Map `ebpf:"wait_hists"`
+	AioOwners       *ebpf.Map `ebpf:"aio_owners"`
+	BlkTotals       *ebpf.Map `ebpf:"blk_totals"`
+	Captures        *ebpf.Map `ebpf:"captures"`
+	Events          *ebpf.Map `ebpf:"events"`
+	FusePending     *ebpf.Map `ebpf:"fuse_pending"`
+	Hists           *ebpf.Map `ebpf:"hists"`
+	Inflight        *ebpf.Map `ebpf:"inflight"`
+	MysqlConns      *ebpf.Map `ebpf:"mysql_conns"`
+	MysqlParked     *ebpf.Map `ebpf:"mysql_parked"`
+	MysqlParking    *ebpf.Map `ebpf:"mysql_parking"`
+	MysqlReplies    *ebpf.Map `ebpf:"mysql_replies"`
+	MysqlTail       *ebpf.Map `ebpf:"mysql_tail"`
+	MysqlTlsConns   *ebpf.Map `ebpf:"mysql_tls_conns"`
+	PooledConns     *ebpf.Map `ebpf:"pooled_conns"`
+	PooledTrips     *ebpf.Map `ebpf:"pooled_trips"`
+	PoolerLast      *ebpf.Map `ebpf:"pooler_last"`
+	PoolerReads     *ebpf.Map `ebpf:"pooler_reads"`
+	ProcRuns        *ebpf.Map `ebpf:"proc_runs"`
+	ProcTotals      *ebpf.Map `ebpf:"proc_totals"`
+	Procs           *ebpf.Map `ebpf:"procs"`
+	QueryScratch    *ebpf.Map `ebpf:"query_scratch"`
+	ReplyTails      *ebpf.Map `ebpf:"reply_tails"`
+	SelftestCapture *ebpf.Map `ebpf:"selftest_capture"`
+	ServerPorts     *ebpf.Map `ebpf:"server_ports"`
+	Stats           *ebpf.Map `ebpf:"stats"`
+	StmtOverflow    *ebpf.Map `ebpf:"stmt_overflow"`
+	Stmts           *ebpf.Map `ebpf:"stmts"`
+	Tasks           *ebpf.Map `ebpf:"tasks"`
+	Threads         *ebpf.Map `ebpf:"threads"`
+	UnitHists       *ebpf.Map `ebpf:"unit_hists"`
+	UringReqs       *ebpf.Map `ebpf:"uring_reqs"`
+	UsdtSpecs       *ebpf.Map `ebpf:"usdt_specs"`
+	WaitHists       *ebpf.Map `ebpf:"wait_hists"`
 }
 
 func (m *dbiolatMaps) Close() error {
@@ -1049,6 +1054,7 @@ func (m *dbiolatMaps) Close() error {
 		m.Procs,
 		m.QueryScratch,
 		m.ReplyTails,
+		m.SelftestCapture,
 		m.ServerPorts,
 		m.Stats,
 		m.StmtOverflow,
@@ -1167,6 +1173,7 @@ type dbiolatPrograms struct {
 	ProcFork             *ebpf.Program `ebpf:"proc_fork"`
 	SchedSwitch          *ebpf.Program `ebpf:"sched_switch"`
 	SelftestLog2Slot     *ebpf.Program `ebpf:"selftest_log2_slot"`
+	SelftestStmtText     *ebpf.Program `ebpf:"selftest_stmt_text"`
 	UsdtQueryDone        *ebpf.Program `ebpf:"usdt_query_done"`
 	UsdtQueryStart       *ebpf.Program `ebpf:"usdt_query_start"`
 }
@@ -1243,6 +1250,7 @@ func (p *dbiolatPrograms) Close() error {
 		p.ProcFork,
 		p.SchedSwitch,
 		p.SelftestLog2Slot,
+		p.SelftestStmtText,
 		p.UsdtQueryDone,
 		p.UsdtQueryStart,
 	)

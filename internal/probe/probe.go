@@ -63,7 +63,7 @@ var families = []struct {
 
 // core are the prefixes of programs loaded whatever the families:
 // process tracking, the lock probes, the reads I/O workers perform for a
-// query, the log2 self-test.
+// query, the self-tests of pure functions (selftest.bpf.c).
 var core = []string{"proc_", "lock_", "aio_", "selftest_"}
 
 // Default is what the tracing commands attach unless told more. File

@@ -103,45 +103,63 @@ struct text_hash {
 	__u8 skip, quote, word, space, done;
 };
 
+#define TEXT_HASH_STRIDE 8 /* bytes a callback takes: a callback's call costs more than a byte's work */
+
 static long text_hash_step(__u32 i, void *ctx)
 {
 	struct text_hash *s = ctx;
-	__u8 c;
+	/* The state in registers for the stride, written back once. */
+	__u32 off = s->off, end = s->end;
+	__u64 h = s->h;
+	__u8 skip = s->skip, quote = s->quote, word = s->word, space = s->space, c;
+	long stop = 0;
+	int k;
 
-	if (s->off >= s->end) {
-		s->done = 1;
-		return 1;
+#pragma unroll
+	for (k = 0; k < TEXT_HASH_STRIDE; k++) {
+		if (off >= end) {
+			s->done = 1;
+			stop = 1;
+			break;
+		}
+		c = s->t->buf[off++ & TEXT_MASK];
+		if (skip) {
+			skip -= !c;
+			continue;
+		}
+		if (!c) {
+			s->done = 1;
+			stop = 1;
+			break;
+		}
+		if (quote) {
+			quote = c != '\'';
+			continue;
+		}
+		if (c == '\'') {
+			quote = 1;
+			c = '?';
+		} else if (c >= '0' && c <= '9' && !word) {
+			continue;
+		} else if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+			space = 1;
+			word = 0;
+			continue;
+		}
+		if (space)
+			h = (h ^ ' ') * FNV_PRIME;
+		space = 0;
+		word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		       c == '$' || c >= 0x80;
+		h = (h ^ c) * FNV_PRIME;
 	}
-	c = s->t->buf[s->off++ & TEXT_MASK];
-	if (s->skip) {
-		s->skip -= !c;
-		return 0;
-	}
-	if (!c) {
-		s->done = 1;
-		return 1;
-	}
-	if (s->quote) {
-		s->quote = c != '\'';
-		return 0;
-	}
-	if (c == '\'') {
-		s->quote = 1;
-		c = '?';
-	} else if (c >= '0' && c <= '9' && !s->word) {
-		return 0;
-	} else if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-		s->space = 1;
-		s->word = 0;
-		return 0;
-	}
-	if (s->space)
-		s->h = (s->h ^ ' ') * FNV_PRIME;
-	s->space = 0;
-	s->word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
-		  c >= 0x80;
-	s->h = (s->h ^ c) * FNV_PRIME;
-	return 0;
+	s->off = off;
+	s->h = h;
+	s->skip = skip;
+	s->quote = quote;
+	s->word = word;
+	s->space = space;
+	return stop;
 }
 
 __noinline __u64 stmt_text(struct capture *t, __u32 off, __u32 end, __u32 skip)
@@ -152,7 +170,7 @@ __noinline __u64 stmt_text(struct capture *t, __u32 off, __u32 end, __u32 skip)
 		return 0;
 	if (s.end > t->len)
 		s.end = t->len;
-	bpf_loop(STMT_TEXT_HASHED + 64, text_hash_step, &s, 0);
+	bpf_loop((STMT_TEXT_HASHED + 64) / TEXT_HASH_STRIDE, text_hash_step, &s, 0);
 	if (!s.done) /* longer than hashed: its length tells more */
 		s.h = (s.h ^ (end - off)) * FNV_PRIME;
 	return s.h | 1;
