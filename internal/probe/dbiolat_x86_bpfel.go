@@ -530,8 +530,8 @@ type dbiolatTaskLocal struct {
 		Application    uint32
 		ApplicationPtr uint64
 	}
-	Kind uint32
-	Pad  uint32
+	Kind     uint32
+	Instance uint32
 }
 
 type dbiolatTextKind uint32

@@ -99,7 +99,7 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 		if err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
-		tl := dbiolatTaskLocal{Kind: uint32(p.Kind)}
+		tl := dbiolatTaskLocal{Kind: uint32(p.Kind), Instance: uint32(p.Instance)}
 		if client && p.Kind != MySQL {
 			tl.Wire.State = uint8(dbiolatWireStateWIRE_ATTACHED)
 		}

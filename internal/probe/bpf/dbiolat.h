@@ -510,7 +510,7 @@ struct task_local {
 	 * tell a MySQL server's threads from a PostgreSQL server's without a
 	 * lookup. */
 	__u32 kind;
-	__u32 pad;
+	__u32 instance; /* and its proc_info.instance: a MySQL statement counted without a lookup */
 };
 
 /* Which process belongs to which traced instance (keyed by tgid). */

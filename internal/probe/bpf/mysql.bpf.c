@@ -50,6 +50,8 @@ int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
 	struct task_struct *task;
 	struct task_local *tl;
 	struct mysql_conn *c;
+	__u64 want = 0;
+	void *buf;
 
 	if (ret <= 0 || (flags & MSG_PEEK))
 		return 0;
@@ -62,8 +64,10 @@ int BPF_PROG(mysql_recv, struct sock *sk, int ret, int flags)
 	}
 	if (tl->wire.tls_ssl) /* inside SSL_read: ciphertext */
 		mysql_tls_link(task, tl, c, (__u64)sk);
-	else if (c->state != MYSQL_TLS)
-		mysql_received(task, tl, c, (__u64)sk, sock_buf(task), ret, 0);
+	else if (c->state != MYSQL_TLS) {
+		buf = sock_buf_size(task, &want);
+		mysql_received(task, tl, c, (__u64)sk, buf, ret, want, 0);
+	}
 	return 0;
 }
 
@@ -158,7 +162,7 @@ int mysql_tls_read_done(struct pt_regs *ctx)
 	tl->wire.tls_ssl = tl->wire.tls_buf = 0;
 	if (ret <= 0 || !(t = bpf_map_lookup_elem(&mysql_tls_conns, &key)))
 		return 0;
-	mysql_received(task, tl, mysql_resync(&t->c), t->sk, buf, ret, 1);
+	mysql_received(task, tl, mysql_resync(&t->c), t->sk, buf, ret, 0, 1);
 	if (t->c.state == MYSQL_OFF && t->c.cmd == COM_QUIT) /* the client left: so does its state */
 		bpf_map_delete_elem(&mysql_tls_conns, &key);
 	return 0;

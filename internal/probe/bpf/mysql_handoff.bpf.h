@@ -361,7 +361,8 @@ static __always_inline void mysql_end(struct task_struct *task, struct task_loca
 	if (ts && ts->query_start_ns && ts->mysql_conn == sk) {
 		e = query_end(ts, &tl->wf, r.end_ns,
 			      (struct query_ending){.statements = r.statements, .timed = mysql_timed(r.cmd), .teaches = mysql_teaches(r.cmd),
-						    .single = 1, .stmt = {.queryid = r.stmt, .kind = r.stmt_kind}});
+						    .single = 1,
+						    .stmt = {.queryid = r.stmt, .kind = r.stmt_kind, .instance = tl->instance}});
 		if (!e)
 			return;
 		t = bpf_task_storage_get(&captures, task, 0, 0);

@@ -188,9 +188,12 @@ static __always_inline void mysql_client_packet(struct task_struct *task, struct
 	mysql_command(task, tl, c, sk, payload, n, len, lib);
 }
 
-/* The server read n bytes from a connection into buf (lib: see mysql_end). */
+/*
+ * The server read n bytes from a connection into buf, of want it asked
+ * for (0: not known; lib: see mysql_end).
+ */
 static __always_inline void mysql_received(struct task_struct *task, struct task_local *tl, struct mysql_conn *c,
-					__u64 sk, void *buf, __u32 n, int lib)
+					__u64 sk, void *buf, __u32 n, __u64 want, int lib)
 {
 	__u8 hdr[4];
 
@@ -202,12 +205,26 @@ static __always_inline void mysql_received(struct task_struct *task, struct task
 		return;
 	if (c->in_header) { /* the payload of the packet whose header came alone */
 		c->in_header = 0;
+		if (!c->in_len) /* a command's header not read (below): the server asks for its length */
+			c->in_len = want < n ? n : want;
 		mysql_client_packet(task, tl, c, sk, c->in_seq, c->in_len, buf, n,
 				 c->in_seq == 0 && c->state != MYSQL_GREETED, lib);
 		return;
 	}
 	if (c->cmd_left) { /* more of a long packet */
 		c->cmd_left -= n < c->cmd_left ? n : c->cmd_left;
+		return;
+	}
+	/* An idle connection's next packet is a command (sequence 0), and a
+	 * server reads its header alone, then asks for its length: the time
+	 * begins here, the length comes with the payload's read, and the
+	 * header is not read (a read of user memory costs more than the
+	 * rest of the call). */
+	if (n == 4 && want == 4 && c->state == MYSQL_IDLE) {
+		c->in_seq = 0;
+		c->in_len = 0;
+		c->in_header = 1;
+		mysql_command_begins(task, tl, c, sk, lib);
 		return;
 	}
 	if (n < 4 || bpf_probe_read_user(hdr, sizeof(hdr), buf))

@@ -52,6 +52,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		 * process (not a new thread) is a backend if it reads a startup
 		 * packet first. */
 		tl->kind = pi->kind;
+		tl->instance = pi->instance;
 		if (pi->kind == PROC_POSTGRES && ctgid != ptgid)
 			tl->wire.state = WIRE_NEW;
 	}

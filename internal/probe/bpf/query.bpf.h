@@ -160,7 +160,8 @@ struct query_ending {
 	__u8 single; /* its round trip (MySQL: its command) ran it alone: stmt is its statement's */
 	__u64 earlier_ns;
 	/* The statement's identity, as its protocol tells (kind 0: none); its
-	 * instance and CPU are set where it is counted (query_counted). */
+	 * CPU, and its instance if the caller did not know it, are set where
+	 * it is counted (query_counted). */
 	struct stmt_key stmt;
 };
 
@@ -177,7 +178,7 @@ static __always_inline int query_statement(struct query_acct *a, struct query_en
 	int flags = 0;
 
 	if (how->stmt.kind && (how->statements == 1 || !how->single)) { /* !single: a walked round trip's group */
-		if (!how->stmt.instance) { /* PostgreSQL's query id came with it */
+		if (!how->stmt.instance) { /* the caller had none at hand */
 			pi = bpf_map_lookup_elem(&procs, &tgid);
 			how->stmt.instance = pi ? pi->instance : 0;
 		}

@@ -42,8 +42,11 @@ struct {
 	__type(value, struct capture);
 } captures SEC(".maps");
 
-/* The user buffer of the socket call in progress: the syscall's own argument. */
-static __always_inline void *sock_buf(struct task_struct *task)
+/*
+ * The user buffer of the socket call in progress: the syscall's own
+ * argument; and, if asked (size), the bytes the call asked for.
+ */
+static __always_inline void *sock_buf_size(struct task_struct *task, __u64 *size)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct user_msghdr msg;
@@ -54,15 +57,28 @@ static __always_inline void *sock_buf(struct task_struct *task)
 	case NR_WRITE:
 	case NR_RECVFROM:
 	case NR_SENDTO:
+		if (size) {
+			__u64 dx = regs->dx;
+
+			barrier_var(dx); /* a load of its own: clang would share one with iov_len's, through two kinds of pointer */
+			*size = dx;
+		}
 		return (void *)regs->si;
 	case NR_RECVMSG:
 	case NR_SENDMSG:
 		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)regs->si) ||
 		    msg.msg_iovlen != 1 || bpf_probe_read_user(&iov, sizeof(iov), msg.msg_iov))
 			return NULL;
+		if (size)
+			*size = iov.iov_len;
 		return iov.iov_base;
 	}
 	return NULL;
+}
+
+static __always_inline void *sock_buf(struct task_struct *task)
+{
+	return sock_buf_size(task, NULL);
 }
 
 /* n, at most TEXT_MASK, bounded where the verifier can see it. */
