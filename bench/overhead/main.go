@@ -81,6 +81,7 @@ func main() {
 	scale := flag.Int("scale", 5, "pgbench scale (5: 75 MB)")
 	sharedBuffers := flag.String("shared-buffers", "128MB", "PostgreSQL shared_buffers: 128MB holds scale 5, so queries read no files; 16MB makes every query pread from the page cache")
 	syncCommit := flag.String("synchronous-commit", "on", "PostgreSQL synchronous_commit: off takes the WAL's flush at each commit (and the journal's noise with it) out of a TPC-B-like transaction's CPU, so a tracer's share of it can be told apart")
+	queryIDs := flag.String("query-ids", "on", "PostgreSQL: on, the server computes query ids (pg_stat_statements loaded), which serve counts statements under; off (compute_query_id off, no pg_stat_statements): serve names statements by their text, hashed in the kernel")
 	configs := flag.String("configs", "usdt-floor,default,all,bpftrace,strace", "configurations to measure: "+strings.Join(configNames(), ","))
 	workloads := flag.String("workloads", "select-only,tpcb-like", "pgbench workloads: select-only, select-prepared (select-only's statement prepared once per connection, -M prepared: the fastest single statements, about 40,000 a second here), tpcb-like, pipeline (select-only's SELECT ten times in libpq's pipeline mode, one Sync: a transaction is ten statements), select-tls (select-only over TLS on a loopback TCP port)")
 	rate := flag.Int("rate", 0, "pgbench -R (PostgreSQL): hold this many transactions a second, a steady load below saturation, for the latency agreement (a tracer's cost then shows in CPU, not TPS); 0: as fast as it goes")
@@ -92,7 +93,7 @@ func main() {
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
 	flag.Parse()
-	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, rate: *rate, sharedBuffers: *sharedBuffers, syncCommit: *syncCommit, out: *out}
+	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, rate: *rate, sharedBuffers: *sharedBuffers, syncCommit: *syncCommit, queryIDs: *queryIDs, out: *out}
 	if *capacityRates != "" {
 		rates, err := parseRates(*capacityRates)
 		if err == nil {
@@ -127,6 +128,7 @@ func main() {
 type options struct {
 	rounds, secs, clients, scale, rate int
 	sharedBuffers, syncCommit, out     string
+	queryIDs                           string
 	configs                            []config
 	workloads, versions                []string
 }
@@ -174,6 +176,13 @@ func run(o options) error {
 			continue
 		}
 		settings := map[string]string{"shared_buffers": o.sharedBuffers, "synchronous_commit": o.syncCommit}
+		switch o.queryIDs {
+		case "on":
+		case "off":
+			settings["compute_query_id"], settings["shared_preload_libraries"] = "off", ""
+		default:
+			return fmt.Errorf("-query-ids %q: on or off", o.queryIDs)
+		}
 		tls := slices.ContainsFunc(o.workloads, func(w string) bool { return overTLS[w] })
 		if tls {
 			s, err := tlsSettings()
@@ -325,8 +334,8 @@ func printTable(o options, results []result) {
 	if o.rate > 0 {
 		rate = fmt.Sprintf("-R %d", o.rate)
 	}
-	fmt.Printf("\npgbench scale %d, shared_buffers %s, synchronous_commit %s, %d clients %s, %ds runs, %d rounds (strace: %d)\n",
-		o.scale, o.sharedBuffers, o.syncCommit, o.clients, rate, o.secs, o.rounds, min(o.rounds, strace.rounds))
+	fmt.Printf("\npgbench scale %d, shared_buffers %s, synchronous_commit %s, query ids %s, %d clients %s, %ds runs, %d rounds (strace: %d)\n",
+		o.scale, o.sharedBuffers, o.syncCommit, o.queryIDs, o.clients, rate, o.secs, o.rounds, min(o.rounds, strace.rounds))
 	fmt.Printf("%-11s %-4s %-9s %8s %7s %15s %9s %8s %9s %10s %8s %10s  %s\n", "workload", "pg", "config", "TPS", "loss", "IQR", "CPU/tx", "own CPU", "tool CPU", "tool ns/tx", "tool RSS", "BPF ns/tx", "BPF time by program")
 	for _, r := range results {
 		fmt.Printf("%-11s %-4s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %7.2f%% %8.2fs %10.0f %6dMB %10.0f  %s\n", r.Workload, r.Version, r.Config, r.MedianRatio,
@@ -341,7 +350,7 @@ tracer's programs (kernel statistics, in a separate profile run)`)
 
 func save(o options, results []result, runs []measurement) error {
 	return saveJSON(o.out, "overhead", map[string]any{"seconds": o.secs, "clients": o.clients, "scale": o.scale, "rounds": o.rounds,
-		"shared_buffers": o.sharedBuffers, "synchronous_commit": o.syncCommit, "versions": o.versions, "results": results, "runs": runs})
+		"shared_buffers": o.sharedBuffers, "synchronous_commit": o.syncCommit, "query_ids": o.queryIDs, "versions": o.versions, "results": results, "runs": runs})
 }
 
 // saveJSON writes v to out, by default bench/results/NAME-TIME.json.
