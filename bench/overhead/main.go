@@ -67,8 +67,19 @@ type result struct {
 	// over the baseline's CPU per transaction; a floor of its cost (the
 	// hooks' dispatch and the syscall slow path are not in it), measured
 	// without the run-to-run noise of a TPS ratio.
-	OwnShare    float64  `json:"median_own_cpu_share"`
+	OwnShare float64 `json:"median_own_cpu_share"`
+	// OverFloor: points of CPU per transaction over hooks-floor's, paired
+	// by round ((this - floor) / baseline, the three of one round), when
+	// the floor ran: the cost of the work beyond the empty hooks, with its
+	// spread over the rounds.
+	OverFloor   *spread  `json:"points_over_floor,omitempty"`
 	TopPrograms []string `json:"top_programs"`
+}
+
+// spread is a median and its interquartile range.
+type spread struct {
+	Median float64    `json:"median"`
+	IQR    [2]float64 `json:"iqr"`
 }
 
 // refBinary is -ref: the dbiolat the default-ref configuration runs.
@@ -277,7 +288,8 @@ func run(o options) error {
 			p.Workload, p.Version, p.Config = wl, it.version, it.cfg.name
 			fmt.Fprintf(os.Stderr, "%-11s profile %-7s %-9s %8.0f tps, BPF %6.0f ns/tx\n", wl, it.version, it.cfg.name, p.TPS, float64(p.BPFns)/float64(p.Tx))
 			runs = append(runs, p)
-			r := summarize(wl, it.cfg.name, byItem[key{it.version, baseline.name}], byItem[key{it.version, it.cfg.name}], p)
+			r := summarize(wl, it.cfg.name, byItem[key{it.version, baseline.name}], byItem[key{it.version, hooksFloor.name}],
+				byItem[key{it.version, it.cfg.name}], p)
 			r.Version = it.version
 			results = append(results, r)
 		}
@@ -288,13 +300,17 @@ func run(o options) error {
 }
 
 // summarize sets each run of a configuration against the baseline run of
-// the same round.
-func summarize(workload, config string, base, traced []measurement, profile measurement) result {
+// the same round, and against hooks-floor's (floor; none if it did not run).
+func summarize(workload, config string, base, floor, traced []measurement, profile measurement) result {
 	r := result{Workload: workload, Config: config}
-	baseOf := map[int]measurement{}
+	baseOf, floorOf := map[int]measurement{}, map[int]measurement{}
 	for _, m := range base {
 		baseOf[m.Round] = m
 	}
+	for _, m := range floor {
+		floorOf[m.Round] = m
+	}
+	var over []float64
 	r.BPFnsPerTx = float64(profile.BPFns) / float64(max(profile.Tx, 1))
 	var cpu, toolCPU, toolPerTx, own []float64
 	for _, m := range traced {
@@ -305,6 +321,12 @@ func summarize(workload, config string, base, traced []measurement, profile meas
 		toolPerTx = append(toolPerTx, m.ToolCPU*1e9/float64(max(m.Tx, 1)))
 		own = append(own, (m.ToolCPU*1e9/float64(max(m.Tx, 1))+r.BPFnsPerTx)/(b.CPUus*1e3))
 		r.ToolRSS = max(r.ToolRSS, m.ToolRSS)
+		if f, ok := floorOf[m.Round]; ok {
+			over = append(over, 100*(m.CPUus-f.CPUus)/b.CPUus)
+		}
+	}
+	if len(over) > 0 && config != hooksFloor.name {
+		r.OverFloor = &spread{quantile(over, 0.5), [2]float64{quantile(over, 0.25), quantile(over, 0.75)}}
 	}
 	r.MedianRatio = quantile(r.Ratios, 0.5)
 	r.IQR = [2]float64{quantile(r.Ratios, 0.25), quantile(r.Ratios, 0.75)}
@@ -336,13 +358,18 @@ func printTable(o options, results []result) {
 	}
 	fmt.Printf("\npgbench scale %d, shared_buffers %s, synchronous_commit %s, query ids %s, %d clients %s, %ds runs, %d rounds (strace: %d)\n",
 		o.scale, o.sharedBuffers, o.syncCommit, o.queryIDs, o.clients, rate, o.secs, o.rounds, min(o.rounds, strace.rounds))
-	fmt.Printf("%-11s %-4s %-9s %8s %7s %15s %9s %8s %9s %10s %8s %10s  %s\n", "workload", "pg", "config", "TPS", "loss", "IQR", "CPU/tx", "own CPU", "tool CPU", "tool ns/tx", "tool RSS", "BPF ns/tx", "BPF time by program")
+	fmt.Printf("%-11s %-4s %-9s %8s %7s %15s %9s %19s %8s %9s %10s %8s %10s  %s\n", "workload", "pg", "config", "TPS", "loss", "IQR", "CPU/tx", "over floor (IQR)", "own CPU", "tool CPU", "tool ns/tx", "tool RSS", "BPF ns/tx", "BPF time by program")
 	for _, r := range results {
-		fmt.Printf("%-11s %-4s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %7.2f%% %8.2fs %10.0f %6dMB %10.0f  %s\n", r.Workload, r.Version, r.Config, r.MedianRatio,
-			(1-r.MedianRatio)*100, r.IQR[0], r.IQR[1], r.MedianCPURatio, 100*r.OwnShare, r.ToolCPU, r.ToolNsPerTx, r.ToolRSS>>20, r.BPFnsPerTx, strings.Join(r.TopPrograms, ", "))
+		over := ""
+		if r.OverFloor != nil {
+			over = fmt.Sprintf("%+.1f (%+.1f %+.1f)", r.OverFloor.Median, r.OverFloor.IQR[0], r.OverFloor.IQR[1])
+		}
+		fmt.Printf("%-11s %-4s %-9s %8.3f %6.1f%% %7.3f–%-7.3f %8.3fx %19s %7.2f%% %8.2fs %10.0f %6dMB %10.0f  %s\n", r.Workload, r.Version, r.Config, r.MedianRatio,
+			(1-r.MedianRatio)*100, r.IQR[0], r.IQR[1], r.MedianCPURatio, over, 100*r.OwnShare, r.ToolCPU, r.ToolNsPerTx, r.ToolRSS>>20, r.BPFnsPerTx, strings.Join(r.TopPrograms, ", "))
 	}
 	fmt.Println(`TPS: median of traced/baseline per round; IQR: its interquartile range; CPU/tx: machine CPU per
-transaction, traced/baseline; own CPU: the tracer's programs and process per transaction over the
+transaction, traced/baseline; over floor: points of CPU per transaction over hooks-floor's, paired
+by round, median and interquartile range (when hooks-floor ran); own CPU: the tracer's programs and process per transaction over the
 baseline's CPU per transaction (a floor of its cost: the hooks' dispatch is not in it); tool ns/tx:
 the tracer's process CPU per transaction; BPF: the
 tracer's programs (kernel statistics, in a separate profile run)`)
