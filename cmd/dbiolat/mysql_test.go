@@ -525,8 +525,12 @@ func TestMySQLColdScan(t *testing.T) {
 	if cold.BlkCount == 0 || cold.BlkReadCount == 0 {
 		t.Errorf("the cold scan started no block requests: %+v", cold)
 	}
-	if warm.BlkReadCount > cold.BlkReadCount/20 {
-		t.Errorf("the warm scan started %d block reads, the cold one %d", warm.BlkReadCount, cold.BlkReadCount)
+	// Bytes, not requests: the kernel merges a cold scan's reads into
+	// requests of up to megabytes (61 for 116 MiB in one run), where a
+	// few pages the warm scan finds evicted are requests of their own.
+	if warm.BlkBytes > cold.BlkBytes/20 {
+		t.Errorf("the warm scan's block requests read %d bytes (%d reads), the cold one's %d (%d)",
+			warm.BlkBytes, warm.BlkReadCount, cold.BlkBytes, cold.BlkReadCount)
 	}
 }
 
