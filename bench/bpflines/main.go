@@ -35,11 +35,7 @@ type line struct {
 func main() {
 	top := flag.Int("top", 50, "lines to show")
 	flag.Parse()
-	lines, err := loadedLines()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bpflines:", err)
-		os.Exit(1)
-	}
+	lines := loadedLines()
 	if len(lines) == 0 {
 		fmt.Fprintln(os.Stderr, "bpflines: no loaded BPF program has line information (run as root, while the tracer runs)")
 		os.Exit(1)
@@ -64,7 +60,7 @@ func main() {
 }
 
 // loadedLines is every loaded program's line starts, by address.
-func loadedLines() ([]line, error) {
+func loadedLines() []line {
 	var lines []line
 	for id := ebpf.ProgramID(0); ; {
 		next, err := ebpf.ProgramGetNextID(id)
@@ -79,7 +75,7 @@ func loadedLines() ([]line, error) {
 		info, err := p.Info()
 		p.Close()
 		if err != nil {
-			return nil, err
+			continue // its information unreadable: its samples count as no line's
 		}
 		addrs, ok := info.JitedLineInfos()
 		infos, err := info.LineInfos()
@@ -93,7 +89,7 @@ func loadedLines() ([]line, error) {
 		}
 	}
 	slices.SortFunc(lines, func(a, b line) int { return cmp.Compare(a.addr, b.addr) })
-	return lines, nil
+	return lines
 }
 
 // charge reads perf script's samples (frames "ip symbol", innermost

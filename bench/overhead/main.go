@@ -104,6 +104,10 @@ func main() {
 	out := flag.String("o", "", "write the results as JSON here (default bench/results/overhead-TIME.json)")
 	loadgen.ServeIfBackend() // the capacity ladder's backend is this program again
 	flag.Parse()
+	if *queryIDs != "on" && *queryIDs != "off" {
+		fmt.Fprintf(os.Stderr, "overhead: -query-ids %q: on or off\n", *queryIDs)
+		os.Exit(2)
+	}
 	o := options{rounds: *rounds, secs: *secs, clients: *clients, scale: *scale, rate: *rate, sharedBuffers: *sharedBuffers, syncCommit: *syncCommit, queryIDs: *queryIDs, out: *out}
 	if *capacityRates != "" {
 		rates, err := parseRates(*capacityRates)
@@ -137,11 +141,11 @@ func main() {
 }
 
 type options struct {
-	rounds, secs, clients, scale, rate int
-	sharedBuffers, syncCommit, out     string
-	queryIDs                           string
-	configs                            []config
-	workloads, versions                []string
+	rounds, secs, clients, scale, rate  int
+	sharedBuffers, syncCommit, queryIDs string
+	out                                 string
+	configs                             []config
+	workloads, versions                 []string
 }
 
 var pgbenchFlag = map[string]string{"select-only": "-S", "select-prepared": "-S -M prepared", "tpcb-like": "", "select-tls": "-S"}
@@ -187,12 +191,8 @@ func run(o options) error {
 			continue
 		}
 		settings := map[string]string{"shared_buffers": o.sharedBuffers, "synchronous_commit": o.syncCommit}
-		switch o.queryIDs {
-		case "on":
-		case "off":
+		if o.queryIDs == "off" {
 			settings["compute_query_id"], settings["shared_preload_libraries"] = "off", ""
-		default:
-			return fmt.Errorf("-query-ids %q: on or off", o.queryIDs)
 		}
 		tls := slices.ContainsFunc(o.workloads, func(w string) bool { return overTLS[w] })
 		if tls {
@@ -310,9 +310,8 @@ func summarize(workload, config string, base, floor, traced []measurement, profi
 	for _, m := range floor {
 		floorOf[m.Round] = m
 	}
-	var over []float64
 	r.BPFnsPerTx = float64(profile.BPFns) / float64(max(profile.Tx, 1))
-	var cpu, toolCPU, toolPerTx, own []float64
+	var cpu, toolCPU, toolPerTx, own, over []float64
 	for _, m := range traced {
 		b := baseOf[m.Round]
 		r.Ratios = append(r.Ratios, m.TPS/b.TPS)
