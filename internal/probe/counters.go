@@ -155,7 +155,7 @@ func (t *Tracer) ProcTotals() (map[uint32]ProcIO, error) {
 	if err := eachEntry(t.objs.ProcTotals, func(k *uint32, v *ProcIO) { out[*k] = *v }); err != nil {
 		return nil, fmt.Errorf("reading process totals: %w", err)
 	}
-	err := eachEntry(t.objs.Threads, func(_ *uint32, ts *dbiolatThreadState) {
+	err := t.eachThread(func(ts *dbiolatThreadState) {
 		p := out[ts.Unit]
 		for op := range p.Fs {
 			p.Fs[op].Count += ts.FsTotal[op].Count
@@ -247,7 +247,7 @@ type UnitQueries struct {
 // (Emit.Statements). A thread that exited takes its figures with it.
 func (t *Tracer) Queries() (map[uint32]UnitQueries, error) {
 	out := map[uint32]UnitQueries{}
-	err := eachEntry(t.objs.Threads, func(_ *uint32, ts *dbiolatThreadState) {
+	err := t.eachThread(func(ts *dbiolatThreadState) {
 		u := out[ts.Unit]
 		u.Begun += ts.QuerySeq
 		u.Ns += ts.QueriesNs
@@ -260,6 +260,39 @@ func (t *Tracer) Queries() (map[uint32]UnitQueries, error) {
 		return nil, fmt.Errorf("reading the threads' queries: %w", err)
 	}
 	return out, nil
+}
+
+// eachThread calls f with the state of every traced thread: the slots
+// `threads` names, read in batches from the bottom of thread_states, where
+// the slots in use stay (free_slots is last in, first out).
+func (t *Tracer) eachThread(f func(*dbiolatThreadState)) error {
+	used := map[uint32]uint32{} // slot: thread
+	var top uint32
+	if err := eachEntry(t.objs.Threads, func(tid, slot *uint32) {
+		used[*slot] = *tid
+		top = max(top, *slot)
+	}); err != nil || len(used) == 0 {
+		return err
+	}
+	const batch = 256
+	slots, states := make([]uint32, batch), make([]dbiolatThreadState, batch)
+	var cursor ebpf.MapBatchCursor
+	for read := uint32(0); read <= top; {
+		n, err := t.objs.ThreadStates.BatchLookup(&cursor, slots, states, nil)
+		for i := range n {
+			if tid, ok := used[slots[i]]; ok && states[i].Tid == tid {
+				f(&states[i])
+			}
+		}
+		read += uint32(n)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // eachEntry calls f with every entry of a hash map, read in batches: a

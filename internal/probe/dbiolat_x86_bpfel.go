@@ -532,6 +532,8 @@ type dbiolatTaskLocal struct {
 	}
 	Kind     uint32
 	Instance uint32
+	Slot     uint32
+	Pad      uint32
 }
 
 type dbiolatTextKind uint32
@@ -553,7 +555,7 @@ type dbiolatThreadState struct {
 	SysOp        dbiolatFsOp
 	LeaderTid    uint32
 	ServesTid    uint32
-	Pad2         uint32
+	Tid          uint32
 	ServesSeq    uint64
 	ServesSince  uint64
 	TitleSeen    uint8
@@ -659,6 +661,7 @@ const (
 	dbiolatMapBlkTotals             = "blk_totals"
 	dbiolatMapCaptures              = "captures"
 	dbiolatMapEvents                = "events"
+	dbiolatMapFreeSlots             = "free_slots"
 	dbiolatMapFusePending           = "fuse_pending"
 	dbiolatMapHists                 = "hists"
 	dbiolatMapInflight              = "inflight"
@@ -683,6 +686,7 @@ const (
 	dbiolatMapStmtOverflow          = "stmt_overflow"
 	dbiolatMapStmts                 = "stmts"
 	dbiolatMapTasks                 = "tasks"
+	dbiolatMapThreadStates          = "thread_states"
 	dbiolatMapThreads               = "threads"
 	dbiolatMapUnitHists             = "unit_hists"
 	dbiolatMapUringReqs             = "uring_reqs"
@@ -913,6 +917,7 @@ type dbiolatMapSpecs struct {
 	BlkTotals       *ebpf.MapSpec `ebpf:"blk_totals"`
 	Captures        *ebpf.MapSpec `ebpf:"captures"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
+	FreeSlots       *ebpf.MapSpec `ebpf:"free_slots"`
 	FusePending     *ebpf.MapSpec `ebpf:"fuse_pending"`
 	Hists           *ebpf.MapSpec `ebpf:"hists"`
 	Inflight        *ebpf.MapSpec `ebpf:"inflight"`
@@ -937,6 +942,7 @@ type dbiolatMapSpecs struct {
 	StmtOverflow    *ebpf.MapSpec `ebpf:"stmt_overflow"`
 	Stmts           *ebpf.MapSpec `ebpf:"stmts"`
 	Tasks           *ebpf.MapSpec `ebpf:"tasks"`
+	ThreadStates    *ebpf.MapSpec `ebpf:"thread_states"`
 	Threads         *ebpf.MapSpec `ebpf:"threads"`
 	UnitHists       *ebpf.MapSpec `ebpf:"unit_hists"`
 	UringReqs       *ebpf.MapSpec `ebpf:"uring_reqs"`
@@ -999,6 +1005,7 @@ type dbiolatMaps struct {
 	BlkTotals       *ebpf.Map `ebpf:"blk_totals"`
 	Captures        *ebpf.Map `ebpf:"captures"`
 	Events          *ebpf.Map `ebpf:"events"`
+	FreeSlots       *ebpf.Map `ebpf:"free_slots"`
 	FusePending     *ebpf.Map `ebpf:"fuse_pending"`
 	Hists           *ebpf.Map `ebpf:"hists"`
 	Inflight        *ebpf.Map `ebpf:"inflight"`
@@ -1023,6 +1030,7 @@ type dbiolatMaps struct {
 	StmtOverflow    *ebpf.Map `ebpf:"stmt_overflow"`
 	Stmts           *ebpf.Map `ebpf:"stmts"`
 	Tasks           *ebpf.Map `ebpf:"tasks"`
+	ThreadStates    *ebpf.Map `ebpf:"thread_states"`
 	Threads         *ebpf.Map `ebpf:"threads"`
 	UnitHists       *ebpf.Map `ebpf:"unit_hists"`
 	UringReqs       *ebpf.Map `ebpf:"uring_reqs"`
@@ -1036,6 +1044,7 @@ func (m *dbiolatMaps) Close() error {
 		m.BlkTotals,
 		m.Captures,
 		m.Events,
+		m.FreeSlots,
 		m.FusePending,
 		m.Hists,
 		m.Inflight,
@@ -1060,6 +1069,7 @@ func (m *dbiolatMaps) Close() error {
 		m.StmtOverflow,
 		m.Stmts,
 		m.Tasks,
+		m.ThreadStates,
 		m.Threads,
 		m.UnitHists,
 		m.UringReqs,

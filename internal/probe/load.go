@@ -146,6 +146,10 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 		t.Close()
 		return nil, err
 	}
+	if err := t.freeAllSlots(); err != nil {
+		t.Close()
+		return nil, err
+	}
 	if err := t.attachHooks(t.families, true); err != nil {
 		t.Close()
 		return nil, err

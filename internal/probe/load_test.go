@@ -85,7 +85,7 @@ func (t *Tracer) linked() int {
 // processes do I/O: the two stay within the budget docs/overhead.md states.
 func TestMapMemoryBudget(t *testing.T) {
 	testenv.NeedRoot(t)
-	const budget = 46 << 20
+	const budget = 47 << 20
 	tr, err := Open(All, EmitAll)
 	if err != nil {
 		t.Fatal(err)

@@ -95,16 +95,56 @@ func (t *Tracer) Track(tgid int, p ProcInfo, client bool) error {
 		if p.Kind == StorageEngine { // as proc_fork marks its later threads
 			ts.Engine, ts.TitleSeen = 1, 1
 		}
-		err = t.objs.Threads.Update(uint32(tid), ts, ebpf.UpdateNoExist)
-		if err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+		slot, err := t.addThread(uint32(tid), ts)
+		if err != nil {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
 		}
-		tl := dbiolatTaskLocal{Kind: uint32(p.Kind), Instance: uint32(p.Instance)}
+		tl := dbiolatTaskLocal{Kind: uint32(p.Kind), Instance: uint32(p.Instance), Slot: slot}
 		if client && p.Kind != MySQL {
 			tl.Wire.State = uint8(dbiolatWireStateWIRE_ATTACHED)
 		}
 		if err := t.setTaskLocal(tid, tl); err != nil {
 			return fmt.Errorf("tracking thread %d of pid %d: %w", tid, tgid, err)
+		}
+	}
+	return nil
+}
+
+// addThread gives thread tid a free slot of thread_states holding ts, as
+// proc_fork does (proc.bpf.c), and returns the slot + 1; if the kernel gave
+// it one meanwhile (the thread was born as we attached), that one.
+func (t *Tracer) addThread(tid uint32, ts dbiolatThreadState) (uint32, error) {
+	var slot, held uint32
+	if err := t.objs.FreeSlots.LookupAndDelete(nil, &slot); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return 0, fmt.Errorf("%d threads are traced already, the most there is room for", t.objs.ThreadStates.MaxEntries())
+		}
+		return 0, fmt.Errorf("taking a free slot: %w", err)
+	}
+	ts.Tid = tid
+	if err := t.objs.ThreadStates.Put(slot, ts); err != nil {
+		return 0, fmt.Errorf("writing its state: %w", err)
+	}
+	err := t.objs.Threads.Update(tid, slot, ebpf.UpdateNoExist)
+	if err == nil {
+		return slot + 1, nil
+	}
+	_ = t.objs.ThreadStates.Put(slot, dbiolatThreadState{}) // the slot goes back free
+	_ = t.objs.FreeSlots.Put(nil, slot)
+	if !errors.Is(err, ebpf.ErrKeyExist) {
+		return 0, fmt.Errorf("naming its slot: %w", err)
+	}
+	if err := t.objs.Threads.Lookup(tid, &held); err != nil { // it exited meanwhile
+		return 0, nil
+	}
+	return held + 1, nil
+}
+
+// freeAllSlots makes every slot of thread_states free, at load.
+func (t *Tracer) freeAllSlots() error {
+	for slot := t.objs.ThreadStates.MaxEntries(); slot > 0; slot-- { // slot 0 on top: the first taken
+		if err := t.objs.FreeSlots.Put(nil, slot-1); err != nil {
+			return fmt.Errorf("making the threads' slots: %w", err)
 		}
 	}
 	return nil

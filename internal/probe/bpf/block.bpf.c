@@ -98,7 +98,7 @@ int BPF_PROG(blk_start, struct request *rq)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct gendisk *disk = rq->q->disk;
-	struct thread_state *ts = thread_of(tid);
+	struct thread_state *ts = thread_in(task_local_of(task));
 	struct inflight in = {};
 	__u8 op = blk_op_of(rq);
 	__u32 submitter;

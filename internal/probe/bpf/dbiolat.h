@@ -511,6 +511,8 @@ struct task_local {
 	 * lookup. */
 	__u32 kind;
 	__u32 instance; /* and its proc_info.instance: a MySQL statement counted without a lookup */
+	__u32 slot;     /* its thread_state's slot + 1 (state.bpf.h); 0: not a traced thread */
+	__u32 pad;
 };
 
 /* Which process belongs to which traced instance (keyed by tgid). */

@@ -349,7 +349,7 @@ static __always_inline void mysql_park(struct task_struct *task, struct thread_s
 static __always_inline void mysql_end(struct task_struct *task, struct task_local *tl, struct mysql_conn *c, __u64 sk,
 				   int lib)
 {
-	struct thread_state *ts = thread_current();
+	struct thread_state *ts = thread_in(tl);
 	struct task_struct *owner;
 	struct task_local *otl;
 	struct query_event *e;
@@ -397,7 +397,7 @@ static __always_inline void mysql_end(struct task_struct *task, struct task_loca
  */
 static __always_inline void mysql_begin(struct task_struct *task, struct task_local *tl, struct mysql_conn *c, __u64 sk)
 {
-	struct thread_state *ts = thread_current();
+	struct thread_state *ts = thread_in(tl);
 
 	if (!ts)
 		return;

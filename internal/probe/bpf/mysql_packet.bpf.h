@@ -85,7 +85,7 @@ static __always_inline void mysql_command(struct task_struct *task, struct task_
 	c->reply_id = c->results = 0;
 	if (!t || !m || bpf_probe_read_user(t->buf, m, payload)) {
 		stat_inc(STAT_WIRE_UNREADABLE);
-		mysql_cancel(thread_current(), &tl->wf);
+		mysql_cancel(thread_in(tl), &tl->wf);
 		c->state = MYSQL_IDLE;
 		return;
 	}
@@ -98,7 +98,7 @@ static __always_inline void mysql_command(struct task_struct *task, struct task_
 	switch (c->cmd) {
 	case COM_STMT_CLOSE:          /* no reply */
 	case COM_STMT_SEND_LONG_DATA: /* no reply */
-		mysql_cancel(thread_current(), &tl->wf);
+		mysql_cancel(thread_in(tl), &tl->wf);
 		c->state = MYSQL_IDLE;
 		break;
 	case COM_QUIT: /* Go forgets the connection */
@@ -108,7 +108,7 @@ static __always_inline void mysql_command(struct task_struct *task, struct task_
 	case COM_BINLOG_DUMP: /* a replica's stream: never ends */
 	case COM_BINLOG_DUMP_GTID:
 	case COM_REGISTER_SLAVE:
-		mysql_cancel(thread_current(), &tl->wf);
+		mysql_cancel(thread_in(tl), &tl->wf);
 		c->state = MYSQL_OFF;
 		break;
 	}

@@ -44,7 +44,7 @@
 /* A round trip begins: the backend has just read its first message. */
 static __always_inline void pgwire_begin(struct task_local *tl, struct capture *t, __u64 now)
 {
-	struct thread_state *ts = thread_current();
+	struct thread_state *ts = thread_in(tl);
 	struct wire *w = &tl->wire;
 
 	w->flags &= WIRE_TRUNCATED;
@@ -295,7 +295,7 @@ static __always_inline struct query_event *pgwire_record(struct thread_state *ts
 static __always_inline void pgwire_end(struct task_struct *task, struct task_local *tl, char status, const char *buf,
 				       __u64 zend)
 {
-	struct thread_state *ts = thread_current();
+	struct thread_state *ts = thread_in(tl);
 	struct wire *w = &tl->wire;
 	__u64 now = bpf_ktime_get_ns(), earlier = 0;
 	struct capture *t = NULL;
@@ -379,7 +379,7 @@ static __always_inline void pgwire_end(struct task_struct *task, struct task_loc
  */
 static __always_inline void pgwire_cut(struct task_struct *task, struct task_local *tl)
 {
-	struct thread_state *ts = thread_current();
+	struct thread_state *ts = thread_in(tl);
 	struct wire *w = &tl->wire;
 	__u64 now = bpf_ktime_get_ns(), earlier = 0;
 	struct query_event *e;

@@ -31,45 +31,64 @@ struct {
  * when this moved (Tracer.NewProcs). */
 volatile __u64 procs_forked;
 
+/*
+ * Thread tid of a process pi names gets a free slot of thread_states:
+ * slot + 1, or 0 when none is free (the thread is not traced: counted).
+ * If Go gave it one meanwhile (it attaches while the thread is born),
+ * that one.
+ */
+static __always_inline __u32 thread_add(__u32 tid, __u32 tgid, struct proc_info *pi)
+{
+	static const struct thread_state fresh; /* too big for the stack */
+	struct thread_state *ts;
+	__u32 slot, *held;
+
+	if (bpf_map_pop_elem(&free_slots, &slot) || bpf_map_update_elem(&thread_states, &slot, &fresh, BPF_ANY) ||
+	    !(ts = bpf_map_lookup_elem(&thread_states, &slot))) {
+		stat_inc(STAT_THREADS_FULL);
+		return 0;
+	}
+	ts->tid = tid;
+	ts->tgid = tgid;
+	ts->unit = pi->kind == PROC_MYSQL ? tid : tgid;
+	if (pi->kind == PROC_STORAGE) /* a storage engine's thread: no title to look for */
+		ts->engine = ts->title_seen = 1;
+	if (bpf_map_update_elem(&threads, &tid, &slot, BPF_NOEXIST)) {
+		ts->tid = 0;
+		bpf_map_push_elem(&free_slots, &slot, 0);
+		held = bpf_map_lookup_elem(&threads, &tid);
+		return held ? *held + 1 : 0;
+	}
+	return slot + 1;
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
-	static const struct thread_state fresh; /* too big for the stack */
-	__u32 ptgid = parent->tgid, ctgid = child->tgid, ctid = child->pid;
-	struct thread_state *ts;
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
 	struct task_local *tl;
 	struct proc_info *pi;
 
 	pi = bpf_map_lookup_elem(&procs, &ptgid);
 	if (!pi)
 		return 0;
-	tl = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!tl) {
-		stat_inc(STAT_WATERFALL_FULL);
-	} else {
-		/* A MySQL server's threads may each serve connections: they
-		 * tell by their bytes (mysql.bpf.c). A PostgreSQL server's new
-		 * process (not a new thread) is a backend if it reads a startup
-		 * packet first. */
-		tl->kind = pi->kind;
-		tl->instance = pi->instance;
-		if (pi->kind == PROC_POSTGRES && ctgid != ptgid)
-			tl->wire.state = WIRE_NEW;
-	}
 	if (ctgid != ptgid) {
 		bpf_map_update_elem(&procs, &ctgid, pi, BPF_ANY);
 		__sync_fetch_and_add(&procs_forked, 1);
 	}
-	bpf_map_update_elem(&threads, &ctid, &fresh, BPF_NOEXIST);
-	ts = thread_of(ctid);
-	if (!ts) {
-		stat_inc(STAT_THREADS_FULL);
+	tl = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tl) { /* nothing to hold its slot: not traced */
+		stat_inc(STAT_WATERFALL_FULL);
 		return 0;
 	}
-	ts->tgid = ctgid;
-	ts->unit = pi->kind == PROC_MYSQL ? ctid : ctgid;
-	if (pi->kind == PROC_STORAGE) /* a storage engine's thread: no title to look for */
-		ts->engine = ts->title_seen = 1;
+	/* A MySQL server's threads may each serve connections: they tell by
+	 * their bytes (mysql.bpf.c). A PostgreSQL server's new process (not a
+	 * new thread) is a backend if it reads a startup packet first. */
+	tl->kind = pi->kind;
+	tl->instance = pi->instance;
+	if (pi->kind == PROC_POSTGRES && ctgid != ptgid)
+		tl->wire.state = WIRE_NEW;
+	tl->slot = thread_add(child->pid, ctgid, pi);
 	return 0;
 }
 
@@ -97,11 +116,12 @@ static __always_inline void send_proc_run(struct task_struct *task, struct threa
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *task)
 {
-	__u32 tid = task->pid, tgid = task->tgid, unit, op;
-	struct thread_state *ts = thread_of(tid);
+	__u32 tid = task->pid, tgid = task->tgid, unit, op, *slot = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state *ts = slot ? bpf_map_lookup_elem(&thread_states, slot) : NULL;
+	struct task_local *tl;
 	struct proc_io *pio;
 
-	if (!ts)
+	if (!ts || ts->tid != tid)
 		return 0;
 	/* Keep the thread's totals: Go reads proc_totals, then deletes the entry. */
 	unit = ts->unit;
@@ -123,6 +143,10 @@ int BPF_PROG(proc_exit, struct task_struct *task)
 	}
 	if (tid == unit) /* the process (or a MySQL server's thread) ends: one record of its run */
 		send_proc_run(task, ts);
+	if ((tl = task_local_of(task)))
+		tl->slot = 0;
+	ts->tid = 0;
+	bpf_map_push_elem(&free_slots, slot, 0);
 	bpf_map_delete_elem(&threads, &tid);
 	if (tid == tgid)
 		bpf_map_delete_elem(&procs, &tgid);

@@ -15,13 +15,12 @@
 SEC("uprobe")
 int usdt_query_start(struct pt_regs *ctx)
 {
-	struct thread_state *ts = thread_current();
-	struct task_local *tl;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_local *tl = task_local_of(task);
+	struct thread_state *ts = thread_in(tl);
 
-	if (!ts)
-		return 0;
-	tl = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	query_begin(ts, tl ? &tl->wf : NULL, bpf_ktime_get_ns());
+	if (ts)
+		query_begin(ts, &tl->wf, bpf_ktime_get_ns());
 	return 0;
 }
 

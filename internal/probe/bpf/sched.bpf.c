@@ -49,9 +49,9 @@ static __always_inline __u32 published_wait_event(struct task_struct *task, stru
  * (InnoDB's read I/O threads, aio.bpf.c), or block requests the query
  * itself started asynchronously (InnoDB's read-ahead with native AIO),
  * whose pages the latch guards until they are in. */
-static __always_inline __u8 box_of_latch_sleep(struct task_struct *prev)
+static __always_inline __u8 box_of_latch_sleep(struct task_local *ptl)
 {
-	struct thread_state *ts = thread_of(prev->pid);
+	struct thread_state *ts = thread_in(ptl);
 
 	if (ts && ts->aio_serving)
 		return BOX_AIO_WAIT;
@@ -63,8 +63,10 @@ static __always_inline __u8 box_of_latch_sleep(struct task_struct *prev)
 /* What a sleep beginning now is for: the published event first (the lock
  * probes, where they exist, bracket the same waits). Waiting for others'
  * asynchronous I/O is an IO event too (PostgreSQL 18): it is its own box. */
-static __always_inline __u8 box_of_sleep(struct waterfall *wf, struct task_struct *prev, struct proc_info *pi)
+static __always_inline __u8 box_of_sleep(struct task_local *ptl, struct task_struct *prev, struct proc_info *pi)
 {
+	struct waterfall *wf = &ptl->wf;
+
 	if (wf->wait_event && pi && wf->wait_event == pi->aio_wait_event)
 		return BOX_AIO_WAIT;
 	switch (wf->wait_event >> 24) {
@@ -84,7 +86,7 @@ static __always_inline __u8 box_of_sleep(struct waterfall *wf, struct task_struc
 	 * which also catches page faults on files outside any syscall. */
 	if (wf->in_fs || BPF_CORE_READ_BITFIELD(prev, in_iowait))
 		return BOX_IO_WAIT;
-	return box_of_latch_sleep(prev);
+	return box_of_latch_sleep(ptl);
 }
 
 /*
@@ -137,7 +139,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			if (!wf->wait_event) /* none published: the wait a probe brackets, if any */
 				wf->wait_event = wf->bracket_event;
 			wf->wait_version = pi ? pi->version : 0;
-			wf->asleep_box = box_of_sleep(wf, prev, pi);
+			wf->asleep_box = box_of_sleep(ptl, prev, pi);
 		}
 	}
 	wf = waterfall_of(next);

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Which processes and threads are traced, and their state: the filter
- * every hot path applies first. Entries exist exactly for the threads of
- * traced processes (made at fork in proc.bpf.c, or by Go when it
- * attaches), so one lookup both filters and finds the state.
+ * every hot path applies first. A traced thread (made so at fork in
+ * proc.bpf.c, or by Go when it attaches) holds a slot of thread_states
+ * from then to its exit, named in its task-local state: a hook finds it
+ * from the task in hand at the cost of an array index, and a task of no
+ * traced process by a pointer test. `threads` names the slot by thread
+ * id, for what concerns another thread (a block request's completion, a
+ * parallel worker's leader) and for Go.
  */
 #ifndef STATE_BPF_H
 #define STATE_BPF_H
@@ -26,7 +30,7 @@ struct thread_state {
 	enum fs_op sys_op;    /* the kind of that syscall */
 	__u32 leader_tid;     /* a parallel worker's leader backend, else 0 */
 	__u32 serves_tid;     /* an I/O worker or a storage engine: the thread whose request it serves now, else 0 */
-	__u32 pad2;
+	__u32 tid;            /* the thread holding this slot; 0: a free slot */
 	__u64 serves_seq;     /* that backend's query (query_seq) */
 	__u64 serves_since;   /* since when */
 	__u8 title_seen;      /* the title was read for a leader (once set) */
@@ -65,11 +69,27 @@ struct {
 } procs SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_THREADS);
 	__type(key, __u32);
 	__type(value, struct thread_state);
+} thread_states SEC(".maps");
+
+/* A traced thread's slot of thread_states, by thread id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u32);
 } threads SEC(".maps");
+
+/* The free slots, all of them at load (Go pushes them). Last in, first
+ * out: the slots in use stay at the bottom, where Go reads them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK);
+	__uint(max_entries, MAX_THREADS);
+	__type(value, __u32);
+} free_slots SEC(".maps");
 
 /*
  * Task-local state (struct task_local in dbiolat.h): for a task without
@@ -83,23 +103,42 @@ struct {
 	__type(value, struct task_local);
 } tasks SEC(".maps");
 
-/* The state of a traced thread, NULL for every other thread. */
-static __always_inline struct thread_state *thread_of(__u32 tid)
-{
-	return bpf_map_lookup_elem(&threads, &tid);
-}
-
-static __always_inline struct thread_state *thread_current(void)
-{
-	return thread_of((__u32)bpf_get_current_pid_tgid());
-}
-
 static __always_inline struct task_local *task_local_of(struct task_struct *task)
 {
 	/* Most tasks have no BPF storage at all: one load says so, no helper call. */
 	if (!task->bpf_storage)
 		return NULL;
 	return bpf_task_storage_get(&tasks, task, 0, 0);
+}
+
+/* The state of a traced thread, given its task-local state; NULL for
+ * every other thread. (Its slot is its own: proc_exit, which frees it,
+ * runs in the thread itself and forgets it there.) */
+static __always_inline struct thread_state *thread_in(struct task_local *tl)
+{
+	__u32 slot;
+
+	if (!tl || !tl->slot)
+		return NULL;
+	slot = tl->slot - 1;
+	return bpf_map_lookup_elem(&thread_states, &slot);
+}
+
+static __always_inline struct thread_state *thread_current(void)
+{
+	return thread_in(task_local_of(bpf_get_current_task_btf()));
+}
+
+/* The state of traced thread tid, for a hook running in another task. */
+static __always_inline struct thread_state *thread_of(__u32 tid)
+{
+	struct thread_state *ts;
+	__u32 *slot = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!slot)
+		return NULL;
+	ts = bpf_map_lookup_elem(&thread_states, slot);
+	return ts && ts->tid == tid ? ts : NULL;
 }
 
 static __always_inline struct waterfall *waterfall_of(struct task_struct *task)
