@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -362,18 +361,24 @@ func (t *tracerProc) stop() (*syscall.Rusage, error) {
 	return t.cmd.ProcessState.SysUsage().(*syscall.Rusage), err
 }
 
-// processCPU is a process's user and system CPU so far, in seconds.
+// processCPU is a process's CPU so far, in seconds: its threads' time on
+// a CPU as the scheduler counts it, in nanoseconds (/proc/PID/task/*/
+// schedstat; /proc/PID/stat counts 10 ms ticks, a few in a run: too
+// coarse per transaction). A thread that exits within the run takes its
+// share with it (the Go runtime's threads do not).
 func processCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var ns float64
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var v float64
+		fmt.Sscan(string(b), &v)
+		ns += v
 	}
-	// After the command name, in parentheses: state is field 3, utime 14, stime 15.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	var utime, stime float64
-	fmt.Sscan(f[11], &utime)
-	fmt.Sscan(f[12], &stime)
-	return (utime + stime) / 100 // USER_HZ
+	return ns / 1e9
 }
 
 // programStat is what the kernel counted of one program (or of the

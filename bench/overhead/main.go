@@ -42,7 +42,7 @@ type measurement struct {
 	TPS      float64                `json:"tps"`
 	Tx       int64                  `json:"transactions"`
 	CPUus    float64                `json:"cpu_us_per_tx"` // machine CPU (without steal) per transaction
-	ToolCPU  float64                `json:"tool_cpu_s"`    // the tracer's own user+system CPU while pgbench ran
+	ToolCPU  float64                `json:"tool_cpu_s"`    // the tracer's own CPU (its threads' run time) while pgbench ran
 	ToolRSS  int64                  `json:"tool_max_rss_bytes"`
 	BPFns    uint64                 `json:"bpf_run_ns"` // the tracer's programs, all runs
 	BPFRuns  uint64                 `json:"bpf_runs"`
