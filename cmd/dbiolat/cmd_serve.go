@@ -200,7 +200,7 @@ func runServe(ctx context.Context, o targetOptions, listen string, top int, wind
 	// rest of serve costs, so a fleet's always-on exporter leaves it out
 	// unless asked; the block layer and the waterfall's I/O waits remain.
 	t := tracer{opts: o, families: probe.Default, emit: emit, interval: time.Second, reattach: !d.always(), costWindow: d.period, ratesByServer: true,
-		wait: true,
+		wait: true, quietTicks: true,
 		onQuery: func(q *model.Query) error {
 			e.Observe(q)
 			if x != nil {

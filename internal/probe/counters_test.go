@@ -64,3 +64,39 @@ func TestLog2SlotMatchesHist(t *testing.T) {
 		}
 	}
 }
+
+// eachEntry reads a map in growing batches: every entry once, however
+// many, from none to more than a batch of the largest size holds.
+func TestEachEntryReadsEveryEntryOnce(t *testing.T) {
+	testenv.NeedRoot(t)
+	for _, n := range []int{0, 1, firstBatch, firstBatch + 1, 3*lastBatch + 5} {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range uint32(n) {
+			if err := m.Put(k, uint64(k)*3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[uint32]int{}
+		err = eachEntry(m, func(k *uint32, v *uint64) {
+			seen[*k]++
+			if *v != uint64(*k)*3 {
+				t.Errorf("%d entries: key %d read with value %d, want %d", n, *k, *v, uint64(*k)*3)
+			}
+		})
+		m.Close()
+		if err != nil {
+			t.Fatalf("%d entries: %v", n, err)
+		}
+		if len(seen) != n {
+			t.Errorf("%d entries: %d read", n, len(seen))
+		}
+		for k, times := range seen {
+			if times != 1 || int(k) >= n {
+				t.Errorf("%d entries: key %d read %d times", n, k, times)
+			}
+		}
+	}
+}

@@ -25,6 +25,7 @@ type Tracer struct {
 	attached []*hookLink // every program's hooks, attached or paused
 	paused   bool
 	events   *ringbuf.Reader
+	backlog  float64 // the share of events the last ReadQueries found filled
 	runs     *ringbuf.Reader
 	families Families               // loaded and attached
 	dormant  Families               // loaded by Wake when needed

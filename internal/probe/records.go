@@ -20,6 +20,7 @@ import (
 // those wakeups, 6.1 without).
 func (t *Tracer) ReadQueries(deadline time.Time, fn func(e *QueryEvent, text []byte)) error {
 	time.Sleep(time.Until(deadline))
+	t.backlog = float64(t.events.AvailableBytes()) / float64(t.events.BufferSize())
 	t.events.SetDeadline(time.Now()) // what is there, without waiting
 	var rec ringbuf.Record
 	var e QueryEvent
@@ -42,6 +43,11 @@ func (t *Tracer) ReadQueries(deadline time.Time, fn func(e *QueryEvent, text []b
 		fn(&e, text)
 	}
 }
+
+// QueriesBacklog is the share of the query ring buffer the last
+// ReadQueries found filled: what waiting longer before the next would
+// risk (a full ring buffer drops records, counted: STAT_RINGBUF_FULL).
+func (t *Tracer) QueriesBacklog() float64 { return t.backlog }
 
 // ReadProcRuns delivers the records of traced processes that exited since
 // the last call, without waiting.

@@ -39,9 +39,10 @@ func TestThreadSlots(t *testing.T) {
 	}
 
 	// More goroutines locked to their threads at once than the process has
-	// threads: some threads are born now, in the kernel's proc_fork.
+	// threads: some threads are born now, in the kernel's proc_fork; and
+	// more than eachThread's first batch holds, so that it reads several.
 	locked, release := make(chan int), make(chan struct{})
-	n := len(tracked) + 4
+	n := max(len(tracked)+4, 3*firstBatch)
 	for range n {
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
@@ -65,6 +66,18 @@ func TestThreadSlots(t *testing.T) {
 	}
 	if born == 0 {
 		t.Fatalf("none of %d locked threads was born after Track: the kernel's part went untested", n)
+	}
+	read := 0
+	if err := tr.eachThread(func(ts *dbiolatThreadState) {
+		read++
+		if _, ok := held[ts.Tid]; !ok {
+			t.Errorf("eachThread read thread %d, which holds no slot", ts.Tid)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if read != len(held) {
+		t.Errorf("eachThread read %d threads; %d hold slots", read, len(held))
 	}
 	if err := exec.Command("true").Run(); err != nil { // a child process: forked, traced, exited
 		t.Fatal(err)

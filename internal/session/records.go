@@ -82,11 +82,24 @@ func wallOffset() time.Duration {
 	return time.Duration(time.Now().UnixNano() - ts.Nano())
 }
 
+// quietBacklog: a poll that found less than this share of the query ring
+// buffer filled, and no process starting or ending, is quiet (Quiet).
+const quietBacklog = 1.0 / 16
+
+// Quiet says the last Poll found nothing to hurry for: no process started
+// or ended (whose role is best read while it lives) and the query ring
+// buffer held little (under a sixteenth: even had the last poll been a
+// tenth of a second before, a second's wait leaves it short of full).
+// serve then polls once a second, not ten times: each wakeup of an idle
+// process costs far more than its work.
+func (s *Session) Quiet() bool { return s.quiet }
+
 // Poll delivers the query records that arrived, until the deadline, and
 // the runs of processes that exited.
 func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess func(*model.Process)) error {
 	s.sampleCost()
 	s.follow()
+	came := 0 // processes that started or ended
 	// Learn new processes' roles while they live: a short autovacuum
 	// worker is gone by the time its record is read. Not while paused
 	// (duty cycles): nothing they do is measured then, and the walk of
@@ -96,6 +109,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 		if err != nil {
 			return err
 		}
+		came += len(pids)
 		for pid, server := range pids {
 			if _, gone := s.exited[pid]; gone { // its pid taken again: another process
 				s.forget(pid)
@@ -114,6 +128,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 	}
 	now := time.Now()
 	err := s.tracer.ReadProcRuns(func(r *probe.ProcRun) {
+		came++
 		s.exited[r.Pid] = exit{seen: now, endNs: r.EndNs}
 		s.owners[r.Pid] = int(r.Instance) // a short connection's, gone before Poll saw it
 		s.unfolded = append(s.unfolded, r.Pid)
@@ -121,6 +136,7 @@ func (s *Session) Poll(deadline time.Time, onQuery func(*model.Query), onProcess
 			onProcess(s.process(r))
 		}
 	})
+	s.quiet = came == 0 && s.tracer.QueriesBacklog() < quietBacklog
 	if time.Since(s.folded) >= time.Second {
 		s.folded = time.Now()
 		for _, t := range s.current {

@@ -83,6 +83,9 @@ type Session struct {
 	unfolded     []uint32               // exited processes whose kernel totals are not folded yet
 	folded       time.Time              // when foldExited last ran
 	followed     time.Time              // when follow last looked for restarted servers
+	quiet        bool                   // the last Poll found nothing to hurry for (Quiet)
+	costOpened   time.Duration          // when the open counting window opened (sampleCost); 0: none is
+	costDue      time.Duration          // when the next opens
 	owners       map[uint32]int         // the server each tracked process (or MySQL thread) belongs to
 	poolers      map[int]followedPooler // the connection poolers followed (pooler.go), by pid
 	boxes        []boxOf                // where each kernel box goes in a model.Query

@@ -176,13 +176,29 @@ const (
 	sampleLength = time.Second
 )
 
-// sampleCost opens and closes the counting windows; Poll calls it.
+// sampleCost opens and closes the counting windows; Poll calls it. A
+// window opens at the first poll past its start and closes at the first
+// past its length (polls may be a second apart: serve's quiet ones), so
+// none is missed; its length is measured, not assumed.
 func (s *Session) sampleCost() {
 	length := cmp.Or(s.cfg.CostWindow, sampleLength)
 	elapsed := s.Elapsed()
-	in := elapsed % sampleEvery
-	first := elapsed >= sampleFirst && elapsed < sampleFirst+length
-	s.tracer.SampleStats(first || in >= sampleAt && in < sampleAt+length)
+	if s.costOpened > 0 {
+		if elapsed-s.costOpened >= length {
+			s.tracer.SampleStats(false)
+			s.costOpened = 0
+		}
+		return
+	}
+	if elapsed < max(s.costDue, sampleFirst) {
+		return
+	}
+	s.tracer.SampleStats(true)
+	s.costOpened = elapsed
+	s.costDue = elapsed - elapsed%sampleEvery + sampleAt // the next: half a minute into a minute, after this one
+	for s.costDue < elapsed+length {
+		s.costDue += sampleEvery
+	}
 }
 
 // counters reads the drop counters and the number of queries so far.
