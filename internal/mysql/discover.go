@@ -14,9 +14,11 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,10 +51,10 @@ const (
 // isServerExe says whether a process runs mysqld or mariadbd. The kernel
 // resolves /proc/PID/exe, so Debian's mysqld symlink to mariadbd reads
 // as mariadbd, and an older MariaDB's own mysqld as mysqld.
-func isServerExe(pid int) bool {
-	name := procfs.ExeName(pid)
-	return name == "mysqld" || name == "mariadbd"
-}
+func isServerExe(pid int) bool { return isServer(procfs.ExeName(pid)) }
+
+// isServer says whether an executable's file name is a MySQL or MariaDB server's.
+func isServer(name string) bool { return name == "mysqld" || name == "mariadbd" }
 
 // cmdline is a process's arguments; none if they cannot be read.
 func cmdline(pid int) []string {
@@ -176,16 +178,16 @@ func ByDataDir(dir string) (Instance, error) {
 // each mysqld or mariadbd process (threads are not listed in /proc), but
 // not one creating a data directory or still starting.
 func Discover() ([]Instance, error) {
-	pids, err := procfs.PIDs()
+	programs, err := procfs.Programs()
 	if err != nil {
 		return nil, err
 	}
 	var out []Instance
-	for _, pid := range pids {
-		if !isServerExe(pid) || bootstrapping(cmdline(pid)) {
+	for _, pid := range slices.Sorted(maps.Keys(programs)) {
+		if !isServer(programs[pid]) || bootstrapping(cmdline(pid)) {
 			continue
 		}
-		if p, err := procfs.PPid(pid); err == nil && p > 1 && isServerExe(p) {
+		if p, err := procfs.PPid(pid); err == nil && p > 1 && isServer(programs[p]) {
 			continue // found through its parent
 		}
 		// A server opens its port and socket last, once it has moved to

@@ -3,8 +3,10 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,10 +70,10 @@ func Describe(pid int) (Process, error) {
 	return ParseTitle(t), nil
 }
 
-func isPostgresExe(pid int) bool {
-	name := procfs.ExeName(pid)
-	return name == "postgres" || name == "postmaster"
-}
+func isPostgresExe(pid int) bool { return isPostgres(procfs.ExeName(pid)) }
+
+// isPostgres says whether an executable's file name is PostgreSQL's server.
+func isPostgres(name string) bool { return name == "postgres" || name == "postmaster" }
 
 func instanceOf(postmaster int) Instance {
 	dir, _ := os.Readlink(procfs.Path(postmaster, "cwd"))
@@ -194,16 +196,16 @@ func servingDir(dir string) (in Instance, found bool, err error) {
 
 // Discover finds every PostgreSQL instance on the host.
 func Discover() ([]Instance, error) {
-	pids, err := procfs.PIDs()
+	programs, err := procfs.Programs()
 	if err != nil {
 		return nil, err
 	}
 	var out []Instance
-	for _, pid := range pids {
-		if !isPostgresExe(pid) {
+	for _, pid := range slices.Sorted(maps.Keys(programs)) {
+		if !isPostgres(programs[pid]) {
 			continue
 		}
-		if p, err := procfs.PPid(pid); err == nil && p > 1 && isPostgresExe(p) {
+		if p, err := procfs.PPid(pid); err == nil && p > 1 && isPostgres(programs[p]) {
 			continue // a child: found through its postmaster
 		}
 		if !servesItsDataDir(pid) {

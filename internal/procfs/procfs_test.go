@@ -2,10 +2,12 @@ package procfs
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -176,4 +178,64 @@ func TestStartOf(t *testing.T) {
 	if _, ok := StartOf(1 << 30); ok {
 		t.Error("StartOf a PID that cannot exist says it runs")
 	}
+}
+
+// Programs names a new process at once, follows a young one's exec in
+// place, keeps an older one's name until its recheck, and drops a process
+// once it is gone.
+func TestPrograms(t *testing.T) {
+	if _, err := Programs(); err != nil { // the first call: what runs already is not young
+		t.Fatal(err)
+	}
+	child := exec.Command("sh", "-c", "read x; exec sleep 30")
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	pid := child.Process.Pid
+	shell := ExeName(pid)
+	if names, err := Programs(); err != nil || names[pid] != shell || shell == "" {
+		t.Fatalf("a new process: named %q (err %v), its executable %q", names[pid], err, shell)
+	}
+	stdin.Write([]byte("\n")) // the shell execs sleep, keeping its pid
+	var names map[int]string
+	if !eventually(func() bool { names, _ = Programs(); return names[pid] == "sleep" }) {
+		t.Errorf("a young process that exec'd sleep is still named %q", names[pid])
+	}
+
+	self := os.Getpid()
+	age := func(seen, read time.Duration) {
+		programs.Lock()
+		programs.known[self] = program{name: "kept", seen: time.Now().Add(-seen), read: time.Now().Add(-read)}
+		programs.Unlock()
+	}
+	age(2*programRecheck, time.Second)
+	if names, _ := Programs(); names[self] != "kept" {
+		t.Errorf("an older process read a second ago: named %q, not the name kept", names[self])
+	}
+	age(2*programRecheck, programRecheck+time.Second)
+	if names, _ := Programs(); names[self] != ExeName(self) {
+		t.Errorf("an older process read %v ago: named %q, not read again (%q)", programRecheck+time.Second, names[self], ExeName(self))
+	}
+
+	child.Process.Kill()
+	child.Wait()
+	names, _ = Programs()
+	if name, listed := names[pid]; listed {
+		t.Errorf("process %d is gone, yet listed as %q", pid, name)
+	}
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
 }

@@ -52,19 +52,19 @@ const (
 // probe on its sends and changes nothing. One followed already has the
 // threads it started since marked.
 func (s *Session) followPoolers() {
-	var pids []int
+	var programs map[int]string
 	for _, p := range poolers {
 		if fam, err := p.engine.protocol(s.cfg.Families); err != nil || fam&p.family == 0 || !s.traces(p.engine) {
 			continue
 		}
-		if pids == nil {
+		if programs == nil {
 			var err error
-			if pids, err = procfs.PIDs(); err != nil {
+			if programs, err = procfs.Programs(); err != nil {
 				return
 			}
 		}
-		for _, pid := range pids {
-			if procfs.ExeName(pid) != p.exe {
+		for pid, name := range programs {
+			if name != p.exe {
 				continue
 			}
 			started, ok := procfs.StartOf(pid)
