@@ -55,24 +55,32 @@ func TestDeliveredPlusDroppedIsSent(t *testing.T) {
 	}
 }
 
-// runLoad sends n queries to a synthetic backend traced with every query
-// a record, polling as the commands do when drain is set, else only at
-// the end.
-func runLoad(t *testing.T, n, batch int, drain bool) (delivered, queries uint64, drops model.Drops, elapsed time.Duration) {
+// tracedBackend starts a synthetic backend and a session of processes
+// tracing it with the families, every query a record; both end with t.
+func tracedBackend(t *testing.T, families probe.Families) (*loadgen.Backend, *Session) {
 	t.Helper()
 	b, err := loadgen.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	s, err := OpenProcesses(probe.PGWire|probe.Sched, probe.EmitAll)
+	t.Cleanup(func() { b.Close() })
+	s, err := OpenProcesses(families, probe.EmitAll)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	if err := s.Track(b.PID(), true); err != nil {
 		t.Fatal(err)
 	}
+	return b, s
+}
+
+// runLoad sends n queries to a synthetic backend traced with every query
+// a record, polling as the commands do when drain is set, else only at
+// the end.
+func runLoad(t *testing.T, n, batch int, drain bool) (delivered, queries uint64, drops model.Drops, elapsed time.Duration) {
+	t.Helper()
+	b, s := tracedBackend(t, probe.PGWire|probe.Sched)
 	done := make(chan error, 1)
 	go func() {
 		var err error
@@ -98,6 +106,7 @@ func runLoad(t *testing.T, n, batch int, drain bool) (delivered, queries uint64,
 	if err := s.Poll(time.Now(), count, nil); err != nil {
 		t.Fatal(err)
 	}
+	var err error
 	if drops, err = s.Drops(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbiolat/dbiolat/internal/loadgen"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/probe"
 	"github.com/dbiolat/dbiolat/internal/testenv"
@@ -31,19 +30,7 @@ func TestIOUringWorkerReadIsTheQuerys(t *testing.T) {
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
 		t.Fatal(err)
 	}
-	b, err := loadgen.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	s, err := OpenProcesses(probe.PGWire|probe.Block|probe.Sched, probe.EmitAll)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Track(b.PID(), true); err != nil {
-		t.Fatal(err)
-	}
+	b, s := tracedBackend(t, probe.PGWire|probe.Block|probe.Sched)
 	if err := b.ReadWithIOUring(file); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbiolat/dbiolat/internal/loadgen"
 	"github.com/dbiolat/dbiolat/internal/model"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
 	"github.com/dbiolat/dbiolat/internal/probe"
@@ -27,19 +26,7 @@ func TestQuietPolls(t *testing.T) {
 	}
 
 	t.Run("records", func(t *testing.T) {
-		b, err := loadgen.Start()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		s, err := OpenProcesses(probe.PGWire|probe.Sched, probe.EmitAll)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if err := s.Track(b.PID(), true); err != nil {
-			t.Fatal(err)
-		}
+		b, s := tracedBackend(t, probe.PGWire|probe.Sched)
 		poll(s) // the process just tracked
 		if quiet, _ := poll(s); !quiet {
 			t.Fatal("a poll with nothing new is not quiet")
