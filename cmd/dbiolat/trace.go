@@ -126,7 +126,7 @@ func (t *tracer) run(ctx context.Context) (*session.Session, error) {
 	for {
 		deadline := time.Now().Add(drainEvery)
 		if t.interval > 0 && (nextTick.Before(deadline) || s.Paused() || t.quietTicks && s.Quiet()) {
-			deadline = nextTick // while the hooks are off (duty cycles), nothing comes to drain
+			deadline = nextTick // hooks off (duty cycles), or quiet polls: the tick's drain is soon enough
 		}
 		if err := poll(deadline); err != nil {
 			return s, err
