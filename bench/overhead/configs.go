@@ -97,6 +97,13 @@ var (
 	serveEvery = config{name: "serve", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
+	// serve with every program emptied (probe's DBIOLAT_BENCH_EMPTY_PROGRAMS,
+	// env in place: the same process): its process, hooks' dispatch and
+	// uprobes' traps without its programs' work. serve over it is that
+	// work; it over hooks-floor is the rest. No metrics to read: it counts nothing.
+	serveEmpty = config{name: "serve-empty", command: func(e *env) ([]string, string) {
+		return []string{"env", "DBIOLAT_BENCH_EMPTY_PROGRAMS=1", e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
+	}}
 	serveFS = config{name: "serve-fs", exporter: true, settle: 1500 * time.Millisecond, command: func(e *env) ([]string, string) {
 		return []string{e.dbiolat, "serve", "--fs", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
@@ -168,7 +175,7 @@ usdt:BIN:postgresql:query__done /@start[tid]/ {
 BEGIN { printf("ready\n"); }
 `
 
-var allConfigs = []config{hooksFloor, serveFSFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveEvery, serveFS, serveRef, serveDuty, serveDuty10, serveOTLP, serveOTLPAll}
+var allConfigs = []config{hooksFloor, serveFSFloor, floor, dbiolatDefault, dbiolatDefaultRef, allFloor, dbiolatAll, bpftrace, strace, serveEvery, serveEmpty, serveFS, serveRef, serveDuty, serveDuty10, serveOTLP, serveOTLPAll}
 
 func configNames() []string {
 	var out []string

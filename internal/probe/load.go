@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"syscall"
 	"time"
@@ -166,6 +167,12 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 	return t, nil
 }
 
+// emptyPrograms: every program returns at once, as on bench/overhead's
+// hooks-floor, while the process runs as ever: its config serve-empty,
+// which tells serve's programs' work from the rest of its cost (its
+// process, its hooks' dispatch, its uprobes' traps). Not for users.
+var emptyPrograms = os.Getenv("DBIOLAT_BENCH_EMPTY_PROGRAMS") == "1"
+
 // load loads the programs of the families (and the core's, with core),
 // stubs in place of the others, and moves them into t.objs; with shared,
 // it uses those maps instead of making its own. What it returns holds
@@ -179,6 +186,9 @@ func (t *Tracer) load(spec *ebpf.CollectionSpec, f Families, core bool, shared m
 				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
 		case (ps.SectionName == "uprobe" || ps.SectionName == "uretprobe") && t.uprobeMulti:
 			ps.AttachType = ebpf.AttachTraceUprobeMulti
+		}
+		if emptyPrograms {
+			spec.Programs[name].Instructions = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 		}
 	}
 	for name := range spec.Maps {

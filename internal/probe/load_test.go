@@ -142,3 +142,36 @@ func TestWakeLoadsIntoTheSameMaps(t *testing.T) {
 		}
 	}
 }
+
+// bench/overhead's serve-empty: with DBIOLAT_BENCH_EMPTY_PROGRAMS, every
+// program returns at once, and all attach as they do with their work.
+func TestEmptyPrograms(t *testing.T) {
+	testenv.NeedRoot(t)
+	emptyPrograms = true
+	defer func() { emptyPrograms = false }()
+	tr, err := Open(Default, EmitAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	hs, err := Hooks(Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.linked(); n != len(hs) {
+		t.Errorf("%d links for %d hooks", n, len(hs))
+	}
+	for name, p := range map[string]*ebpf.Program{"pgwire_send": tr.objs.PgwireSend, "sched_switch": tr.objs.SchedSwitch, "blk_done": tr.objs.BlkDone} {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		insns, err := info.Instructions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(insns) != 2 {
+			t.Errorf("%s: %d instructions, want 2 (r0 = 0, exit)", name, len(insns))
+		}
+	}
+}
