@@ -98,9 +98,10 @@ var (
 		return []string{e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
 	// serve with every program emptied (probe's DBIOLAT_BENCH_EMPTY_PROGRAMS,
-	// env in place: the same process): its process, hooks' dispatch and
-	// uprobes' traps without its programs' work. serve over it is that
-	// work; it over hooks-floor is the rest. No metrics to read: it counts nothing.
+	// set by env, which execs serve in its own place: the process measured
+	// is serve's): its process, hooks' dispatch and uprobes' traps without
+	// its programs' work. serve over it is that work; it over hooks-floor
+	// is the rest. No metrics to read: it counts nothing.
 	serveEmpty = config{name: "serve-empty", command: func(e *env) ([]string, string) {
 		return []string{"env", "DBIOLAT_BENCH_EMPTY_PROGRAMS=1", e.dbiolat, "serve", "--listen", "127.0.0.1:0", "--pid", fmt.Sprint(e.pid())}, "Serving metrics on "
 	}}
