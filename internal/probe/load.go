@@ -173,6 +173,12 @@ func Load(f, dormant Families, emit Emit) (*Tracer, error) {
 // process, its hooks' dispatch, its uprobes' traps). Not for users.
 var emptyPrograms = os.Getenv("DBIOLAT_BENCH_EMPTY_PROGRAMS") == "1"
 
+// returnAtOnce is the body of a program that does nothing: a stub's, or
+// every program's with emptyPrograms.
+func returnAtOnce() asm.Instructions {
+	return asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+}
+
 // load loads the programs of the families (and the core's, with core),
 // stubs in place of the others, and moves them into t.objs; with shared,
 // it uses those maps instead of making its own. What it returns holds
@@ -182,13 +188,12 @@ func (t *Tracer) load(spec *ebpf.CollectionSpec, f Families, core bool, shared m
 		fam, _ := familyOf(name)
 		switch {
 		case fam&f == 0 && (fam != 0 || !core):
-			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL",
-				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}
+			spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.SocketFilter, License: "GPL", Instructions: returnAtOnce()}
 		case (ps.SectionName == "uprobe" || ps.SectionName == "uretprobe") && t.uprobeMulti:
 			ps.AttachType = ebpf.AttachTraceUprobeMulti
 		}
 		if emptyPrograms {
-			spec.Programs[name].Instructions = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+			spec.Programs[name].Instructions = returnAtOnce()
 		}
 	}
 	for name := range spec.Maps {
