@@ -305,8 +305,10 @@ func startMyPod(t *testing.T, name, uid, id string) *myPod {
 	}
 	p := &myPod{name: name, uid: uid, id: id, host: reachableTempDir(t, "mypod-")}
 	p.sock = filepath.Join(p.host, "mysqld.sock")
+	// --tmpdir: its own, as a server at start removes the "#sql" files of
+	// its tmpdir, another server's too (internal/sidroot/mysql.go).
 	if out, err := exec.Command("mariadb-install-db", "--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db",
-		"--datadir="+p.host+"/data").CombinedOutput(); err != nil {
+		"--datadir="+p.host+"/data", "--tmpdir="+p.host).CombinedOutput(); err != nil {
 		t.Fatalf("making the pod's data directory: %v\n%s", err, out)
 	}
 	cg := podCgroup(t, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"+strings.ReplaceAll(uid, "-", "_")+
@@ -323,7 +325,7 @@ func startMyPod(t *testing.T, name, uid, id string) *myPod {
 			mount --bind %[2]s/hostname /etc/hostname
 			while [ ! -e %[2]s/stop ]; do
 				mariadbd --no-defaults --user=root --datadir=%[3]s --socket=%[5]s --skip-networking \
-					--pid-file=%[3]s/mariadbd.pid --log-error=%[3]s/error.log || true
+					--pid-file=%[3]s/mariadbd.pid --log-error=%[3]s/error.log --tmpdir=%[2]s || true
 				sleep 0.2
 			done'`,
 		cg, p.host, myPodDataDir, name, p.sock))

@@ -54,7 +54,11 @@ func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writ
 	if m.MariaDB {
 		server, install = "/usr/sbin/mariadbd", []string{"/usr/bin/mariadb-install-db", "--no-defaults", "--user=mysql", "--skip-name-resolve", "--force"}
 	}
-	if _, err := Run(ctx, root, "mysql", log, append(install, "--datadir="+dir+"/data")...); err != nil {
+	// --tmpdir: a server at start removes every "#sql" file in its tmpdir
+	// (temporary tables left by a crash), so servers sharing the root's
+	// /tmp remove each other's, even while they are written.
+	tmpdir := "--tmpdir=" + dir
+	if _, err := Run(ctx, root, "mysql", log, append(install, "--datadir="+dir+"/data", tmpdir)...); err != nil {
 		return fail(err)
 	}
 	sock := dir + "/mysqld.sock"
@@ -66,7 +70,7 @@ func StartMySQL(ctx context.Context, root string, how How, port int, log io.Writ
 		return err == nil
 	}
 	args := []string{server, "--no-defaults", "--datadir=" + dir + "/data", "--socket=" + sock,
-		"--pid-file=" + dir + "/mysqld.pid", "--bind-address=127.0.0.1", fmt.Sprintf("--port=%d", port)}
+		"--pid-file=" + dir + "/mysqld.pid", tmpdir, "--bind-address=127.0.0.1", fmt.Sprintf("--port=%d", port)}
 	if m.MariaDB { // clients over TCP come from 127.0.0.1, not from a name
 		args = append(args, "--skip-name-resolve")
 	} else {

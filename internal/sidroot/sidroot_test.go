@@ -80,6 +80,11 @@ func TestMySQLEachWay(t *testing.T) {
 				if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", m.PID())); err != nil || filepath.Base(exe) != server {
 					t.Errorf("the main process %d runs %q (%v)", m.PID(), exe, err)
 				}
+				// Its temporary files in its own directory: at start a
+				// server removes the "#sql" files of its tmpdir, another's too.
+				if out, err := m.SQL(context.Background(), "SELECT @@tmpdir"); err != nil || out != m.Dir {
+					t.Errorf("tmpdir %q (%v), want its own %s", out, err, m.Dir)
+				}
 			})
 		}
 	}
