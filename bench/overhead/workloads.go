@@ -9,11 +9,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 
 	"github.com/dbiolat/dbiolat/internal/mysandbox"
 	"github.com/dbiolat/dbiolat/internal/pgsandbox"
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 )
 
 // sysbenchTest is the sysbench test standing for a pgbench workload on MariaDB and MySQL.
@@ -62,12 +62,10 @@ var overTLS = map[string]bool{"select-tls": true}
 // tlsSettings are the server settings a TLS workload needs: a loopback
 // TCP port (a unix socket has no TLS).
 func tlsSettings() (map[string]string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sandbox.FreePort()
 	if err != nil {
-		return nil, fmt.Errorf("finding a free port: %w", err)
+		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	return map[string]string{"listen_addresses": "127.0.0.1", "port": fmt.Sprint(port)}, nil
 }
 

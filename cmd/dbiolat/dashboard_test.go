@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -246,12 +245,7 @@ func (p *promServer) queryAt(t *testing.T, expr, at string) []promSample {
 // freeAddr is a loopback address with a port nobody listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
 }
 
 // dashboardVar is a Grafana variable in a panel's expression.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
@@ -118,12 +119,10 @@ func TestServer(t *testing.T) {
 // port makes the server listen on loopback only.
 func TestSettingsAndPort(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sandbox.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	s := startForTest(t, Options{Port: port, Settings: map[string]string{
 		"thread_handling":         "pool-of-threads",
 		"innodb-buffer-pool-size": "64M",

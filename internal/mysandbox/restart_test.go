@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 )
 
 // A server restarted, cleanly and then killed with SIGKILL, comes back as
@@ -15,12 +17,10 @@ import (
 // stops the new one and leaves nothing behind.
 func TestRestart(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sandbox.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	s := startForTest(t, Options{Port: port, Settings: map[string]string{"innodb_buffer_pool_size": "64M"}})
 	ctx := testContext(t)
 	if _, err := s.SQL(ctx, "", "CREATE DATABASE r; CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO r.t VALUES (1)"); err != nil {

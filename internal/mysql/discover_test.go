@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbiolat/dbiolat/internal/procfs"
+	"github.com/dbiolat/dbiolat/internal/sandbox"
 	"github.com/dbiolat/dbiolat/internal/testenv"
 )
 
@@ -191,12 +192,9 @@ func startMariaDB(t *testing.T) server {
 	if err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if s.port, err = sandbox.FreePort(); err != nil {
 		t.Fatal(err)
 	}
-	s.port = l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	cmd := exec.Command(bin, append([]string{"--no-defaults", "--datadir=" + s.data, "--socket=" + s.sock,
 		"--port=" + strconv.Itoa(s.port), "--bind-address=127.0.0.1", "--pid-file=" + filepath.Join(dir, "pid"),
 		"--log-error=" + filepath.Join(dir, "err"), "--tmpdir=" + tmp, "--innodb-buffer-pool-size=16M"}, user...)...)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -92,16 +91,4 @@ func (d *Dir) Stop(stop func() []error) error {
 		d.stopErr = errors.Join(errs...)
 	})
 	return d.stopErr
-}
-
-// FreePort is a TCP port of 127.0.0.1 that nothing listens on now.
-// Another program may take it before the caller's does; a server that
-// then cannot listen fails to start, its log saying so.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
