@@ -171,7 +171,7 @@ func startPrometheus(t *testing.T, name, bin, config string) *promServer {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &promServer{name: name, addr: freeAddr(t), log: &strings.Builder{}}
+	p := &promServer{name: name, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: &strings.Builder{}}
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+p.addr)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
@@ -240,12 +240,6 @@ func (p *promServer) queryAt(t *testing.T, expr, at string) []promSample {
 		out = append(out, ps)
 	}
 	return out
-}
-
-// freeAddr is a loopback address with a port nobody listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
 }
 
 // dashboardVar is a Grafana variable in a panel's expression.

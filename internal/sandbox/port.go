@@ -14,30 +14,25 @@ import (
 // (net.ipv4.ip_local_port_range): a port of that range, free when we look,
 // may become the local port of any outgoing connection (the tests make
 // thousands) before the server binds it, and the server then fails with
-// "Address already in use". A process does not hand a port out twice, and
-// processes start their walks at places their pids set apart, so servers
-// of tests running side by side do not race for one port.
+// "Address already in use". A process walks the ports in turn, so it hands
+// none out twice until it has walked them all, and processes start their
+// walks at places their pids set apart, so servers of tests running side
+// by side do not race for one port.
 func FreePort() (int, error) {
 	ports.Lock()
 	defer ports.Unlock()
-	if ports.given == nil {
-		ports.given = map[int]bool{}
-		ports.low = ephemeralLow()
-		ports.next = os.Getpid()
+	if ports.low == 0 {
+		ports.low, ports.next = ephemeralLow(), os.Getpid()
 	}
 	span := ports.low - firstPort
 	for range span {
 		ports.next++
 		port := firstPort + ports.next%span
-		if ports.given[port] {
-			continue
-		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue // a server of this machine's, or of another test's
 		}
 		l.Close()
-		ports.given[port] = true
 		return port, nil
 	}
 	return 0, fmt.Errorf("sandbox: no free TCP port of 127.0.0.1 in %d-%d", firstPort, ports.low-1)
@@ -49,9 +44,8 @@ const firstPort = 20000
 
 var ports struct {
 	sync.Mutex
-	given map[int]bool
-	low   int // the ephemeral range's first port
-	next  int
+	low  int // the ephemeral range's first port; 0 until the first call
+	next int // the walk's place: the next port is firstPort + (next+1) % span
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range; Linux's
